@@ -1,0 +1,53 @@
+// The annealed, outlier-robust k-means: fit() runs k-means++ init, then assign -> robust reduce ->
+// temperature-scaled update per iteration, with maintenance every P iterations, on any Backend.
+#pragma once
+
+#include "vlattice/backend.hpp"
+#include "vlattice/config.hpp"
+#include "vlattice/types.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace vlattice {
+
+struct IterationRecord {
+    int iteration = 0;
+    double temperature = 0.0;
+    double trim = 0.0;  // trim fraction used by this iteration's reduce
+    double eta = 0.0;   // update step used by this iteration
+    double energy = 0.0;  // after this iteration's assign
+    std::size_t changed = 0;  // assignments changed by this iteration's assign
+    int merged = 0;  // maintenance this iteration
+    int split = 0;
+    int reseeded = 0;
+};
+
+struct PhaseSeconds {
+    double init = 0, assign = 0, reduce = 0, update = 0, maintenance = 0, energy = 0, total = 0;
+};
+
+struct FitResult {
+    Matrix anchors;  // final anchors; empty anchors are dropped, so rows may be < config.anchors
+    std::vector<std::uint32_t> assignments;  // argmin over the final anchors
+    double energy = 0.0;  // of the final anchors and assignments, in double
+    int iterations = 0;
+    bool converged = false;
+    std::string stop_reason;
+    std::vector<IterationRecord> history;
+    PhaseSeconds seconds;
+    int merged = 0, split = 0, reseeded = 0, dropped_empty = 0;
+};
+
+using IterationCallback = std::function<void(const IterationRecord&)>;
+
+// Validates the config against the points, then runs to convergence or config.max_iters.
+FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend,
+              const IterationCallback& on_iteration = {});
+
+// The schedule, exposed for tests and reports.
+double trim_at(const AnnealConfig& config, double temperature);
+double eta_at(const AnnealConfig& config, double temperature);
+
+}  // namespace vlattice

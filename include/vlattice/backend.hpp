@@ -1,0 +1,59 @@
+// The compute interface the annealing driver talks to. The CPU backend (src/cpu/) and the CUDA
+// backend (cuda/) implement it; the driver (src/anneal.cpp) never sees which one it drives.
+// A backend owns the points, the anchors, the assignments, each point's distance to its anchor and
+// the per-anchor statistics for the whole run; only m-sized data crosses this interface per
+// iteration.
+#pragma once
+
+#include "vlattice/types.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace vlattice {
+
+struct AssignStats {
+    std::size_t changed = 0;  // points whose anchor differs from the previous assign
+    double energy = 0.0;      // mean squared distance to the assigned anchor, in double
+};
+
+// Per-anchor results of the last robust_reduce.
+struct AnchorStats {
+    std::vector<std::uint32_t> count;  // members assigned
+    std::vector<std::uint32_t> kept;   // members left after trimming
+    std::vector<double> variance;      // mean squared distance of the kept members to their mean
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual const char* name() const = 0;
+
+    // Once per run, before anything else. Assignments start as "none", so the first assign counts
+    // every point as changed.
+    virtual void upload_points(const Matrix& points) = 0;
+    // Replaces all anchors (their number may change between calls).
+    virtual void upload_anchors(const Matrix& anchors) = 0;
+    // Replaces only the listed rows of the current anchors with the same rows of `anchors`.
+    virtual void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) = 0;
+    virtual Matrix download_anchors() = 0;
+
+    // a(i) = argmin_j ||x_i - c_j||^2, ties to the lowest j, exact: the chosen anchor is the one the
+    // same distances computed in double would choose. Keeps each point's distance for the reduce.
+    virtual AssignStats assign() = 0;
+    // Per anchor: drop the floor(trim * count) farthest members (ties broken by point index) and
+    // average the rest into the robust mean; also count, kept and variance.
+    virtual void robust_reduce(double trim) = 0;
+    virtual AnchorStats download_stats() = 0;
+    // c_j <- c_j + eta * (mu_j - c_j) for every anchor with kept members; others stay.
+    virtual void update(double eta) = 0;
+
+    // E = (1/n) sum ||x_i - c_a(i)||^2 for the current anchors and assignments, in double.
+    virtual double energy() = 0;
+    virtual std::vector<std::uint32_t> download_assignments() = 0;
+    // Up to `limit` members of one anchor (the first by point index), for maintenance splits.
+    virtual Matrix gather_members(std::uint32_t anchor, std::size_t limit) = 0;
+};
+
+}  // namespace vlattice

@@ -1,0 +1,56 @@
+// Every parameter of an annealing run, with its default. The CLI's option names are given beside
+// each field; `vlattice compress --help` prints the same defaults from this struct.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vlattice {
+
+struct AnnealConfig {
+    // Number of anchors m to learn (-m/--anchors). Must satisfy 1 <= m <= n.
+    std::size_t anchors = 256;
+    // Maximum number of iterations (--iters); the run may stop earlier on convergence.
+    int max_iters = 50;
+
+    // Initial temperature T0 (--t0). T controls both the trim fraction and the update step:
+    // hot runs trim outliers and move anchors part of the way, cold runs are plain Lloyd steps.
+    // 0 runs cold from the start (trimmed Lloyd with trim-final).
+    double t0 = 1.0;
+    // T <- T * (1 - cooling) per iteration (--cooling), in [0, 1).
+    double cooling = 0.3;
+    // Below t_floor * T0 the temperature snaps to 0, so the run ends with exact Lloyd steps.
+    double t_floor = 1e-3;
+
+    // Share of each anchor's farthest members dropped from its mean while hot (--trim), in [0, 1).
+    double trim = 0.1;
+    // Share dropped at T = 0 (--trim-final). 0 ends at a k-means fixed point; trim-final = trim
+    // gives trimmed k-means throughout.
+    double trim_final = 0.0;
+
+    // Merge, split and re-seed every P iterations (--maintenance-every); 0 turns maintenance off.
+    // No maintenance runs in the last P iterations or once cold, so Lloyd steps settle its changes.
+    int maintenance_every = 5;
+    // Anchors closer than merge_factor times the count-weighted mean nearest-anchor spacing merge.
+    double merge_factor = 0.05;
+    // Anchors whose count or variance exceeds split_factor times the mean are split (2-means).
+    double split_factor = 4.0;
+
+    // Convergence: the relative energy change and the share of points that changed anchor both stay
+    // under `tolerance` for `patience` iterations. A run that stalls while hot is quenched (T = 0)
+    // and must stall again cold before it stops.
+    double tolerance = 1e-4;
+    int patience = 3;
+
+    // k-means++ runs on a random sample of this many points; 0 picks min(n, 32 * m).
+    std::size_t init_sample = 0;
+    // Seeds every random choice; the same seed and input give a byte-identical result.
+    std::uint64_t seed = 1;
+    // OpenMP and BLAS threads (--threads); 0 uses every core.
+    int threads = 0;
+};
+
+// Throws Error naming the first field out of range for a data set of n points.
+void validate(const AnnealConfig& config, std::size_t n);
+
+}  // namespace vlattice

@@ -1,0 +1,56 @@
+// The compressed .vlat file: a versioned little-endian header followed by checksummed sections.
+// docs/format.md is the specification; this header is its C++ face.
+#pragma once
+
+#include "vlattice/types.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vlattice {
+
+inline constexpr std::uint32_t kVlatVersion = 1;
+
+enum class AnchorStorage : std::uint8_t { f32 = 0, f16 = 1 };
+
+// Residual codec of the file. Version 1 writes `none`; the field and the section tag 'RESI' are
+// reserved so that residual codes can be added without a new layout.
+enum class ResidualCodec : std::uint8_t { none = 0 };
+
+struct VlatSection {
+    std::string tag;             // four characters: "ANCH", "ASGN", "META"
+    std::uint64_t offset = 0;    // of the payload, from the start of the file
+    std::uint64_t length = 0;    // payload bytes
+    std::uint64_t checksum = 0;  // XXH3-64 of the payload
+};
+
+struct VlatFile {
+    std::uint64_t n = 0;  // number of vectors
+    std::uint32_t d = 0;  // dimension
+    Metric metric = Metric::l2;
+    AnchorStorage anchor_storage = AnchorStorage::f32;
+    ResidualCodec codec = ResidualCodec::none;
+    Matrix anchors;                          // m x d
+    std::vector<std::uint32_t> assignments;  // n anchor ids, each < m
+    std::string metadata_json;               // run metadata; must be deterministic for a given run
+
+    std::vector<VlatSection> sections;  // filled by read_vlat; ignored by write_vlat
+    std::uint64_t file_bytes = 0;       // filled by read_vlat
+};
+
+// Writes through AtomicFile. Throws Error if the contents are inconsistent (an assignment >= m,
+// a row count that does not match n).
+void write_vlat(const std::string& path, const VlatFile& file);
+
+// Throws Error naming the file and the problem: wrong magic, unknown version, bad header or
+// section checksum (naming the section), truncated section, inconsistent sizes.
+VlatFile read_vlat(const std::string& path);
+
+// Bits per packed assignment: ceil(log2 m), 0 when m == 1.
+unsigned assignment_bits(std::uint64_t m);
+// Packs each value's low `bits` bits, least significant bit first, into a byte stream.
+std::vector<std::uint8_t> pack_bits(const std::vector<std::uint32_t>& values, unsigned bits);
+std::vector<std::uint32_t> unpack_bits(const std::vector<std::uint8_t>& bytes, unsigned bits, std::size_t count);
+
+}  // namespace vlattice

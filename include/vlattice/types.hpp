@@ -1,0 +1,38 @@
+// Core value types shared by every part of vlattice.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vlattice {
+
+// Every error a user can cause (bad file, bad option, bad value) is reported as an Error whose
+// message names the file, the row or the field; the CLI prints it and exits non-zero.
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+enum class Metric : std::uint8_t { l2 = 0, angular = 1 };
+
+const char* metric_name(Metric metric);
+// Throws Error naming the bad value.
+Metric parse_metric(const std::string& name);
+
+// Dense row-major float32 matrix: the in-memory form of points and anchors.
+struct Matrix {
+    std::size_t rows = 0;
+    std::size_t cols = 0;
+    std::vector<float> data;
+
+    Matrix() = default;
+    Matrix(std::size_t r, std::size_t c) : rows(r), cols(c), data(r * c, 0.0f) {}
+
+    float* row(std::size_t i) { return data.data() + i * cols; }
+    const float* row(std::size_t i) const { return data.data() + i * cols; }
+};
+
+}  // namespace vlattice

@@ -1,0 +1,48 @@
+#include "vlattice/atomic_file.hpp"
+
+#include "vlattice/types.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <unistd.h>
+
+namespace vlattice {
+
+namespace {
+
+std::string temp_name_for(const std::string& path) {
+    std::random_device entropy;
+    return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(entropy());
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(temp_name_for(path_)) {
+    out_.open(temp_path_, std::ios::binary | std::ios::trunc);
+    if (!out_) {
+        throw Error(path_ + ": cannot create output file (" + std::strerror(errno) + ")");
+    }
+}
+
+AtomicFile::~AtomicFile() {
+    if (!committed_) {
+        out_.close();
+        std::remove(temp_path_.c_str());
+    }
+}
+
+void AtomicFile::commit() {
+    out_.flush();
+    if (!out_) {
+        throw Error(path_ + ": write failed (disk full or I/O error)");
+    }
+    out_.close();
+    if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+        throw Error(path_ + ": cannot rename temporary file into place (" + std::strerror(errno) + ")");
+    }
+    committed_ = true;
+}
+
+}  // namespace vlattice

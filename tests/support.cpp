@@ -1,0 +1,93 @@
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace vlattice::test {
+
+std::uint64_t seed() {
+    if (const char* fixed = std::getenv("VLATTICE_TEST_SEED")) {
+        return std::strtoull(fixed, nullptr, 10);
+    }
+    static const std::uint64_t per_run = std::random_device{}();
+    return per_run;
+}
+
+Matrix random_points(std::size_t n, std::size_t d, std::mt19937_64& rng, std::size_t clusters) {
+    std::normal_distribution<float> normal;
+    Matrix centres(clusters, d);
+    for (float& v : centres.data) {
+        v = 4.0f * normal(rng);
+    }
+    Matrix points(n, d);
+    std::uniform_int_distribution<std::size_t> pick(0, clusters - 1);
+    for (std::size_t i = 0; i < n; ++i) {
+        const float* c = centres.row(pick(rng));
+        for (std::size_t k = 0; k < d; ++k) {
+            points.row(i)[k] = c[k] + normal(rng);
+        }
+    }
+    return points;
+}
+
+ScratchDir::ScratchDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "vlattice-test-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) {
+        FAIL("cannot create a scratch folder");
+    }
+    dir_ = pattern;
+}
+
+ScratchDir::~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+}
+
+CommandResult run_command(const std::string& command_line) {
+    CommandResult result;
+    FILE* pipe = ::popen((command_line + " 2>&1").c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::array<char, 4096> buffer{};
+    std::size_t got = 0;
+    while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+        result.output.append(buffer.data(), got);
+    }
+    const int status = ::pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return result;
+}
+
+CommandResult run_cli(const std::string& arguments) {
+    return run_command(std::string("'") + VLATTICE_CLI + "' " + arguments);
+}
+
+void run_python(const std::string& script) {
+    ScratchDir dir;
+    write_file(dir.path("script.py"), script);
+    const CommandResult result = run_command("/usr/bin/python3 '" + dir.path("script.py") + "'");
+    INFO(result.output);
+    REQUIRE(result.exit_code == 0);
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in.good());
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    return bytes.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+    REQUIRE(out.good());
+}
+
+}  // namespace vlattice::test

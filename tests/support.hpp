@@ -1,0 +1,49 @@
+// Helpers shared by the tests: seeds, random data, scratch folders, running the CLI and Debian's
+// python3 (numpy, h5py) as a real outside client.
+#pragma once
+
+#include "vlattice/types.hpp"
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+namespace vlattice::test {
+
+// A fresh seed per run, or VLATTICE_TEST_SEED when set. Tests print it with INFO so a failure can
+// be replayed.
+std::uint64_t seed();
+
+// Gaussian mixture: `clusters` centres with spread 4, unit noise around them.
+Matrix random_points(std::size_t n, std::size_t d, std::mt19937_64& rng, std::size_t clusters = 8);
+
+// A new empty folder under the system temp folder, removed with everything in it on destruction.
+class ScratchDir {
+public:
+    ScratchDir();
+    ~ScratchDir();
+    ScratchDir(const ScratchDir&) = delete;
+    ScratchDir& operator=(const ScratchDir&) = delete;
+    std::string path(const std::string& name) const { return dir_ + "/" + name; }
+    const std::string& dir() const { return dir_; }
+
+private:
+    std::string dir_;
+};
+
+struct CommandResult {
+    int exit_code = -1;
+    std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command line, capturing stdout and stderr.
+CommandResult run_command(const std::string& command_line);
+// Runs the built vlattice CLI with these arguments (a shell-quoted string).
+CommandResult run_cli(const std::string& arguments);
+// Runs Debian's /usr/bin/python3 on a script; fails the test with the output if it exits non-zero.
+void run_python(const std::string& script);
+
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& bytes);
+
+}  // namespace vlattice::test
