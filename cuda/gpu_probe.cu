@@ -1,0 +1,52 @@
+#include "gpu_probe.hpp"
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+
+namespace vlattice::cuda {
+
+namespace {
+
+std::string reason(cudaError_t status) {
+    switch (status) {
+    case cudaErrorInsufficientDriver:
+        return "no CUDA driver, or one older than the CUDA " + std::to_string(CUDART_VERSION / 1000) +
+               " runtime this build needs";
+    case cudaErrorNoDevice:
+        return "no CUDA device found";
+    default:
+        return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+    }
+}
+
+}  // namespace
+
+GpuProbe probe_gpu(int index) {
+    GpuProbe probe;
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+        probe.description = reason(status);
+        return probe;
+    }
+    if (index < 0 || index >= count) {
+        probe.description = "--gpu " + std::to_string(index) + " asked, but " + std::to_string(count) +
+                            " CUDA device(s) are present";
+        return probe;
+    }
+    cudaDeviceProp properties{};
+    const cudaError_t got = cudaGetDeviceProperties(&properties, index);
+    if (got != cudaSuccess) {
+        probe.description = reason(got);
+        return probe;
+    }
+    char summary[256];
+    std::snprintf(summary, sizeof summary, "%s (sm_%d%d, %.1f GiB)", properties.name, properties.major,
+                  properties.minor, static_cast<double>(properties.totalGlobalMem) / (1u << 30));
+    probe.description = summary;
+    probe.usable = true;
+    return probe;
+}
+
+}  // namespace vlattice::cuda

@@ -1,0 +1,18 @@
+// Whether a CUDA GPU can run this build's kernels. Plain C++ interface: callers never see CUDA
+// headers.
+#pragma once
+
+#include <string>
+
+namespace vlattice::cuda {
+
+struct GpuProbe {
+    bool usable = false;
+    std::string description;  // "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)" or why none is usable
+};
+
+// Never throws: a missing driver (cudaErrorInsufficientDriver, as on machines without a GPU) and a
+// missing device both come back as usable = false with the reason.
+GpuProbe probe_gpu(int index);
+
+}  // namespace vlattice::cuda

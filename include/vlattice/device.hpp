@@ -1,0 +1,25 @@
+// Choosing where a run executes: --device auto|cpu|cuda and --gpu N.
+#pragma once
+
+#include "vlattice/backend.hpp"
+
+#include <memory>
+#include <string>
+
+namespace vlattice {
+
+enum class DeviceKind { automatic, cpu, cuda };
+
+// Throws Error for anything but "auto", "cpu" or "cuda".
+DeviceKind parse_device(const std::string& name);
+
+struct BackendChoice {
+    std::unique_ptr<Backend> backend;
+    std::string note;  // one line for the user when `auto` fell back to the CPU, else empty
+};
+
+// `automatic` picks the GPU when one is usable, else the CPU with a note that says why.
+// `cuda` throws Error saying why no GPU can be used (no CUDA build, no device, driver too old).
+BackendChoice make_backend(DeviceKind kind, int gpu, int threads);
+
+}  // namespace vlattice

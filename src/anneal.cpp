@@ -1,0 +1,191 @@
+// The annealing loop. Per iteration: assign -> convergence check -> robust reduce at trim(T) ->
+// update with step eta(T) -> maintenance every P iterations -> cool. Everything heavy happens in
+// the Backend; this file only schedules, and never includes a CUDA header.
+#include "vlattice/anneal.hpp"
+
+#include "init.hpp"
+#include "maintenance.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace vlattice {
+
+namespace {
+
+class Stopwatch {
+public:
+    // Adds the seconds since construction to `total` when it goes out of scope.
+    explicit Stopwatch(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+    ~Stopwatch() {
+        total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+
+private:
+    double& total_;
+    std::chrono::steady_clock::time_point start_;
+};
+
+constexpr std::size_t kSplitSampleMembers = 4096;
+
+std::size_t init_sample_size(const AnnealConfig& config, std::size_t n) {
+    return config.init_sample > 0 ? std::min(config.init_sample, n) : std::min(n, 32 * config.anchors);
+}
+
+// Converged once the energy and the assignments both stop moving.
+bool stalled(double previous_energy, const AssignStats& now, std::size_t n, double tolerance) {
+    const double scale = std::max(std::abs(now.energy), std::abs(previous_energy));
+    const double relative = scale > 0.0 ? std::abs(previous_energy - now.energy) / scale : 0.0;
+    return relative < tolerance && static_cast<double>(now.changed) < tolerance * static_cast<double>(n);
+}
+
+// Anchors that ended with no members carry no information; they are removed and the points
+// re-assigned so that ids stay dense. Returns how many were removed.
+int drop_empty_anchors(Backend& backend, std::size_t n) {
+    const std::vector<std::uint32_t> assignment = backend.download_assignments();
+    const Matrix anchors = backend.download_anchors();
+    std::vector<bool> used(anchors.rows, false);
+    for (std::uint32_t a : assignment) {
+        used[a] = true;
+    }
+    const std::size_t live = static_cast<std::size_t>(std::count(used.begin(), used.end(), true));
+    if (live == anchors.rows || n == 0) {
+        return 0;
+    }
+    Matrix kept(live, anchors.cols);
+    std::size_t r = 0;
+    for (std::size_t j = 0; j < anchors.rows; ++j) {
+        if (used[j]) {
+            std::copy(anchors.row(j), anchors.row(j) + anchors.cols, kept.row(r++));
+        }
+    }
+    backend.upload_anchors(kept);
+    backend.assign();
+    return static_cast<int>(anchors.rows - live);
+}
+
+}  // namespace
+
+double trim_at(const AnnealConfig& config, double temperature) {
+    if (config.t0 <= 0.0) {
+        return config.trim_final;
+    }
+    const double hot = std::min(1.0, temperature / config.t0);
+    return config.trim_final + (config.trim - config.trim_final) * hot;
+}
+
+// Hot anchors move only part of the way to their robust mean, so one noisy early reduce cannot throw
+// them far; at T = 0 the step is the full Lloyd step.
+double eta_at(const AnnealConfig& /*config*/, double temperature) {
+    return 1.0 / (1.0 + temperature);
+}
+
+FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend,
+              const IterationCallback& on_iteration) {
+    validate(config, points.rows);
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t n = points.rows;
+    FitResult result;
+    {
+        Stopwatch watch(result.seconds.init);
+        backend.upload_points(points);
+        backend.upload_anchors(kmeans_plus_plus(points, config.anchors, init_sample_size(config, n), config.seed));
+    }
+
+    double temperature = config.t0;
+    double previous_energy = 0.0;
+    int quiet_iterations = 0;
+    bool anchors_moved_since_assign = true;
+    for (int iteration = 0; iteration < config.max_iters; ++iteration) {
+        IterationRecord record;
+        record.iteration = iteration;
+        AssignStats assigned;
+        {
+            Stopwatch watch(result.seconds.assign);
+            assigned = backend.assign();
+        }
+        anchors_moved_since_assign = false;
+        record.energy = assigned.energy;
+        record.changed = assigned.changed;
+        result.iterations = iteration + 1;
+
+        quiet_iterations = iteration > 0 && stalled(previous_energy, assigned, n, config.tolerance)
+                               ? quiet_iterations + 1
+                               : 0;
+        previous_energy = assigned.energy;
+        if (quiet_iterations >= config.patience) {
+            if (temperature == 0.0) {
+                result.converged = true;
+            } else {
+                // Stalled while hot: quench, and require the cold run to stall on its own.
+                temperature = 0.0;
+                quiet_iterations = 0;
+            }
+        }
+        record.temperature = temperature;
+        record.trim = trim_at(config, temperature);
+        record.eta = eta_at(config, temperature);
+        if (!result.converged) {
+            {
+                Stopwatch watch(result.seconds.reduce);
+                backend.robust_reduce(record.trim);
+            }
+            {
+                Stopwatch watch(result.seconds.update);
+                backend.update(record.eta);
+            }
+            anchors_moved_since_assign = true;
+
+            const int every = config.maintenance_every;
+            if (every > 0 && temperature > 0.0 && (iteration + 1) % every == 0 && iteration + 1 + every <= config.max_iters) {
+                Stopwatch watch(result.seconds.maintenance);
+                Matrix anchors = backend.download_anchors();
+                const MaintenanceResult changes =
+                    maintain(anchors, backend.download_stats(), config,
+                             [&](std::uint32_t j) { return backend.gather_members(j, kSplitSampleMembers); });
+                backend.upload_anchor_rows(anchors, changes.changed_rows);
+                record.merged = changes.merged;
+                record.split = changes.split;
+                record.reseeded = changes.reseeded;
+                result.merged += changes.merged;
+                result.split += changes.split;
+                result.reseeded += changes.reseeded;
+            }
+        }
+
+        result.history.push_back(record);
+        if (on_iteration) {
+            on_iteration(record);
+        }
+        if (result.converged) {
+            result.stop_reason = "converged";
+            break;
+        }
+        temperature *= 1.0 - config.cooling;
+        if (temperature < config.t_floor * config.t0) {
+            temperature = 0.0;
+        }
+    }
+    if (!result.converged) {
+        result.stop_reason = "reached the maximum of " + std::to_string(config.max_iters) + " iterations";
+    }
+
+    {
+        Stopwatch watch(result.seconds.assign);
+        if (anchors_moved_since_assign) {
+            backend.assign();
+        }
+        result.dropped_empty = drop_empty_anchors(backend, n);
+    }
+    {
+        Stopwatch watch(result.seconds.energy);
+        result.energy = backend.energy();
+    }
+    result.anchors = backend.download_anchors();
+    result.assignments = backend.download_assignments();
+    result.seconds.total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+}  // namespace vlattice

@@ -1,0 +1,127 @@
+#include "vlattice/cpu_backend.hpp"
+
+#include "cpu/exact_assign.hpp"
+#include "cpu/robust_reduce.hpp"
+#include "numeric.hpp"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace vlattice {
+
+namespace {
+
+constexpr std::uint32_t kUnassigned = std::numeric_limits<std::uint32_t>::max();
+
+class CpuBackend final : public Backend {
+public:
+    explicit CpuBackend(int threads) {
+        if (threads > 0) {
+            omp_set_num_threads(threads);
+            openblas_set_num_threads(threads);
+        }
+    }
+
+    const char* name() const override { return "cpu"; }
+
+    // The CPU works on the caller's points in place: a copy would double the memory of a run.
+    void upload_points(const Matrix& points) override {
+        points_ = &points;
+        norms_.resize(points.rows);
+#pragma omp parallel for schedule(static)
+        for (std::size_t i = 0; i < points.rows; ++i) {
+            norms_[i] = static_cast<float>(squared_norm(points.row(i), points.cols));
+        }
+        assignment_.assign(points.rows, kUnassigned);
+        distance_.assign(points.rows, 0.0);
+    }
+
+    void upload_anchors(const Matrix& anchors) override {
+        anchors_ = anchors;
+        means_.clear();
+        stats_ = AnchorStats{};
+    }
+
+    void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) override {
+        for (std::uint32_t j : rows) {
+            std::memcpy(anchors_.row(j), anchors.row(j), anchors_.cols * sizeof(float));
+        }
+    }
+
+    Matrix download_anchors() override { return anchors_; }
+
+    AssignStats assign() override {
+        AssignStats result;
+        result.changed = cpu::exact_assign(*points_, norms_, anchors_, assignment_, distance_);
+        result.energy = deterministic_sum(points_->rows, [&](std::size_t i) { return distance_[i]; }) /
+                        static_cast<double>(points_->rows);
+        return result;
+    }
+
+    void robust_reduce(double trim) override {
+        cpu::robust_reduce(*points_, assignment_, distance_, anchors_, trim, means_, stats_);
+    }
+
+    AnchorStats download_stats() override { return stats_; }
+
+    void update(double eta) override {
+        const std::size_t d = anchors_.cols;
+#pragma omp parallel for schedule(static)
+        for (std::size_t j = 0; j < anchors_.rows; ++j) {
+            if (stats_.kept[j] == 0) {
+                continue;
+            }
+            float* anchor = anchors_.row(j);
+            const double* mean = means_.data() + j * d;
+            for (std::size_t k = 0; k < d; ++k) {
+                anchor[k] = static_cast<float>(anchor[k] + eta * (mean[k] - anchor[k]));
+            }
+        }
+    }
+
+    double energy() override {
+        const Matrix& x = *points_;
+        return deterministic_sum(x.rows, [&](std::size_t i) {
+                   return squared_distance(x.row(i), anchors_.row(assignment_[i]), x.cols);
+               }) /
+               static_cast<double>(x.rows);
+    }
+
+    std::vector<std::uint32_t> download_assignments() override { return assignment_; }
+
+    Matrix gather_members(std::uint32_t anchor, std::size_t limit) override {
+        const Matrix& x = *points_;
+        std::vector<std::size_t> members;
+        for (std::size_t i = 0; i < x.rows && members.size() < limit; ++i) {
+            if (assignment_[i] == anchor) {
+                members.push_back(i);
+            }
+        }
+        Matrix out(members.size(), x.cols);
+        for (std::size_t r = 0; r < members.size(); ++r) {
+            std::memcpy(out.row(r), x.row(members[r]), x.cols * sizeof(float));
+        }
+        return out;
+    }
+
+private:
+    const Matrix* points_ = nullptr;
+    std::vector<float> norms_;
+    Matrix anchors_;
+    std::vector<std::uint32_t> assignment_;
+    std::vector<double> distance_;
+    std::vector<double> means_;
+    AnchorStats stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) {
+    return std::make_unique<CpuBackend>(threads);
+}
+
+}  // namespace vlattice

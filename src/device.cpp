@@ -1,0 +1,57 @@
+#include "vlattice/device.hpp"
+
+#include "vlattice/cpu_backend.hpp"
+
+#ifdef VLATTICE_HAVE_CUDA
+#include "gpu_probe.hpp"
+#endif
+
+namespace vlattice {
+
+namespace {
+
+struct GpuStatus {
+    bool usable = false;
+    std::string description;
+};
+
+GpuStatus gpu_status(int gpu) {
+#ifdef VLATTICE_HAVE_CUDA
+    const cuda::GpuProbe probe = cuda::probe_gpu(gpu);
+    return {probe.usable, probe.description};
+#else
+    (void)gpu;
+    return {false, "this build has no CUDA support (configured with VLATTICE_CUDA=OFF or without nvcc)"};
+#endif
+}
+
+}  // namespace
+
+DeviceKind parse_device(const std::string& name) {
+    if (name == "auto") {
+        return DeviceKind::automatic;
+    }
+    if (name == "cpu") {
+        return DeviceKind::cpu;
+    }
+    if (name == "cuda") {
+        return DeviceKind::cuda;
+    }
+    throw Error("--device: expected auto, cpu or cuda, got '" + name + "'");
+}
+
+BackendChoice make_backend(DeviceKind kind, int gpu, int threads) {
+    if (kind == DeviceKind::cpu) {
+        return {make_cpu_backend(threads), ""};
+    }
+    const GpuStatus status = gpu_status(gpu);
+    // The CUDA backend is not written yet: a usable GPU is reported, never silently ignored.
+    const std::string why = status.usable ? "GPU " + status.description + " found, but the CUDA backend is not implemented yet"
+                                          : "no usable GPU: " + status.description;
+    if (kind == DeviceKind::cuda) {
+        throw Error("--device cuda: " + why + "; use --device cpu");
+    }
+    return {make_cpu_backend(threads), why + "; running on the CPU"};
+}
+
+}  // namespace vlattice

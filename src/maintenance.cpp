@@ -1,0 +1,307 @@
+#include "maintenance.hpp"
+
+#include "numeric.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <set>
+
+namespace vlattice {
+
+namespace {
+
+struct TwoMeans {
+    bool ok = false;
+    std::vector<float> left, right;
+    double gain = 0.0;  // estimated drop of the anchor's squared error, scaled to all its members
+};
+
+std::size_t farthest_from(const Matrix& x, const std::vector<double>& from) {
+    std::size_t best = 0;
+    double best_distance = -1.0;
+    for (std::size_t i = 0; i < x.rows; ++i) {
+        double dist = 0.0;
+        for (std::size_t k = 0; k < x.cols; ++k) {
+            dist += (x.row(i)[k] - from[k]) * (x.row(i)[k] - from[k]);
+        }
+        if (dist > best_distance) {
+            best_distance = dist;
+            best = i;
+        }
+    }
+    return best;
+}
+
+// Deterministic 2-means: seeded with the member farthest from the mean and the member farthest
+// from that one, then a few Lloyd steps.
+TwoMeans two_means(const Matrix& x, double total_count) {
+    constexpr int kSteps = 8;
+    TwoMeans result;
+    const std::size_t r = x.rows;
+    const std::size_t d = x.cols;
+    if (r < 2) {
+        return result;
+    }
+    std::vector<double> mean(d, 0.0);
+    for (std::size_t i = 0; i < r; ++i) {
+        for (std::size_t k = 0; k < d; ++k) {
+            mean[k] += x.row(i)[k];
+        }
+    }
+    for (double& v : mean) {
+        v /= static_cast<double>(r);
+    }
+    const std::size_t a = farthest_from(x, mean);
+    std::vector<double> centre[2] = {std::vector<double>(x.row(a), x.row(a) + d), {}};
+    const std::size_t b = farthest_from(x, centre[0]);
+    centre[1].assign(x.row(b), x.row(b) + d);
+    if (centre[0] == centre[1]) {
+        return result;  // every member is the same point
+    }
+
+    double before = 0.0;
+    double after = 0.0;
+    for (int step = 0; step <= kSteps; ++step) {
+        std::vector<double> sum[2] = {std::vector<double>(d, 0.0), std::vector<double>(d, 0.0)};
+        std::size_t size[2] = {0, 0};
+        before = 0.0;
+        after = 0.0;
+        for (std::size_t i = 0; i < r; ++i) {
+            double dist[2] = {0.0, 0.0};
+            double spread = 0.0;
+            for (std::size_t k = 0; k < d; ++k) {
+                const double v = x.row(i)[k];
+                dist[0] += (v - centre[0][k]) * (v - centre[0][k]);
+                dist[1] += (v - centre[1][k]) * (v - centre[1][k]);
+                spread += (v - mean[k]) * (v - mean[k]);
+            }
+            const int side = dist[1] < dist[0] ? 1 : 0;
+            before += spread;
+            after += dist[side];
+            ++size[side];
+            for (std::size_t k = 0; k < d; ++k) {
+                sum[side][k] += x.row(i)[k];
+            }
+        }
+        if (step == kSteps) {
+            break;
+        }
+        for (int s = 0; s < 2; ++s) {
+            if (size[s] > 0) {
+                for (std::size_t k = 0; k < d; ++k) {
+                    centre[s][k] = sum[s][k] / static_cast<double>(size[s]);
+                }
+            }
+        }
+    }
+    result.ok = true;
+    result.left.assign(centre[0].begin(), centre[0].end());
+    result.right.assign(centre[1].begin(), centre[1].end());
+    result.gain = (before - after) * total_count / static_cast<double>(r);
+    return result;
+}
+
+// Squared distance from each non-empty anchor to its nearest other non-empty anchor, and which.
+void nearest_anchors(const Matrix& anchors, const std::vector<double>& count, std::vector<double>& distance,
+                     std::vector<std::size_t>& nearest) {
+    const std::size_t m = anchors.rows;
+    distance.assign(m, std::numeric_limits<double>::infinity());
+    nearest.assign(m, m);
+#pragma omp parallel for schedule(dynamic, 8)
+    for (std::size_t j = 0; j < m; ++j) {
+        if (count[j] == 0) {
+            continue;
+        }
+        for (std::size_t k = 0; k < m; ++k) {
+            if (k == j || count[k] == 0) {
+                continue;
+            }
+            const double dist = squared_distance(anchors.row(j), anchors.row(k), anchors.cols);
+            if (dist < distance[j]) {
+                distance[j] = dist;
+                nearest[j] = k;
+            }
+        }
+    }
+}
+
+// Indices of `keys` sorted by key (descending if asked), ties by index.
+std::vector<std::size_t> order_by(const std::vector<double>& keys, bool descending) {
+    std::vector<std::size_t> order(keys.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return descending ? keys[a] > keys[b] : keys[a] < keys[b];
+    });
+    return order;
+}
+
+class Maintenance {
+public:
+    Maintenance(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config, const MemberSource& members)
+        : anchors_(anchors), config_(config), members_(members), touched_(anchors.rows, false) {
+        const std::size_t m = anchors.rows;
+        count_.resize(m);
+        sse_.resize(m);
+        variance_ = stats.variance;
+        for (std::size_t j = 0; j < m; ++j) {
+            count_[j] = stats.count[j];
+            sse_[j] = stats.count[j] * stats.variance[j];
+            if (stats.count[j] == 0) {
+                free_.insert(j);
+            }
+        }
+        nearest_anchors(anchors_, count_, nn_distance_, nearest_);
+    }
+
+    void merge() {
+        double weighted = 0.0;
+        double total = 0.0;
+        for (std::size_t j = 0; j < count_.size(); ++j) {
+            if (count_[j] > 0 && std::isfinite(nn_distance_[j])) {
+                weighted += count_[j] * std::sqrt(nn_distance_[j]);
+                total += count_[j];
+            }
+        }
+        if (total == 0.0) {
+            return;
+        }
+        const double limit = config_.merge_factor * weighted / total;
+        for (std::size_t j : order_by(nn_distance_, false)) {
+            const std::size_t k = nearest_[j];
+            if (!(std::sqrt(nn_distance_[j]) < limit)) {
+                break;
+            }
+            if (touched_[j] || touched_[k]) {
+                continue;
+            }
+            const std::size_t keep = std::min(j, k);
+            const std::size_t freed = std::max(j, k);
+            const double w = count_[keep] / (count_[keep] + count_[freed]);
+            for (std::size_t c = 0; c < anchors_.cols; ++c) {
+                anchors_.row(keep)[c] = static_cast<float>(w * anchors_.row(keep)[c] + (1 - w) * anchors_.row(freed)[c]);
+            }
+            // Until re-seeded, the freed slot duplicates the merged anchor: ties go to the lower index,
+            // so it attracts no points and the merge is not undone by the next assign.
+            std::copy(anchors_.row(keep), anchors_.row(keep) + anchors_.cols, anchors_.row(freed));
+            count_[keep] += count_[freed];
+            count_[freed] = 0;
+            sse_[freed] = 0;
+            free_.insert(freed);
+            mark(keep);
+            mark(freed);
+            ++result_.merged;
+        }
+    }
+
+    void split_outliers() {
+        double count_sum = 0.0, variance_sum = 0.0, live = 0.0;
+        for (std::size_t j = 0; j < count_.size(); ++j) {
+            if (count_[j] > 0) {
+                count_sum += count_[j];
+                variance_sum += variance_[j];
+                live += 1;
+            }
+        }
+        if (live == 0) {
+            return;
+        }
+        const double count_limit = config_.split_factor * count_sum / live;
+        const double variance_limit = config_.split_factor * variance_sum / live;
+        std::vector<double> removal_cost(count_.size(), std::numeric_limits<double>::infinity());
+        for (std::size_t j = 0; j < count_.size(); ++j) {
+            if (count_[j] > 0 && std::isfinite(nn_distance_[j])) {
+                removal_cost[j] = count_[j] * nn_distance_[j];  // its members move to the nearest anchor
+            }
+        }
+        const std::vector<std::size_t> victims = order_by(removal_cost, false);
+        std::size_t next_victim = 0;
+        for (std::size_t j : order_by(sse_, true)) {
+            const bool flagged = count_[j] > count_limit || (variance_limit > 0 && variance_[j] > variance_limit);
+            if (!flagged || touched_[j]) {
+                continue;
+            }
+            const TwoMeans split = two_means(members_(static_cast<std::uint32_t>(j)), count_[j]);
+            if (!split.ok) {
+                continue;
+            }
+            std::size_t slot = anchors_.rows;
+            if (!free_.empty()) {
+                slot = *free_.begin();
+                free_.erase(free_.begin());
+            } else {
+                while (next_victim < victims.size() &&
+                       (touched_[victims[next_victim]] || victims[next_victim] == j)) {
+                    ++next_victim;
+                }
+                if (next_victim == victims.size() || !(removal_cost[victims[next_victim]] < split.gain)) {
+                    continue;
+                }
+                slot = victims[next_victim++];
+            }
+            apply(j, slot, split);
+            ++result_.split;
+        }
+    }
+
+    void reseed() {
+        for (std::size_t j : order_by(sse_, true)) {
+            if (free_.empty()) {
+                return;
+            }
+            if (touched_[j] || count_[j] == 0) {
+                continue;
+            }
+            const TwoMeans split = two_means(members_(static_cast<std::uint32_t>(j)), count_[j]);
+            if (!split.ok) {
+                continue;
+            }
+            const std::size_t slot = *free_.begin();
+            free_.erase(free_.begin());
+            apply(j, slot, split);
+            ++result_.reseeded;
+        }
+    }
+
+    MaintenanceResult finish() {
+        result_.changed_rows.assign(changed_.begin(), changed_.end());
+        return result_;
+    }
+
+private:
+    void mark(std::size_t j) {
+        touched_[j] = true;
+        changed_.insert(static_cast<std::uint32_t>(j));
+    }
+
+    void apply(std::size_t j, std::size_t slot, const TwoMeans& split) {
+        std::copy(split.left.begin(), split.left.end(), anchors_.row(j));
+        std::copy(split.right.begin(), split.right.end(), anchors_.row(slot));
+        mark(j);
+        mark(slot);
+    }
+
+    Matrix& anchors_;
+    const AnnealConfig& config_;
+    const MemberSource& members_;
+    std::vector<double> count_, sse_, variance_, nn_distance_;
+    std::vector<std::size_t> nearest_;
+    std::vector<bool> touched_;
+    std::set<std::size_t> free_;
+    std::set<std::uint32_t> changed_;
+    MaintenanceResult result_;
+};
+
+}  // namespace
+
+MaintenanceResult maintain(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config,
+                           const MemberSource& members) {
+    Maintenance maintenance(anchors, stats, config, members);
+    maintenance.merge();
+    maintenance.split_outliers();
+    maintenance.reseed();
+    return maintenance.finish();
+}
+
+}  // namespace vlattice

@@ -1,0 +1,36 @@
+// Merge, split and re-seed: the anchor housekeeping the driver runs every P iterations on the
+// backend's downloaded anchors and per-anchor statistics (m-sized data only).
+#pragma once
+
+#include "vlattice/backend.hpp"
+#include "vlattice/config.hpp"
+#include "vlattice/types.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace vlattice {
+
+struct MaintenanceResult {
+    std::vector<std::uint32_t> changed_rows;  // anchors rewritten in place, ascending
+    int merged = 0;
+    int split = 0;
+    int reseeded = 0;
+};
+
+// Up to a few thousand members of one anchor, for 2-means splits.
+using MemberSource = std::function<Matrix(std::uint32_t anchor)>;
+
+// Rewrites `anchors` in place; the number of anchors never changes here:
+//  1. merge: an anchor closer to its nearest neighbour than merge_factor times the count-weighted
+//     mean nearest-anchor spacing merges into it (count-weighted mean), freeing its slot;
+//  2. split: anchors whose count or variance exceeds split_factor times the mean are split by
+//     2-means on their members, into a free slot (empty or merged away) or, when none is left, into
+//     the slot of the anchor whose removal costs least, if that costs less than the split gains;
+//  3. re-seed: slots still free are filled by splitting the anchors of largest squared error.
+// Anchors whose members are all identical cannot be split; their free slots stay empty.
+MaintenanceResult maintain(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config,
+                           const MemberSource& members);
+
+}  // namespace vlattice

@@ -1,0 +1,54 @@
+// Small numeric kernels shared by the init, the CPU backend and maintenance. Results must not depend
+// on the number of threads, so sums over points go through fixed-size blocks added in order.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace vlattice {
+
+// ||a - b||^2 accumulated in double. The simd reduction lets the compiler vectorise; its order is
+// fixed by the compiled code, so the result is the same on every call and thread.
+inline double squared_distance(const float* a, const float* b, std::size_t d) {
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (std::size_t k = 0; k < d; ++k) {
+        const double diff = static_cast<double>(a[k]) - static_cast<double>(b[k]);
+        sum += diff * diff;
+    }
+    return sum;
+}
+
+inline double squared_norm(const float* a, std::size_t d) {
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (std::size_t k = 0; k < d; ++k) {
+        sum += static_cast<double>(a[k]) * static_cast<double>(a[k]);
+    }
+    return sum;
+}
+
+// sum_{i < n} term(i) in double, in parallel, with the same rounding whatever the thread count:
+// each block of kBlock terms is summed in order, then the block sums in order.
+template <class Term>
+double deterministic_sum(std::size_t n, Term term) {
+    constexpr std::size_t kBlock = 1024;
+    const std::size_t blocks = (n + kBlock - 1) / kBlock;
+    std::vector<double> partial(blocks, 0.0);
+#pragma omp parallel for schedule(static)
+    for (std::size_t b = 0; b < blocks; ++b) {
+        double sum = 0.0;
+        const std::size_t end = (b + 1) * kBlock < n ? (b + 1) * kBlock : n;
+        for (std::size_t i = b * kBlock; i < end; ++i) {
+            sum += term(i);
+        }
+        partial[b] = sum;
+    }
+    double total = 0.0;
+    for (double p : partial) {
+        total += p;
+    }
+    return total;
+}
+
+}  // namespace vlattice

@@ -1,0 +1,243 @@
+// The annealing driver on the CPU backend: schedule, init, cold limit = Lloyd, determinism, edge
+// sizes, robustness to outliers, and the final energy against a brute-force recomputation.
+#include "reference.hpp"
+#include "support.hpp"
+
+#include "init.hpp"
+#include "vlattice/anneal.hpp"
+#include "vlattice/cpu_backend.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <set>
+
+using namespace vlattice;
+using namespace vlattice::test;
+
+namespace {
+
+FitResult run(const Matrix& x, const AnnealConfig& config, int threads = 2) {
+    auto backend = make_cpu_backend(threads);
+    return fit(x, config, *backend);
+}
+
+// The final energy must be that of the returned anchors and assignments, and the assignments their
+// argmin.
+void check_consistent(const Matrix& x, const FitResult& result) {
+    const ReferenceAssign ref = reference_assign(x, result.anchors);
+    CHECK(result.assignments == ref.assignment);
+    CHECK(close(result.energy, ref.energy, 1e-12));
+}
+
+}  // namespace
+
+TEST_CASE("the schedule goes from hot to the Lloyd step", "[anneal]") {
+    AnnealConfig c;
+    c.t0 = 2.0;
+    c.trim = 0.2;
+    c.trim_final = 0.05;
+    CHECK(trim_at(c, 2.0) == Approx(0.2));
+    CHECK(trim_at(c, 1.0) == Approx(0.125));
+    CHECK(trim_at(c, 0.0) == Approx(0.05));
+    CHECK(eta_at(c, 0.0) == 1.0);
+    CHECK(eta_at(c, 2.0) < eta_at(c, 1.0));
+    c.t0 = 0.0;
+    CHECK(trim_at(c, 0.0) == Approx(0.05));
+}
+
+TEST_CASE("k-means++ picks distinct data points, the same ones for the same seed", "[anneal][init]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = random_points(500, 7, rng);
+    const Matrix a = kmeans_plus_plus(x, 40, 200, run_seed);
+    const Matrix b = kmeans_plus_plus(x, 40, 200, run_seed);
+    CHECK(a.data == b.data);
+    std::set<std::vector<float>> distinct;
+    for (std::size_t j = 0; j < a.rows; ++j) {
+        bool is_point = false;
+        for (std::size_t i = 0; i < x.rows && !is_point; ++i) {
+            is_point = std::memcmp(a.row(j), x.row(i), 7 * sizeof(float)) == 0;
+        }
+        CHECK(is_point);
+        distinct.insert(std::vector<float>(a.row(j), a.row(j) + 7));
+    }
+    CHECK(distinct.size() == 40);
+}
+
+TEST_CASE("cold and untrimmed, each iteration is exactly a Lloyd step", "[anneal]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = random_points(700, 11, rng, 6);
+    AnnealConfig config;
+    config.anchors = 9;
+    config.t0 = 0.0;
+    config.trim_final = 0.0;
+    config.maintenance_every = 0;
+    config.tolerance = 0.0;
+    config.max_iters = 6;
+    config.seed = run_seed;
+    config.init_sample = x.rows;
+
+    Matrix c = kmeans_plus_plus(x, config.anchors, x.rows, config.seed);
+    std::vector<double> energies;
+    for (int it = 0; it < config.max_iters; ++it) {
+        const ReferenceAssign a = reference_assign(x, c);
+        energies.push_back(a.energy);
+        const ReferenceReduce r = reference_reduce(x, a, c.rows, 0.0);
+        for (std::size_t j = 0; j < c.rows; ++j) {
+            for (std::size_t k = 0; k < c.cols && !r.mean[j].empty(); ++k) {
+                c.row(j)[k] = static_cast<float>(r.mean[j][k]);
+            }
+        }
+    }
+    const FitResult result = run(x, config);
+    REQUIRE(result.history.size() == energies.size());
+    for (std::size_t it = 0; it < energies.size(); ++it) {
+        INFO("iteration " << it);
+        CHECK(close(result.history[it].energy, energies[it], 1e-6));
+        CHECK(result.history[it].eta == 1.0);
+    }
+    for (std::size_t j = 0; j < c.rows; ++j) {
+        for (std::size_t k = 0; k < c.cols; ++k) {
+            CHECK(close(result.anchors.row(j)[k], c.row(j)[k], 1e-5, 1e-5));
+        }
+    }
+    check_consistent(x, result);
+}
+
+TEST_CASE("edge sizes: m = 1 gives the mean, m = n gives zero energy, duplicates shrink m", "[anneal]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    AnnealConfig config;
+    config.seed = run_seed;
+    config.max_iters = 30;
+
+    SECTION("m = 1") {
+        const Matrix x = random_points(301, 5, rng, 3);
+        config.anchors = 1;
+        const FitResult result = run(x, config);
+        REQUIRE(result.anchors.rows == 1);
+        for (std::size_t k = 0; k < 5; ++k) {
+            double mean = 0.0;
+            for (std::size_t i = 0; i < x.rows; ++i) {
+                mean += x.row(i)[k];
+            }
+            CHECK(close(result.anchors.row(0)[k], mean / x.rows, 1e-5, 1e-5));
+        }
+        check_consistent(x, result);
+    }
+    SECTION("m = n, distinct points") {
+        const Matrix x = random_points(40, 3, rng, 4);
+        config.anchors = 40;
+        const FitResult result = run(x, config);
+        CHECK(result.anchors.rows == 40);
+        CHECK(result.energy == 0.0);
+        check_consistent(x, result);
+    }
+    SECTION("m = n with duplicate points") {
+        Matrix x = random_points(30, 4, rng, 3);
+        for (std::size_t i = 10; i < 30; ++i) {
+            std::memcpy(x.row(i), x.row(i % 10), 4 * sizeof(float));  // 10 distinct points
+        }
+        config.anchors = 30;
+        const FitResult result = run(x, config);
+        CHECK(result.anchors.rows == 10);
+        CHECK(result.dropped_empty == 20);
+        CHECK(result.energy == 0.0);
+        check_consistent(x, result);
+    }
+    SECTION("a single point") {
+        const Matrix x = random_points(1, 2, rng, 1);
+        config.anchors = 1;
+        const FitResult result = run(x, config);
+        CHECK(result.energy == 0.0);
+        CHECK(result.assignments == std::vector<std::uint32_t>{0});
+    }
+}
+
+TEST_CASE("same seed gives the same result, whatever the thread count", "[anneal]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = random_points(2000, 13, rng, 20);
+    AnnealConfig config;
+    config.anchors = 25;
+    config.seed = run_seed;
+    config.max_iters = 20;
+    const FitResult a = run(x, config, 1);
+    const FitResult b = run(x, config, 2);
+    CHECK(a.anchors.data == b.anchors.data);
+    CHECK(a.assignments == b.assignments);
+    CHECK(a.energy == b.energy);
+    config.seed = run_seed + 1;
+    CHECK(run(x, config, 2).anchors.data != a.anchors.data);
+}
+
+TEST_CASE("the run converges, ends at a k-means fixed point and reports consistent energy", "[anneal]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = random_points(3000, 9, rng, 12);
+    AnnealConfig config;
+    config.anchors = 12;
+    config.seed = run_seed;
+    config.max_iters = 200;
+    const FitResult result = run(x, config);
+    CHECK(result.converged);
+    CHECK(result.stop_reason == "converged");
+    CHECK(result.iterations < config.max_iters);
+    CHECK(result.history.back().temperature == 0.0);
+    check_consistent(x, result);
+    // A fixed point of Lloyd: every anchor is the mean of its members.
+    const ReferenceReduce r = reference_reduce(x, reference_assign(x, result.anchors), result.anchors.rows, 0.0);
+    for (std::size_t j = 0; j < result.anchors.rows; ++j) {
+        for (std::size_t k = 0; k < x.cols; ++k) {
+            CHECK(close(result.anchors.row(j)[k], r.mean[j][k], 1e-3, 1e-3));
+        }
+    }
+}
+
+TEST_CASE("trimming keeps the anchor on the cluster where the plain mean follows far outliers", "[anneal]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    std::normal_distribution<float> noise;
+    const std::size_t d = 6;
+    Matrix x(1000, d);
+    for (std::size_t i = 0; i < x.rows; ++i) {
+        const bool outlier = i % 20 == 0;  // 5 % of the points, 1000 units out on one axis
+        for (std::size_t k = 0; k < d; ++k) {
+            x.row(i)[k] = (outlier && k == 0 ? 1000.0f : 0.0f) + noise(rng);
+        }
+    }
+    AnnealConfig config;
+    config.anchors = 1;
+    config.seed = run_seed;
+    config.maintenance_every = 0;
+    const auto offset = [&](double trim) {
+        config.trim = trim;
+        config.trim_final = trim;
+        const FitResult result = run(x, config);
+        double squared = 0.0;
+        for (std::size_t k = 0; k < d; ++k) {
+            squared += result.anchors.row(0)[k] * result.anchors.row(0)[k];
+        }
+        return std::sqrt(squared);
+    };
+    CHECK(offset(0.1) < 0.5);
+    CHECK(offset(0.0) > 40.0);
+}
+
+TEST_CASE("fit rejects m = 0 and m > n with a message naming the option", "[anneal]") {
+    std::mt19937_64 rng(seed());
+    const Matrix x = random_points(10, 2, rng, 2);
+    AnnealConfig config;
+    config.anchors = 0;
+    CHECK_THROWS_WITH(run(x, config), Catch::Contains("-m") && Catch::Contains("at least 1"));
+    config.anchors = 11;
+    CHECK_THROWS_WITH(run(x, config), Catch::Contains("only 10 vectors"));
+}

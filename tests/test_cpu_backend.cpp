@@ -1,0 +1,135 @@
+// Each stage of the CPU backend against the brute-force double references, on random inputs of odd
+// sizes: d not a multiple of 4 or 8, m = 1 and m = n, duplicate points and duplicate anchors.
+#include "reference.hpp"
+#include "support.hpp"
+
+#include "vlattice/cpu_backend.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+using namespace vlattice;
+using namespace vlattice::test;
+
+namespace {
+
+// Anchors near randomly chosen points, some of them exact duplicates of each other.
+Matrix anchors_near(const Matrix& x, std::size_t m, std::mt19937_64& rng) {
+    Matrix c(m, x.cols);
+    std::uniform_int_distribution<std::size_t> pick(0, x.rows - 1);
+    std::normal_distribution<float> noise(0.0f, 0.5f);
+    for (std::size_t j = 0; j < m; ++j) {
+        const float* source = (j > 2 && j % 5 == 0) ? c.row(j - 1) : x.row(pick(rng));
+        for (std::size_t k = 0; k < x.cols; ++k) {
+            c.row(j)[k] = source[k] + (j % 5 == 0 ? 0.0f : noise(rng));
+        }
+    }
+    return c;
+}
+
+// Copies every third row from an earlier row, so that the data hold exact duplicates.
+void add_duplicates(Matrix& x) {
+    for (std::size_t i = 3; i < x.rows; i += 3) {
+        std::memcpy(x.row(i), x.row(i / 3), x.cols * sizeof(float));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("assign, robust reduce, update and energy match the double reference", "[cpu][backend]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const auto d = GENERATE(as<std::size_t>{}, 1, 3, 13, 129);
+    const auto n = GENERATE(as<std::size_t>{}, 1, 97, 1001);
+    const auto m_kind = GENERATE(0, 1, 2);  // m = 1, m = 7 (or n if smaller), m = n
+    const std::size_t m = m_kind == 0 ? 1 : m_kind == 1 ? std::min<std::size_t>(7, n) : n;
+    const double trim = GENERATE(0.0, 0.1, 0.35);
+    INFO("n " << n << " d " << d << " m " << m << " trim " << trim);
+
+    Matrix x = random_points(n, d, rng, 5);
+    add_duplicates(x);
+    const Matrix c = anchors_near(x, m, rng);
+
+    auto backend = make_cpu_backend(2);
+    backend->upload_points(x);
+    backend->upload_anchors(c);
+    const AssignStats stats = backend->assign();
+    const ReferenceAssign ref = reference_assign(x, c);
+    CHECK(stats.changed == n);
+    CHECK(backend->download_assignments() == ref.assignment);
+    CHECK(close(stats.energy, ref.energy, 1e-12));
+    CHECK(close(backend->energy(), ref.energy, 1e-12));
+    CHECK(backend->assign().changed == 0);
+
+    backend->robust_reduce(trim);
+    const AnchorStats got = backend->download_stats();
+    const ReferenceReduce want = reference_reduce(x, ref, m, trim);
+    CHECK(got.count == want.count);
+    CHECK(got.kept == want.kept);
+    for (std::size_t j = 0; j < m; ++j) {
+        INFO("anchor " << j);
+        CHECK(close(got.variance[j], want.variance[j], 1e-6, 1e-6));
+    }
+
+    const double eta = 0.6;
+    backend->update(eta);
+    const Matrix moved = backend->download_anchors();
+    for (std::size_t j = 0; j < m; ++j) {
+        for (std::size_t k = 0; k < d; ++k) {
+            const double expected = want.mean[j].empty() ? c.row(j)[k] : c.row(j)[k] + eta * (want.mean[j][k] - c.row(j)[k]);
+            INFO("anchor " << j << " coordinate " << k);
+            CHECK(close(moved.row(j)[k], expected, 1e-6, 1e-6));
+        }
+    }
+}
+
+TEST_CASE("assign is exact where the fast float distances nearly tie", "[cpu][backend]") {
+    // Points on the perpendicular bisector of two anchors far from the origin: the float32 GEMM form
+    // loses the difference entirely, the double re-scoring must still find the nearer anchor.
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    std::uniform_real_distribution<float> jitter(-1e-3f, 1e-3f);
+    const std::size_t d = 19;
+    const std::size_t n = 513;
+    Matrix c(2, d);
+    for (std::size_t k = 0; k < d; ++k) {
+        c.row(0)[k] = 1000.0f;
+        c.row(1)[k] = 1000.0f;
+    }
+    c.row(1)[0] = 1000.5f;
+    Matrix x(n, d);
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t k = 0; k < d; ++k) {
+            x.row(i)[k] = 1000.0f + (k == 0 ? 0.25f : 0.0f) + jitter(rng);
+        }
+    }
+    auto backend = make_cpu_backend(1);
+    backend->upload_points(x);
+    backend->upload_anchors(c);
+    backend->assign();
+    CHECK(backend->download_assignments() == reference_assign(x, c).assignment);
+}
+
+TEST_CASE("gather_members returns the first members of an anchor in point order", "[cpu][backend]") {
+    std::mt19937_64 rng(seed());
+    const Matrix x = random_points(50, 3, rng, 2);
+    Matrix c(2, 3);
+    std::memcpy(c.row(0), x.row(0), 3 * sizeof(float));
+    std::memcpy(c.row(1), x.row(1), 3 * sizeof(float));
+    auto backend = make_cpu_backend(1);
+    backend->upload_points(x);
+    backend->upload_anchors(c);
+    backend->assign();
+    const std::vector<std::uint32_t> a = backend->download_assignments();
+    const Matrix members = backend->gather_members(1, 4);
+    std::size_t r = 0;
+    for (std::size_t i = 0; i < x.rows && r < 4; ++i) {
+        if (a[i] == 1) {
+            CHECK(std::memcmp(members.row(r++), x.row(i), 3 * sizeof(float)) == 0);
+        }
+    }
+    CHECK(members.rows == r);
+}

@@ -1,0 +1,93 @@
+// Merge, split and re-seed on hand-built anchors and statistics.
+#include "support.hpp"
+
+#include "maintenance.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+using namespace vlattice;
+using namespace vlattice::test;
+
+namespace {
+
+Matrix rows(std::initializer_list<std::vector<float>> values) {
+    Matrix m(values.size(), values.begin()->size());
+    std::size_t j = 0;
+    for (const auto& v : values) {
+        std::memcpy(m.row(j++), v.data(), v.size() * sizeof(float));
+    }
+    return m;
+}
+
+// Members of an anchor: two tight blobs around (-5, 0) and (5, 0) for anchor 0, one point elsewhere.
+Matrix two_blobs(std::uint32_t anchor) {
+    if (anchor != 0) {
+        return rows({{0.0f, 0.0f}});
+    }
+    Matrix x(40, 2);
+    for (std::size_t i = 0; i < 40; ++i) {
+        x.row(i)[0] = (i % 2 ? 5.0f : -5.0f) + 0.01f * static_cast<float>(i % 7);
+        x.row(i)[1] = 0.01f * static_cast<float>(i % 3);
+    }
+    return x;
+}
+
+AnchorStats stats_of(std::vector<std::uint32_t> count, std::vector<double> variance) {
+    AnchorStats s;
+    s.kept = count;
+    s.count = std::move(count);
+    s.variance = std::move(variance);
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("an empty anchor is re-seeded by splitting the anchor of largest error", "[maintenance]") {
+    Matrix anchors = rows({{0, 0}, {100, 100}, {-100, 100}, {50, -50}});
+    const AnchorStats stats = stats_of({400, 100, 100, 0}, {25.0, 1.0, 1.0, 0.0});
+    const MaintenanceResult r = maintain(anchors, stats, AnnealConfig{}, two_blobs);
+    CHECK(r.reseeded == 1);
+    CHECK(r.changed_rows == std::vector<std::uint32_t>{0, 3});
+    const float left = anchors.row(0)[0];
+    const float right = anchors.row(3)[0];
+    CHECK(std::min(left, right) == Approx(-5.0f).margin(0.1));
+    CHECK(std::max(left, right) == Approx(5.0f).margin(0.1));
+}
+
+TEST_CASE("two nearly coincident anchors merge into their count-weighted mean", "[maintenance]") {
+    Matrix anchors = rows({{0, 0}, {10, 0}, {10.01f, 0}, {0, 10}});
+    AnnealConfig config;
+    config.merge_factor = 0.1;
+    const AnchorStats stats = stats_of({10, 30, 10, 10}, {1.0, 1.0, 1.0, 1.0});
+    // No member of anchor 0 can be split (one point), so the freed slot is not refilled.
+    const MaintenanceResult r = maintain(anchors, stats, config, [](std::uint32_t) { return rows({{0, 0}}); });
+    CHECK(r.merged == 1);
+    CHECK(anchors.row(1)[0] == Approx(10.0025f));
+    // The freed slot duplicates the merged anchor so that it wins no points.
+    CHECK(anchors.row(2)[0] == anchors.row(1)[0]);
+}
+
+TEST_CASE("an anchor far above the mean count is split into the cheapest anchor's slot", "[maintenance]") {
+    // Anchor 3 sits next to anchor 2 and has few members: removing it costs least.
+    Matrix anchors = rows({{0, 0}, {100, 0}, {0, 100}, {0, 103}, {100, 100}});
+    const AnchorStats stats = stats_of({1000, 20, 20, 2, 20}, {25.0, 1.0, 1.0, 1.0, 1.0});
+    AnnealConfig config;
+    config.merge_factor = 0.0;  // anchors 2 and 3 would otherwise merge first
+    const MaintenanceResult r = maintain(anchors, stats, config, two_blobs);
+    CHECK(r.split == 1);
+    CHECK(r.changed_rows == std::vector<std::uint32_t>{0, 3});
+}
+
+TEST_CASE("anchors whose members are all one point are left alone", "[maintenance]") {
+    Matrix anchors = rows({{1, 1}, {2, 2}});
+    const Matrix before = anchors;
+    const AnchorStats stats = stats_of({10, 0}, {0.0, 0.0});
+    const MaintenanceResult r = maintain(anchors, stats, AnnealConfig{}, [](std::uint32_t) {
+        return rows({{1, 1}, {1, 1}, {1, 1}});
+    });
+    CHECK(r.reseeded == 0);
+    CHECK(r.changed_rows.empty());
+    CHECK(anchors.data == before.data);
+}
