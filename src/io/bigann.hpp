@@ -1,0 +1,14 @@
+// big-ann-benchmarks vector files (.fbin .u8bin): uint32 n, uint32 d, then n * d float32 or uint8
+// values, row-major.
+#pragma once
+
+#include "vlattice/types.hpp"
+
+#include <string>
+
+namespace vlattice::io {
+
+Matrix read_fbin(const std::string& path);
+Matrix read_u8bin(const std::string& path);
+
+}  // namespace vlattice::io

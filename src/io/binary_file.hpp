@@ -1,0 +1,45 @@
+// Read access to a vector file, shared by every binary reader so that "cannot open", "empty file"
+// and "truncated" read the same whichever format the user passed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace vlattice::io {
+
+// The binary formats are little-endian on disk and are read by copying bytes into place.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "vlattice's readers assume a little-endian host");
+
+// Size in bytes of a regular, non-empty file; Error naming the file otherwise.
+std::uint64_t nonempty_file_size(const std::string& path);
+
+// a * b, or an Error naming the file when the product does not fit in 64 bits (only a corrupt
+// header can ask for that much).
+std::uint64_t checked_multiply(const std::string& path, std::uint64_t a, std::uint64_t b);
+
+class BinaryFile {
+public:
+    explicit BinaryFile(const std::string& path);
+    ~BinaryFile();
+    BinaryFile(const BinaryFile&) = delete;
+    BinaryFile& operator=(const BinaryFile&) = delete;
+
+    const std::string& path() const { return path_; }
+    std::uint64_t size() const { return size_; }
+    std::uint64_t position() const { return position_; }
+
+    // Reads exactly `bytes` at the current position; `what` names the content for the Error a short
+    // file gets ("header", "row 7").
+    void read(void* destination, std::size_t bytes, const std::string& what);
+    // Reads exactly `bytes` at `offset` without moving the current position.
+    void read_at(std::uint64_t offset, void* destination, std::size_t bytes, const std::string& what);
+
+private:
+    std::string path_;
+    int fd_ = -1;
+    std::uint64_t size_ = 0;
+    std::uint64_t position_ = 0;
+};
+
+}  // namespace vlattice::io

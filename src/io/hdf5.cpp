@@ -1,0 +1,155 @@
+#include "io/hdf5.hpp"
+
+#include "io/binary_file.hpp"
+
+#include <hdf5.h>
+
+namespace vlattice::io {
+
+namespace {
+
+// Owns one HDF5 identifier and releases it with the matching close function.
+class Handle {
+public:
+    Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+    ~Handle() {
+        if (id_ >= 0) {
+            close_(id_);
+        }
+    }
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+
+    hid_t get() const { return id_; }
+    bool valid() const { return id_ >= 0; }
+
+private:
+    hid_t id_;
+    herr_t (*close_)(hid_t);
+};
+
+// The innermost entry of HDF5's error stack is the most specific reason a call failed; it goes
+// into our message in place of the library's own multi-line dump.
+std::string hdf5_reason() {
+    std::string reason;
+    const auto innermost = [](unsigned n, const H5E_error2_t* entry, void* out) -> herr_t {
+        if (n == 0 && entry->desc != nullptr) {
+            *static_cast<std::string*>(out) = entry->desc;
+        }
+        return 0;
+    };
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost, &reason);
+    return reason.empty() ? std::string() : " (" + reason + ")";
+}
+
+std::string top_level_names(hid_t file) {
+    std::string names;
+    const auto collect = [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+        auto& list = *static_cast<std::string*>(out);
+        list += (list.empty() ? "" : ", ") + std::string(name);
+        return 0;
+    };
+    H5Literate(file, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect, &names);
+    return names.empty() ? "the file has no top-level names" : "top-level names: " + names;
+}
+
+std::string shape_text(const hsize_t* dims, int rank) {
+    std::string text = "(";
+    for (int i = 0; i < rank; ++i) {
+        text += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
+    }
+    return text + (rank == 1 ? ",)" : ")");
+}
+
+// A dataset's extent is only a promise: its data may never have been written (reads would return
+// fill values) or may lie past the end of a truncated file. Checked before the matrix is allocated.
+void check_storage(const std::string& where, std::uint64_t file_size, hid_t dataset, hid_t space,
+                   const hsize_t* dims, std::uint64_t promised_bytes) {
+    const Handle plist(H5Dget_create_plist(dataset), H5Pclose);
+    switch (H5Pget_layout(plist.get())) {
+    case H5D_COMPACT:
+        return;
+    case H5D_CONTIGUOUS: {
+        const haddr_t offset = H5Dget_offset(dataset);
+        if (offset == HADDR_UNDEF) {
+            throw Error(where + " has no data written");
+        }
+        if (offset + promised_bytes > file_size) {
+            throw Error(where + ": truncated: its " + std::to_string(promised_bytes) + " bytes at offset " +
+                        std::to_string(offset) + " run past the end of the " + std::to_string(file_size) +
+                        "-byte file");
+        }
+        return;
+    }
+    case H5D_CHUNKED: {
+        hsize_t chunk[2] = {0, 0};
+        hsize_t written = 0;
+        if (H5Pget_chunk(plist.get(), 2, chunk) != 2 || H5Dget_num_chunks(dataset, space, &written) < 0) {
+            throw Error(where + ": cannot read its chunk layout" + hdf5_reason());
+        }
+        const hsize_t needed = ((dims[0] + chunk[0] - 1) / chunk[0]) * ((dims[1] + chunk[1] - 1) / chunk[1]);
+        if (written < needed) {
+            throw Error(where + " has only " + std::to_string(written) + " of its " + std::to_string(needed) +
+                        " chunks written; the file is incomplete");
+        }
+        return;
+    }
+    default:
+        throw Error(where + " has a storage layout other than contiguous, chunked or compact");
+    }
+}
+
+}  // namespace
+
+Matrix read_hdf5(const std::string& path, const std::string& dataset) {
+    const std::uint64_t file_size = nonempty_file_size(path);
+    // libhdf5 prints its whole error stack to stderr by default; we report errors ourselves.
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+
+    const Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!file.valid()) {
+        throw Error(path + ": cannot open as HDF5" + hdf5_reason());
+    }
+    const std::string where = path + ": dataset '" + dataset + "'";
+    if (H5Lexists(file.get(), dataset.c_str(), H5P_DEFAULT) <= 0) {
+        throw Error(path + ": no dataset '" + dataset + "' (" + top_level_names(file.get()) + ")");
+    }
+    const Handle data(H5Dopen2(file.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
+    if (!data.valid()) {
+        throw Error(where + " cannot be opened as a dataset" + hdf5_reason());
+    }
+
+    const Handle space(H5Dget_space(data.get()), H5Sclose);
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    if (rank < 0) {
+        throw Error(where + ": cannot read its shape" + hdf5_reason());
+    }
+    hsize_t dims[H5S_MAX_RANK] = {};
+    H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+    if (rank != 2) {
+        throw Error(where + " has shape " + shape_text(dims, rank) + "; expected a 2-D dataset (n, d)");
+    }
+    if (dims[0] == 0) {
+        throw Error(where + ": no vectors (shape " + shape_text(dims, rank) + ")");
+    }
+    if (dims[1] == 0) {
+        throw Error(where + " has shape " + shape_text(dims, rank) + "; vectors need a column");
+    }
+
+    const Handle type(H5Dget_type(data.get()), H5Tclose);
+    const H5T_class_t type_class = H5Tget_class(type.get());
+    if (type_class != H5T_FLOAT && type_class != H5T_INTEGER) {
+        throw Error(where + " does not hold integers or floating-point numbers");
+    }
+    const std::uint64_t element_bytes = H5Tget_size(type.get());
+    check_storage(where, file_size, data.get(), space.get(), dims,
+                  checked_multiply(path, checked_multiply(path, dims[0], dims[1]), element_bytes));
+
+    Matrix points(dims[0], dims[1]);
+    if (H5Dread(data.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, points.data.data()) < 0) {
+        throw Error(where + ": read failed" + hdf5_reason());
+    }
+    return points;
+}
+
+}  // namespace vlattice::io

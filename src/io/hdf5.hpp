@@ -1,0 +1,13 @@
+// One 2-D numeric dataset of an HDF5 file (the ann-benchmarks layout keeps vectors in "train" and
+// "test"), converted to float32 by libhdf5 whatever its stored type.
+#pragma once
+
+#include "vlattice/types.hpp"
+
+#include <string>
+
+namespace vlattice::io {
+
+Matrix read_hdf5(const std::string& path, const std::string& dataset);
+
+}  // namespace vlattice::io

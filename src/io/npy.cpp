@@ -1,0 +1,128 @@
+#include "io/npy.hpp"
+
+#include "io/binary_file.hpp"
+#include "io/elements.hpp"
+#include "io/npy_header.hpp"
+#include "vlattice/atomic_file.hpp"
+
+#include <cstring>
+
+namespace vlattice::io {
+
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr std::size_t kMagicBytes = sizeof kMagic - 1;
+constexpr const char* kSupportedDescr = "'<f4' (float32), '<f2' (float16) or '|u1' (uint8)";
+
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
+    std::string text = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        text += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
+    }
+    return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+// Reads the preamble and returns the header text; the file is left at the first data byte.
+std::string read_header_text(BinaryFile& file) {
+    char preamble[kMagicBytes + 2];
+    file.read(preamble, sizeof preamble, "the .npy magic and version");
+    if (std::memcmp(preamble, kMagic, kMagicBytes) != 0) {
+        throw Error(file.path() + ": not a .npy file (it does not start with \\x93NUMPY)");
+    }
+    const int major = static_cast<unsigned char>(preamble[kMagicBytes]);
+    const int minor = static_cast<unsigned char>(preamble[kMagicBytes + 1]);
+    std::uint64_t header_bytes = 0;
+    if (major == 1 && minor == 0) {
+        std::uint16_t length = 0;
+        file.read(&length, sizeof length, "the header length");
+        header_bytes = length;
+    } else if ((major == 2 || major == 3) && minor == 0) {
+        std::uint32_t length = 0;
+        file.read(&length, sizeof length, "the header length");
+        header_bytes = length;
+    } else {
+        throw Error(file.path() + ": .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
+                    " is not supported (1.0, 2.0 and 3.0 are)");
+    }
+    if (header_bytes > file.size() - file.position()) {
+        throw Error(file.path() + ": truncated: the .npy header is " + std::to_string(header_bytes) +
+                    " bytes long but the file has only " + std::to_string(file.size()) + " bytes");
+    }
+    std::string text(header_bytes, '\0');
+    file.read(text.data(), text.size(), "the .npy header");
+    return text;
+}
+
+template <typename T>
+Matrix read_data(BinaryFile& file, const NpyHeader& header, const char* type_name) {
+    const std::uint64_t rows = header.shape[0];
+    const std::uint64_t cols = header.shape[1];
+    const std::uint64_t data_bytes = checked_multiply(file.path(), checked_multiply(file.path(), rows, cols), sizeof(T));
+    const std::uint64_t available = file.size() - file.position();
+    const std::string promise = "shape " + shape_text(header.shape) + " of " + type_name + " needs " +
+                                std::to_string(data_bytes) + " data bytes";
+    if (available < data_bytes) {
+        throw Error(file.path() + ": truncated: " + promise + " but the file has " + std::to_string(available));
+    }
+    if (available > data_bytes) {
+        throw Error(file.path() + ": " + std::to_string(available - data_bytes) + " bytes after the data (" + promise +
+                    "); the file is corrupt");
+    }
+    Matrix points(rows, cols);
+    read_as_float<T>(file, points.data.size(), points.data.data(), "the array data");
+    return points;
+}
+
+void check_layout(const std::string& path, const NpyHeader& header) {
+    if (header.fortran_order) {
+        throw Error(path + ": .npy header field 'fortran_order' is True; only C-order arrays are read "
+                           "(save np.ascontiguousarray(x))");
+    }
+    if (header.shape.size() != 2) {
+        throw Error(path + ": .npy header field 'shape' is " + shape_text(header.shape) +
+                    "; expected a 2-D array (n, d)");
+    }
+    if (header.shape[0] == 0) {
+        throw Error(path + ": no vectors (.npy header field 'shape' is " + shape_text(header.shape) + ")");
+    }
+    if (header.shape[1] == 0) {
+        throw Error(path + ": .npy header field 'shape' is " + shape_text(header.shape) + "; vectors need a column");
+    }
+}
+
+}  // namespace
+
+Matrix read_npy(const std::string& path) {
+    BinaryFile file(path);
+    const NpyHeader header = parse_npy_header(path, read_header_text(file));
+    check_layout(path, header);
+    if (header.descr == "<f4") {
+        return read_data<float>(file, header, "float32");
+    }
+    if (header.descr == "<f2") {
+        return read_data<Half>(file, header, "float16");
+    }
+    if (header.descr == "|u1" || header.descr == "<u1") {
+        return read_data<std::uint8_t>(file, header, "uint8");
+    }
+    const std::string hint = header.descr == "<f8" ? " (float64: save x.astype(np.float32) instead)" : "";
+    throw Error(path + ": .npy header field 'descr' is '" + header.descr + "'" + hint + "; supported: " +
+                kSupportedDescr);
+}
+
+void write_npy(const std::string& path, const Matrix& points) {
+    const std::string header = format_npy_header(points.rows, points.cols);
+    const auto header_bytes = static_cast<std::uint16_t>(header.size());
+    AtomicFile file(path);
+    std::ofstream& out = file.stream();
+    out.write(kMagic, kMagicBytes);
+    out.put('\x01').put('\x00');
+    out.write(reinterpret_cast<const char*>(&header_bytes), sizeof header_bytes);
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    out.write(reinterpret_cast<const char*>(points.data.data()),
+              static_cast<std::streamsize>(points.data.size() * sizeof(float)));
+    file.commit();
+}
+
+}  // namespace vlattice::io

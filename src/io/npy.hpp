@@ -1,0 +1,15 @@
+// NumPy .npy files: versions 1.0, 2.0 and 3.0, C-order 2-D arrays of float32, float16 or uint8.
+#pragma once
+
+#include "vlattice/types.hpp"
+
+#include <string>
+
+namespace vlattice::io {
+
+Matrix read_npy(const std::string& path);
+
+// Writes a version 1.0 float32 file through AtomicFile.
+void write_npy(const std::string& path, const Matrix& points);
+
+}  // namespace vlattice::io

@@ -1,0 +1,92 @@
+// The public entry points of include/vlattice/io.hpp: pick the format by extension, then hand over
+// to the reader or writer for that format.
+#include "vlattice/io.hpp"
+
+#include "io/bigann.hpp"
+#include "io/hdf5.hpp"
+#include "io/npy.hpp"
+#include "io/texmex.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+
+namespace vlattice {
+
+namespace {
+
+constexpr const char* kReadable = ".fvecs .bvecs .ivecs .fbin .u8bin .npy .h5 .hdf5";
+constexpr const char* kWritable = ".fvecs .npy";
+
+// Lower-cased, so that DATA.FVECS reads like data.fvecs.
+std::string extension_of(const std::string& path) {
+    std::string extension = std::filesystem::path(path).extension().string();
+    std::transform(extension.begin(), extension.end(), extension.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return extension;
+}
+
+[[noreturn]] void throw_unsupported(const std::string& path, const std::string& extension, const char* supported) {
+    const std::string problem =
+        extension.empty() ? "no file extension to tell the format by" : "unsupported extension '" + extension + "'";
+    throw Error(path + ": " + problem + "; supported: " + supported);
+}
+
+}  // namespace
+
+Matrix read_vectors(const std::string& path, const ReadOptions& options) {
+    const std::string extension = extension_of(path);
+    if (extension == ".fvecs") {
+        return io::read_fvecs(path);
+    }
+    if (extension == ".bvecs") {
+        return io::read_bvecs(path);
+    }
+    if (extension == ".ivecs") {
+        return io::read_ivecs(path);
+    }
+    if (extension == ".fbin") {
+        return io::read_fbin(path);
+    }
+    if (extension == ".u8bin") {
+        return io::read_u8bin(path);
+    }
+    if (extension == ".npy") {
+        return io::read_npy(path);
+    }
+    if (extension == ".h5" || extension == ".hdf5") {
+        return io::read_hdf5(path, options.dataset);
+    }
+    throw_unsupported(path, extension, kReadable);
+}
+
+void check_finite(const Matrix& points, const std::string& path) {
+    for (std::size_t i = 0; i < points.rows; ++i) {
+        const float* row = points.row(i);
+        for (std::size_t k = 0; k < points.cols; ++k) {
+            if (!std::isfinite(row[k])) {
+                const char* what = std::isnan(row[k]) ? "NaN" : row[k] > 0 ? "Inf" : "-Inf";
+                throw Error(path + ": row " + std::to_string(i) + " (0-based), column " + std::to_string(k) +
+                            " (0-based) is " + what + "; vectors must be finite");
+            }
+        }
+    }
+}
+
+void write_vectors(const std::string& path, const Matrix& points) {
+    if (points.rows == 0 || points.cols == 0) {
+        throw Error(path + ": no vectors to write (" + std::to_string(points.rows) + " x " +
+                    std::to_string(points.cols) + ")");
+    }
+    const std::string extension = extension_of(path);
+    if (extension == ".fvecs") {
+        io::write_fvecs(path, points);
+    } else if (extension == ".npy") {
+        io::write_npy(path, points);
+    } else {
+        throw_unsupported(path, extension, kWritable);
+    }
+}
+
+}  // namespace vlattice

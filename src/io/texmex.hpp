@@ -1,0 +1,18 @@
+// TEXMEX vector files (.fvecs .bvecs .ivecs): each row is an int32 dimension followed by that many
+// float32, uint8 or int32 values.
+#pragma once
+
+#include "vlattice/types.hpp"
+
+#include <string>
+
+namespace vlattice::io {
+
+Matrix read_fvecs(const std::string& path);
+Matrix read_bvecs(const std::string& path);
+Matrix read_ivecs(const std::string& path);
+
+// Writes through AtomicFile.
+void write_fvecs(const std::string& path, const Matrix& points);
+
+}  // namespace vlattice::io

@@ -1,0 +1,464 @@
+// Vector readers and writers, checked against files that numpy and h5py write (the files users
+// bring), and every way a file can be wrong producing an Error that names the file and the spot.
+#include "support.hpp"
+
+#include "vlattice/half.hpp"
+#include "vlattice/io.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+using Catch::Contains;
+using vlattice::Error;
+using vlattice::Matrix;
+using vlattice::ReadOptions;
+using vlattice::read_vectors;
+using vlattice::test::ScratchDir;
+using vlattice::test::run_python;
+using vlattice::test::write_file;
+
+namespace {
+
+template <typename T>
+std::string bytes_of(T value) {
+    std::string bytes(sizeof value, '\0');
+    std::memcpy(bytes.data(), &value, sizeof value);
+    return bytes;
+}
+
+std::string bytes_of(const Matrix& points) {
+    return std::string(reinterpret_cast<const char*>(points.data.data()), points.data.size() * sizeof(float));
+}
+
+std::string quoted(const std::string& text) {
+    return "'" + text + "'";
+}
+
+// numpy gets the test's data as raw float32 (np.fromfile), so every value it writes is known here.
+std::string load_in_python(const ScratchDir& dir, const Matrix& points) {
+    write_file(dir.path("expected.raw"), bytes_of(points));
+    return "import numpy as np\n"
+           "x = np.fromfile(" + quoted(dir.path("expected.raw")) + ", dtype='<f4').reshape(" +
+           std::to_string(points.rows) + ", " + std::to_string(points.cols) + ")\n";
+}
+
+const char* const kWriteTexmex =
+    "def write_texmex(path, x, dtype):\n"
+    "    rows = np.empty(x.shape[0], dtype=[('dim', '<i4'), ('values', dtype, (x.shape[1],))])\n"
+    "    rows['dim'] = x.shape[1]\n"
+    "    rows['values'] = x\n"
+    "    rows.tofile(path)\n";
+
+Matrix random_bytes(std::size_t n, std::size_t d, std::mt19937_64& rng) {
+    std::uniform_int_distribution<int> byte(0, 255);
+    Matrix points(n, d);
+    for (float& value : points.data) {
+        value = static_cast<float>(byte(rng));
+    }
+    return points;
+}
+
+// Integers that float32 holds exactly, negative ones included.
+Matrix random_ints(std::size_t n, std::size_t d, std::mt19937_64& rng) {
+    std::uniform_int_distribution<int> integer(-(1 << 24), 1 << 24);
+    Matrix points(n, d);
+    for (float& value : points.data) {
+        value = static_cast<float>(integer(rng));
+    }
+    return points;
+}
+
+Matrix rounded_to_half(Matrix points) {
+    for (float& value : points.data) {
+        value = vlattice::half_to_float(vlattice::float_to_half(value));
+    }
+    return points;
+}
+
+void require_same(const Matrix& got, const Matrix& expected) {
+    REQUIRE(got.rows == expected.rows);
+    REQUIRE(got.cols == expected.cols);
+    REQUIRE(got.data.size() == expected.data.size());
+    for (std::size_t i = 0; i < got.data.size(); ++i) {
+        if (got.data[i] != expected.data[i]) {
+            INFO("first difference at row " << i / got.cols << " column " << i % got.cols);
+            REQUIRE(got.data[i] == expected.data[i]);
+        }
+    }
+}
+
+std::mt19937_64 seeded_rng() {
+    return std::mt19937_64(vlattice::test::seed());
+}
+
+}  // namespace
+
+TEST_CASE("TEXMEX files written by numpy read back exactly", "[io]") {
+    INFO("seed " << vlattice::test::seed());
+    auto rng = seeded_rng();
+    ScratchDir dir;
+
+    SECTION(".fvecs") {
+        const Matrix expected = vlattice::test::random_points(517, 96, rng);
+        run_python(load_in_python(dir, expected) + kWriteTexmex + "write_texmex(" + quoted(dir.path("x.fvecs")) +
+                   ", x, '<f4')\n");
+        require_same(read_vectors(dir.path("x.fvecs")), expected);
+    }
+    SECTION(".bvecs spanning several read blocks") {
+        const Matrix expected = random_bytes(20000, 600, rng);
+        run_python(load_in_python(dir, expected) + kWriteTexmex + "write_texmex(" + quoted(dir.path("x.bvecs")) +
+                   ", x, 'u1')\n");
+        require_same(read_vectors(dir.path("x.bvecs")), expected);
+    }
+    SECTION(".ivecs") {
+        const Matrix expected = random_ints(300, 17, rng);
+        run_python(load_in_python(dir, expected) + kWriteTexmex + "write_texmex(" + quoted(dir.path("x.ivecs")) +
+                   ", x, '<i4')\n");
+        require_same(read_vectors(dir.path("x.ivecs")), expected);
+    }
+}
+
+TEST_CASE("big-ann files written by numpy read back exactly", "[io]") {
+    INFO("seed " << vlattice::test::seed());
+    auto rng = seeded_rng();
+    ScratchDir dir;
+    const char* const write_bigann =
+        "def write_bigann(path, x, dtype):\n"
+        "    with open(path, 'wb') as f:\n"
+        "        np.array(x.shape, dtype='<u4').tofile(f)\n"
+        "        x.astype(dtype).tofile(f)\n";
+
+    SECTION(".fbin") {
+        const Matrix expected = vlattice::test::random_points(1000, 33, rng);
+        run_python(load_in_python(dir, expected) + write_bigann + "write_bigann(" + quoted(dir.path("x.fbin")) +
+                   ", x, '<f4')\n");
+        require_same(read_vectors(dir.path("x.fbin")), expected);
+    }
+    SECTION(".u8bin spanning several read blocks") {
+        const Matrix expected = random_bytes(3000, 3001, rng);
+        run_python(load_in_python(dir, expected) + write_bigann + "write_bigann(" + quoted(dir.path("x.u8bin")) +
+                   ", x, 'u1')\n");
+        require_same(read_vectors(dir.path("x.u8bin")), expected);
+    }
+}
+
+TEST_CASE(".npy float32, float16 and uint8 in format versions 1.0, 2.0 and 3.0", "[io]") {
+    INFO("seed " << vlattice::test::seed());
+    auto rng = seeded_rng();
+    ScratchDir dir;
+    const std::string path = dir.path("x.npy");
+    const auto save = [&](const Matrix& points, const std::string& dtype, const std::string& version) {
+        run_python(load_in_python(dir, points) + "with open(" + quoted(path) + ", 'wb') as f:\n" +
+                   "    np.lib.format.write_array(f, x.astype(" + quoted(dtype) + "), version=" + version + ")\n");
+    };
+
+    for (const std::string version : {"(1, 0)", "(2, 0)", "(3, 0)"}) {
+        INFO("version " << version);
+        const Matrix points = vlattice::test::random_points(211, 48, rng);
+        save(points, "<f4", version);
+        require_same(read_vectors(path), points);
+
+        save(points, "<f2", version);
+        require_same(read_vectors(path), rounded_to_half(points));
+
+        const Matrix bytes = random_bytes(150, 784, rng);
+        save(bytes, "u1", version);
+        require_same(read_vectors(path), bytes);
+    }
+}
+
+TEST_CASE(".npy written with np.save, large enough for several read blocks", "[io]") {
+    INFO("seed " << vlattice::test::seed());
+    auto rng = seeded_rng();
+    ScratchDir dir;
+    const Matrix points = vlattice::test::random_points(5000, 512, rng);
+    run_python(load_in_python(dir, points) + "np.save(" + quoted(dir.path("x.npy")) + ", x.astype('<f2'))\n");
+    require_same(read_vectors(dir.path("x.npy")), rounded_to_half(points));
+}
+
+TEST_CASE("HDF5: the dataset is chosen by name and converted to float32", "[io]") {
+    INFO("seed " << vlattice::test::seed());
+    auto rng = seeded_rng();
+    ScratchDir dir;
+    const Matrix train = vlattice::test::random_points(400, 25, rng);
+    const Matrix test = vlattice::test::random_points(50, 25, rng);
+    const Matrix ints = random_ints(70, 9, rng);
+    write_file(dir.path("test.raw"), bytes_of(test));
+    write_file(dir.path("ints.raw"), bytes_of(ints));
+    const std::string path = dir.path("ann.hdf5");
+    run_python(load_in_python(dir, train) +
+               "import h5py\n"
+               "t = np.fromfile(" + quoted(dir.path("test.raw")) + ", dtype='<f4').reshape(50, 25)\n"
+               "i = np.fromfile(" + quoted(dir.path("ints.raw")) + ", dtype='<f4').reshape(70, 9)\n"
+               "with h5py.File(" + quoted(path) + ", 'w') as f:\n"
+               "    f['train'] = x\n"
+               "    f['test'] = t.astype('<f8')\n"
+               "    f['neighbors'] = i.astype('<i4')\n"
+               "    f.create_dataset('packed/train', data=x, chunks=(64, 5), compression='gzip')\n"
+               "    f.attrs['distance'] = 'euclidean'\n");
+
+    require_same(read_vectors(path), train);
+    require_same(read_vectors(path, ReadOptions{"test"}), test);
+    require_same(read_vectors(path, ReadOptions{"neighbors"}), ints);
+    require_same(read_vectors(path, ReadOptions{"packed/train"}), train);
+
+    CHECK_THROWS_WITH(read_vectors(path, ReadOptions{"queries"}),
+                      Contains(path) && Contains("no dataset 'queries'") && Contains("neighbors, packed, test, train"));
+    CHECK_THROWS_WITH(read_vectors(path, ReadOptions{"packed/missing"}), Contains("no dataset 'packed/missing'"));
+    CHECK_THROWS_WITH(read_vectors(path, ReadOptions{"packed"}),
+                      Contains("dataset 'packed'") && Contains("cannot be opened as a dataset"));
+}
+
+TEST_CASE("HDF5 datasets that are not a readable (n, d) matrix", "[io]") {
+    ScratchDir dir;
+    const std::string path = dir.path("bad.h5");
+    run_python("import h5py, numpy as np\n"
+               "with h5py.File(" + quoted(path) + ", 'w') as f:\n"
+               "    f['flat'] = np.zeros(10, dtype='<f4')\n"
+               "    f['cube'] = np.zeros((2, 3, 4), dtype='<f4')\n"
+               "    f['empty'] = np.zeros((0, 4), dtype='<f4')\n"
+               "    f['names'] = np.array([[b'a', b'b']])\n"
+               "    f.create_dataset('unwritten', shape=(1000000, 1000), dtype='<f4')\n"
+               "    d = f.create_dataset('sparse', shape=(1000000000, 1000), dtype='<f4', chunks=(100, 100))\n"
+               "    d[0:100, 0:100] = 1\n");
+
+    CHECK_THROWS_WITH(read_vectors(path, ReadOptions{"flat"}),
+                      Contains("dataset 'flat' has shape (10,)") && Contains("2-D"));
+    CHECK_THROWS_WITH(read_vectors(path, ReadOptions{"cube"}), Contains("dataset 'cube' has shape (2, 3, 4)"));
+    CHECK_THROWS_WITH(read_vectors(path, ReadOptions{"empty"}), Contains("dataset 'empty'") && Contains("no vectors"));
+    CHECK_THROWS_WITH(read_vectors(path, ReadOptions{"names"}),
+                      Contains("dataset 'names'") && Contains("integers or floating-point"));
+    CHECK_THROWS_WITH(read_vectors(path, ReadOptions{"unwritten"}),
+                      Contains("dataset 'unwritten' has no data written"));
+    CHECK_THROWS_WITH(read_vectors(path, ReadOptions{"sparse"}),
+                      Contains("dataset 'sparse' has only 1 of its") && Contains("chunks written"));
+}
+
+TEST_CASE("write_vectors round trips .fvecs and .npy, and numpy reads what it wrote", "[io]") {
+    INFO("seed " << vlattice::test::seed());
+    auto rng = seeded_rng();
+    ScratchDir dir;
+    const Matrix points = vlattice::test::random_points(333, 70, rng);
+
+    vlattice::write_vectors(dir.path("out.fvecs"), points);
+    vlattice::write_vectors(dir.path("out.npy"), points);
+    require_same(read_vectors(dir.path("out.fvecs")), points);
+    require_same(read_vectors(dir.path("out.npy")), points);
+
+    run_python(load_in_python(dir, points) +
+               "a = np.load(" + quoted(dir.path("out.npy")) + ")\n"
+               "assert a.dtype == np.float32 and a.shape == x.shape, (a.dtype, a.shape)\n"
+               "assert a.flags['C_CONTIGUOUS']\n"
+               "assert np.array_equal(a, x)\n"
+               "with open(" + quoted(dir.path("out.npy")) + ", 'rb') as f:\n"
+               "    assert np.lib.format.read_magic(f) == (1, 0)\n"
+               "    np.lib.format.read_array_header_1_0(f)\n"
+               "    assert f.tell() % 64 == 0, f.tell()\n"
+               "rows = np.fromfile(" + quoted(dir.path("out.fvecs")) + ", dtype='<f4').reshape(x.shape[0], -1)\n"
+               "assert (rows[:, 0].view('<i4') == x.shape[1]).all()\n"
+               "assert np.array_equal(rows[:, 1:], x)\n");
+}
+
+TEST_CASE("write_vectors refuses what it cannot write", "[io]") {
+    ScratchDir dir;
+    Matrix points(2, 3);
+    CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("out.h5"), points),
+                      Contains("out.h5") && Contains("'.h5'") && Contains(".fvecs .npy"));
+    CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("out.fvecs"), Matrix()), Contains("no vectors to write"));
+    CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("no/such/folder/out.npy"), points),
+                      Contains("no/such/folder/out.npy") && Contains("cannot create"));
+}
+
+TEST_CASE("an unknown extension lists the supported ones", "[io]") {
+    CHECK_THROWS_WITH(read_vectors("vectors.txt"),
+                      Contains("vectors.txt") && Contains("'.txt'") &&
+                          Contains(".fvecs .bvecs .ivecs .fbin .u8bin .npy .h5 .hdf5"));
+    CHECK_THROWS_WITH(read_vectors("vectors"), Contains("vectors: no file extension") && Contains(".npy"));
+}
+
+TEST_CASE("a missing or empty file is named, whatever its format", "[io]") {
+    ScratchDir dir;
+    for (const std::string extension : {".fvecs", ".bvecs", ".ivecs", ".fbin", ".u8bin", ".npy", ".h5", ".hdf5"}) {
+        INFO(extension);
+        const std::string missing = dir.path("missing" + extension);
+        CHECK_THROWS_WITH(read_vectors(missing), Contains(missing) && Contains("No such file"));
+        const std::string empty = dir.path("empty" + extension);
+        write_file(empty, "");
+        CHECK_THROWS_WITH(read_vectors(empty), Contains(empty + ": empty file"));
+    }
+    std::filesystem::create_directory(dir.path("folder.fvecs"));
+    CHECK_THROWS_WITH(read_vectors(dir.path("folder.fvecs")), Contains("folder.fvecs: not a regular file"));
+}
+
+TEST_CASE("truncated files say what was expected", "[io]") {
+    INFO("seed " << vlattice::test::seed());
+    auto rng = seeded_rng();
+    ScratchDir dir;
+    const Matrix points = vlattice::test::random_points(20, 16, rng);
+    const auto cut = [&](const std::string& name, std::size_t drop) {
+        const std::string whole = vlattice::test::read_file(dir.path(name));
+        const std::string path = dir.path("cut-" + name);
+        write_file(path, whole.substr(0, whole.size() - drop));
+        return path;
+    };
+
+    vlattice::write_vectors(dir.path("x.fvecs"), points);
+    CHECK_THROWS_WITH(read_vectors(cut("x.fvecs", 10)),
+                      Contains("truncated") && Contains("row 19 has 58 of its 68 bytes"));
+    CHECK_THROWS_WITH(read_vectors(cut("x.fvecs", 20 * 68 - 2)), Contains("truncated"));
+
+    vlattice::write_vectors(dir.path("x.npy"), points);
+    CHECK_THROWS_WITH(read_vectors(cut("x.npy", 4)),
+                      Contains("cut-x.npy: truncated") && Contains("(20, 16)") && Contains("1280"));
+    const std::string npy_header_only = cut("x.npy", 20 * 16 * 4 + 30);
+    CHECK_THROWS_WITH(read_vectors(npy_header_only), Contains("truncated") && Contains("header"));
+
+    write_file(dir.path("x.fbin"), bytes_of(std::uint32_t{20}) + bytes_of(std::uint32_t{16}) + bytes_of(points));
+    CHECK_THROWS_WITH(read_vectors(cut("x.fbin", 1)),
+                      Contains("truncated") && Contains("20 x 16 float32") && Contains("1287 bytes"));
+    write_file(dir.path("short.u8bin"), bytes_of(std::uint32_t{20}).substr(0, 3));
+    CHECK_THROWS_WITH(read_vectors(dir.path("short.u8bin")), Contains("truncated") && Contains("header"));
+
+    run_python("import h5py, numpy as np\n"
+               "with h5py.File(" + quoted(dir.path("x.h5")) + ", 'w') as f:\n"
+               "    f['train'] = np.ones((1000, 16), dtype='<f4')\n");
+    CHECK_THROWS_WITH(read_vectors(cut("x.h5", 1000)), Contains("cut-x.h5") && Contains("truncated"));
+}
+
+TEST_CASE("a row of another dimension is named", "[io]") {
+    ScratchDir dir;
+    const auto row = [](std::int32_t dim, std::size_t values) {
+        return bytes_of(dim) + std::string(values * sizeof(float), '\0');
+    };
+    std::string file;
+    for (int i = 0; i < 20; ++i) {
+        file += i == 3 ? row(12, 12) : row(16, 16);
+    }
+    write_file(dir.path("short-row.fvecs"), file);
+    CHECK_THROWS_WITH(read_vectors(dir.path("short-row.fvecs")),
+                      Contains("short-row.fvecs: row 3 has dimension 12, expected 16"));
+
+    // Same length as a good file: only the header of row 17 is wrong.
+    file.clear();
+    for (int i = 0; i < 20; ++i) {
+        file += bytes_of(std::int32_t{i == 17 ? 12 : 16}) + std::string(16, 'x');
+    }
+    write_file(dir.path("bad-header.bvecs"), file);
+    CHECK_THROWS_WITH(read_vectors(dir.path("bad-header.bvecs")), Contains("row 17 has dimension 12, expected 16"));
+
+    write_file(dir.path("zero.ivecs"), row(0, 0) + row(0, 0));
+    CHECK_THROWS_WITH(read_vectors(dir.path("zero.ivecs")), Contains("row 0 has dimension 0"));
+    write_file(dir.path("negative.fvecs"), row(-5, 4));
+    CHECK_THROWS_WITH(read_vectors(dir.path("negative.fvecs")), Contains("row 0 has dimension -5"));
+}
+
+TEST_CASE("headers promising more than the file holds are rejected before allocating", "[io]") {
+    ScratchDir dir;
+    const std::string padding(64, '\0');
+
+    write_file(dir.path("huge.fvecs"), bytes_of(std::int32_t{1 << 30}) + padding);
+    CHECK_THROWS_WITH(read_vectors(dir.path("huge.fvecs")),
+                      Contains("truncated") && Contains("dimension 1073741824") && Contains("4294967300 bytes"));
+    write_file(dir.path("huge.bvecs"), bytes_of(std::numeric_limits<std::int32_t>::max()) + padding);
+    CHECK_THROWS_WITH(read_vectors(dir.path("huge.bvecs")), Contains("truncated"));
+
+    const std::uint32_t most = std::numeric_limits<std::uint32_t>::max();
+    write_file(dir.path("huge.fbin"), bytes_of(most) + bytes_of(most) + padding);
+    CHECK_THROWS_WITH(read_vectors(dir.path("huge.fbin")), Contains("huge.fbin") && Contains("corrupt"));
+    write_file(dir.path("huge.u8bin"), bytes_of(most) + bytes_of(most) + padding);
+    CHECK_THROWS_WITH(read_vectors(dir.path("huge.u8bin")),
+                      Contains("truncated") && Contains("4294967295 x 4294967295 uint8"));
+
+    const auto npy = [](const std::string& header) {
+        return std::string("\x93NUMPY\x01\x00", 8) + bytes_of(static_cast<std::uint16_t>(header.size())) + header;
+    };
+    write_file(dir.path("huge.npy"), npy("{'descr': '<f4', 'fortran_order': False, 'shape': (10000000000000, 1000000), }\n") + padding);
+    CHECK_THROWS_WITH(read_vectors(dir.path("huge.npy")), Contains("huge.npy") && Contains("corrupt"));
+    write_file(dir.path("big.npy"), npy("{'descr': '|u1', 'fortran_order': False, 'shape': (1000000, 1000000), }\n") + padding);
+    CHECK_THROWS_WITH(read_vectors(dir.path("big.npy")), Contains("truncated") && Contains("(1000000, 1000000)"));
+    write_file(dir.path("overflow.npy"), npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 1), }\n"));
+    CHECK_THROWS_WITH(read_vectors(dir.path("overflow.npy")), Contains("'shape'") && Contains("too large"));
+    write_file(dir.path("long-header.npy"),
+               std::string("\x93NUMPY\x02\x00", 8) + bytes_of(std::uint32_t{0xffffffff}) + padding);
+    CHECK_THROWS_WITH(read_vectors(dir.path("long-header.npy")),
+                      Contains("truncated") && Contains("header is 4294967295 bytes"));
+}
+
+TEST_CASE("files with no vectors are rejected", "[io]") {
+    ScratchDir dir;
+    write_file(dir.path("none.fbin"), bytes_of(std::uint32_t{0}) + bytes_of(std::uint32_t{8}));
+    CHECK_THROWS_WITH(read_vectors(dir.path("none.fbin")), Contains("none.fbin: no vectors"));
+    run_python("import numpy as np\n"
+               "np.save(" + quoted(dir.path("none.npy")) + ", np.zeros((0, 8), dtype='<f4'))\n");
+    CHECK_THROWS_WITH(read_vectors(dir.path("none.npy")), Contains("none.npy: no vectors"));
+}
+
+TEST_CASE(".npy files vlattice cannot use name the header field", "[io]") {
+    ScratchDir dir;
+    const std::string path = dir.path("x.npy");
+    const auto save = [&](const std::string& expression) {
+        run_python("import numpy as np\nnp.save(" + quoted(path) + ", " + expression + ")\n");
+    };
+
+    save("np.zeros((4, 3), dtype='<f8')");
+    CHECK_THROWS_WITH(read_vectors(path), Contains("'descr' is '<f8'") && Contains("float64") && Contains("'<f4'"));
+    save("np.zeros((4, 3), dtype='>f4')");
+    CHECK_THROWS_WITH(read_vectors(path), Contains("'descr' is '>f4'"));
+    save("np.zeros((4, 3), dtype='<i8')");
+    CHECK_THROWS_WITH(read_vectors(path), Contains("'descr' is '<i8'"));
+    save("np.zeros(4, dtype=[('a', '<f4'), ('b', '<f4')]).reshape(2, 2)");
+    CHECK_THROWS_WITH(read_vectors(path), Contains("'descr' is a structured dtype"));
+    save("np.asfortranarray(np.zeros((4, 3), dtype='<f4'))");
+    CHECK_THROWS_WITH(read_vectors(path), Contains("'fortran_order' is True"));
+    save("np.zeros(12, dtype='<f4')");
+    CHECK_THROWS_WITH(read_vectors(path), Contains("'shape' is (12,)") && Contains("2-D"));
+    save("np.zeros((2, 3, 2), dtype='<f4')");
+    CHECK_THROWS_WITH(read_vectors(path), Contains("'shape' is (2, 3, 2)"));
+    save("np.zeros((4, 0), dtype='<f4')");
+    CHECK_THROWS_WITH(read_vectors(path), Contains("'shape' is (4, 0)"));
+
+    write_file(path, "\x93NUMPZ and then some bytes");
+    CHECK_THROWS_WITH(read_vectors(path), Contains("not a .npy file"));
+    write_file(path, std::string("\x93NUMPY\x04\x00", 8) + "0000");
+    CHECK_THROWS_WITH(read_vectors(path), Contains("version 4.0"));
+    const std::string header = "{'descr': '<f4', 'shape': (1, 1), }\n";
+    write_file(path, std::string("\x93NUMPY\x01\x00", 8) + bytes_of(static_cast<std::uint16_t>(header.size())) +
+                         header + bytes_of(1.0f));
+    CHECK_THROWS_WITH(read_vectors(path), Contains("no 'fortran_order' field"));
+    const std::string broken = "{'descr': '<f4', 'fortran_order': False, 'shape': (1 1), }\n";
+    write_file(path, std::string("\x93NUMPY\x01\x00", 8) + bytes_of(static_cast<std::uint16_t>(broken.size())) +
+                         broken + bytes_of(1.0f));
+    CHECK_THROWS_WITH(read_vectors(path), Contains("malformed .npy header"));
+    save("np.zeros((4, 3), dtype='<f4')");
+    write_file(path, vlattice::test::read_file(path) + "junk");
+    CHECK_THROWS_WITH(read_vectors(path), Contains("4 bytes after the data"));
+}
+
+TEST_CASE("check_finite names the row and column of a NaN or Inf", "[io]") {
+    Matrix points(50, 8);
+    CHECK_NOTHROW(vlattice::check_finite(points, "ok.fvecs"));
+
+    points.row(41)[3] = std::nanf("");
+    CHECK_THROWS_WITH(vlattice::check_finite(points, "x.fvecs"),
+                      Contains("x.fvecs: row 41 (0-based), column 3 (0-based) is NaN"));
+    points.row(7)[0] = std::numeric_limits<float>::infinity();
+    CHECK_THROWS_WITH(vlattice::check_finite(points, "x.fvecs"), Contains("row 7 (0-based), column 0") &&
+                                                                     Contains("is Inf"));
+    points.row(2)[5] = -std::numeric_limits<float>::infinity();
+    CHECK_THROWS_WITH(vlattice::check_finite(points, "x.fvecs"), Contains("row 2 (0-based), column 5 (0-based) is -Inf"));
+}
+
+TEST_CASE("NaN read from a numpy file is reported by check_finite", "[io]") {
+    ScratchDir dir;
+    const std::string path = dir.path("nan.npy");
+    run_python("import numpy as np\n"
+               "x = np.ones((100, 4), dtype='<f2')\n"
+               "x[63, 2] = np.nan\n"
+               "np.save(" + quoted(path) + ", x)\n");
+    const Matrix points = read_vectors(path);
+    CHECK_THROWS_WITH(vlattice::check_finite(points, path), Contains(path + ": row 63 (0-based), column 2"));
+}
