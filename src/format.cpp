@@ -1,0 +1,423 @@
+// The .vlat writer and reader. docs/format.md is the specification; the constants and checks here
+// follow it field by field, and every reader check runs before the allocation it protects.
+#include "vlattice/format.hpp"
+
+#include "bitpack.hpp"
+#include "io/binary_file.hpp"
+#include "little_endian.hpp"
+#include "vlattice/atomic_file.hpp"
+#include "vlattice/half.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <optional>
+
+namespace vlattice {
+
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+constexpr std::array<char, 8> kMagic = {'V', 'L', 'A', 'T', 'T', 'I', 'C', 'E'};
+// Header field offsets (docs/format.md, "Header").
+constexpr std::size_t kVersionOffset = 8;
+constexpr std::size_t kNOffset = 12;
+constexpr std::size_t kDOffset = 20;
+constexpr std::size_t kMOffset = 24;
+constexpr std::size_t kMetricOffset = 28;
+constexpr std::size_t kStorageOffset = 29;
+constexpr std::size_t kCodecOffset = 30;
+constexpr std::size_t kBitsOffset = 31;
+constexpr std::size_t kSectionCountOffset = 32;
+constexpr std::size_t kChecksumOffset = 36;  // the header checksum covers bytes [0, 36)
+constexpr std::size_t kHeaderBytes = 44;
+constexpr std::size_t kSectionHeadBytes = 12;  // tag + payload length
+constexpr std::size_t kSectionChecksumBytes = 8;
+
+constexpr const char* kAnchorsTag = "ANCH";
+constexpr const char* kAssignmentsTag = "ASGN";
+constexpr const char* kMetadataTag = "META";
+// Version 1 files hold exactly these sections, once each, in this order.
+constexpr std::array<const char*, 3> kSectionOrder = {kAnchorsTag, kAssignmentsTag, kMetadataTag};
+
+struct Header {
+    std::uint64_t n = 0;
+    std::uint32_t d = 0;
+    std::uint32_t m = 0;
+    std::uint8_t metric = 0;
+    std::uint8_t anchor_storage = 0;
+    std::uint8_t codec = 0;
+    std::uint8_t bits = 0;
+    std::uint32_t section_count = 0;
+};
+
+std::uint64_t checksum(const std::uint8_t* data, std::size_t size) {
+    return XXH3_64bits(data, size);
+}
+
+std::size_t anchor_element_bytes(AnchorStorage storage) {
+    return storage == AnchorStorage::f16 ? sizeof(std::uint16_t) : sizeof(float);
+}
+
+// A damaged file's tag can be any four bytes; the message must stay printable.
+std::string quoted_tag(const std::string& tag) {
+    std::string out = "'";
+    for (const char c : tag) {
+        if (c >= 0x20 && c < 0x7f) {
+            out += c;
+        } else {
+            static const char* const kHex = "0123456789abcdef";
+            const auto byte = static_cast<unsigned char>(c);
+            out += "\\x";
+            out += kHex[byte >> 4];
+            out += kHex[byte & 0xf];
+        }
+    }
+    return out + "'";
+}
+
+void check_assignments(const std::string& path, const std::vector<std::uint32_t>& assignments, std::size_t m) {
+    for (std::size_t i = 0; i < assignments.size(); ++i) {
+        if (assignments[i] >= m) {
+            throw Error(path + ": assignment of vector " + std::to_string(i) + " is " + std::to_string(assignments[i]) +
+                        ", but there are " + std::to_string(m) + " anchors");
+        }
+    }
+}
+
+void check_writable(const std::string& path, const VlatFile& file) {
+    const Matrix& anchors = file.anchors;
+    const std::size_t m = anchors.rows;
+    if (m == 0 || m > std::numeric_limits<std::uint32_t>::max()) {
+        throw Error(path + ": cannot write " + std::to_string(m) + " anchors (a .vlat file holds 1 to 2^32-1)");
+    }
+    if (file.d == 0 || anchors.cols != file.d || anchors.data.size() != m * anchors.cols) {
+        throw Error(path + ": anchors are " + std::to_string(m) + " x " + std::to_string(anchors.cols) + " (" +
+                    std::to_string(anchors.data.size()) + " values), but the dimension is " + std::to_string(file.d));
+    }
+    if (file.assignments.size() != file.n) {
+        throw Error(path + ": n is " + std::to_string(file.n) + " but there are " +
+                    std::to_string(file.assignments.size()) + " assignments");
+    }
+    if (file.n < m) {
+        throw Error(path + ": " + std::to_string(file.n) + " vectors cannot have " + std::to_string(m) + " anchors");
+    }
+    if (static_cast<std::uint8_t>(file.metric) > static_cast<std::uint8_t>(Metric::angular) ||
+        static_cast<std::uint8_t>(file.anchor_storage) > static_cast<std::uint8_t>(AnchorStorage::f16) ||
+        file.codec != ResidualCodec::none) {
+        throw Error(path + ": metric, anchor storage or residual codec has a value version 1 does not define");
+    }
+    check_assignments(path, file.assignments, m);
+}
+
+Bytes encode_header(const VlatFile& file) {
+    const std::uint64_t m = file.anchors.rows;
+    Bytes header(kMagic.begin(), kMagic.end());
+    le::append(header, kVlatVersion);
+    le::append(header, file.n);
+    le::append(header, file.d);
+    le::append(header, static_cast<std::uint32_t>(m));
+    le::append(header, static_cast<std::uint8_t>(file.metric));
+    le::append(header, static_cast<std::uint8_t>(file.anchor_storage));
+    le::append(header, static_cast<std::uint8_t>(file.codec));
+    le::append(header, static_cast<std::uint8_t>(assignment_bits(m)));
+    le::append(header, static_cast<std::uint32_t>(kSectionOrder.size()));
+    le::append(header, checksum(header.data(), header.size()));
+    return header;
+}
+
+// Silently turning a large anchor into infinity would corrupt every vector assigned to it.
+std::uint16_t half_or_throw(const std::string& path, float value, std::size_t index, std::size_t d) {
+    const std::uint16_t half = float_to_half(value);
+    if (std::isinf(half_to_float(half)) && !std::isinf(value)) {
+        throw Error(path + ": anchor " + std::to_string(index / d) + ", component " + std::to_string(index % d) +
+                    " is " + std::to_string(value) + ", outside the float16 range (|x| <= 65504); store anchors as f32");
+    }
+    return half;
+}
+
+Bytes encode_anchors(const std::string& path, const VlatFile& file) {
+    const std::vector<float>& values = file.anchors.data;
+    Bytes out(values.size() * anchor_element_bytes(file.anchor_storage));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (file.anchor_storage == AnchorStorage::f16) {
+            le::store(out.data() + 2 * i, half_or_throw(path, values[i], i, file.d));
+        } else {
+            std::uint32_t bits = 0;
+            std::memcpy(&bits, &values[i], sizeof bits);
+            le::store(out.data() + 4 * i, bits);
+        }
+    }
+    return out;
+}
+
+Bytes encode_metadata(const std::string& json) {
+    const std::string& text = json.empty() ? std::string("{}") : json;
+    return Bytes(text.begin(), text.end());
+}
+
+void write_bytes(std::ostream& out, const Bytes& bytes) {
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+void write_section(std::ostream& out, const char* tag, const Bytes& payload) {
+    Bytes head(tag, tag + 4);
+    le::append(head, static_cast<std::uint64_t>(payload.size()));
+    Bytes tail;
+    le::append(tail, checksum(payload.data(), payload.size()));
+    write_bytes(out, head);
+    write_bytes(out, payload);
+    write_bytes(out, tail);
+}
+
+// Which check fails says more than "truncated" where it can: a short file with the wrong magic is
+// not a .vlat file, and a short file of a later version may have a different header size.
+Header read_header(io::BinaryFile& in) {
+    const std::string& path = in.path();
+    std::array<std::uint8_t, kHeaderBytes> raw{};
+    const std::size_t available = static_cast<std::size_t>(std::min<std::uint64_t>(in.size(), kHeaderBytes));
+    in.read_at(0, raw.data(), available, "header");
+    if (std::memcmp(raw.data(), kMagic.data(), std::min(available, kMagic.size())) != 0) {
+        throw Error(path + ": not a .vlat file (bad magic)");
+    }
+    if (available >= kVersionOffset + 4) {
+        const auto version = le::load<std::uint32_t>(raw.data() + kVersionOffset);
+        if (version != kVlatVersion) {
+            throw Error(path + ": unsupported .vlat version " + std::to_string(version) + " (this build reads " +
+                        std::to_string(kVlatVersion) + ")");
+        }
+    }
+    if (available < kHeaderBytes) {
+        throw Error(path + ": truncated header: " + std::to_string(available) + " of " + std::to_string(kHeaderBytes) +
+                    " bytes");
+    }
+    if (le::load<std::uint64_t>(raw.data() + kChecksumOffset) != checksum(raw.data(), kChecksumOffset)) {
+        throw Error(path + ": header checksum mismatch (file damaged)");
+    }
+    Header h;
+    h.n = le::load<std::uint64_t>(raw.data() + kNOffset);
+    h.d = le::load<std::uint32_t>(raw.data() + kDOffset);
+    h.m = le::load<std::uint32_t>(raw.data() + kMOffset);
+    h.metric = raw[kMetricOffset];
+    h.anchor_storage = raw[kStorageOffset];
+    h.codec = raw[kCodecOffset];
+    h.bits = raw[kBitsOffset];
+    h.section_count = le::load<std::uint32_t>(raw.data() + kSectionCountOffset);
+    return h;
+}
+
+void check_header(const std::string& path, const Header& h) {
+    const auto fail = [&](const std::string& what) { throw Error(path + ": invalid header: " + what); };
+    if (h.metric > static_cast<std::uint8_t>(Metric::angular)) {
+        fail("unknown metric code " + std::to_string(h.metric));
+    }
+    if (h.anchor_storage > static_cast<std::uint8_t>(AnchorStorage::f16)) {
+        fail("unknown anchor storage code " + std::to_string(h.anchor_storage));
+    }
+    if (h.codec != static_cast<std::uint8_t>(ResidualCodec::none)) {
+        fail("unknown residual codec code " + std::to_string(h.codec));
+    }
+    if (h.d == 0) {
+        fail("dimension d is 0");
+    }
+    if (h.m == 0) {
+        fail("anchor count m is 0");
+    }
+    if (h.n == 0) {
+        fail("vector count n is 0");
+    }
+    if (h.m > h.n) {
+        fail(std::to_string(h.m) + " anchors for " + std::to_string(h.n) + " vectors (m > n)");
+    }
+    if (h.bits != assignment_bits(h.m)) {
+        fail(std::to_string(h.bits) + " bits per assignment, but " + std::to_string(h.m) + " anchors take " +
+             std::to_string(assignment_bits(h.m)));
+    }
+    if (h.n > std::vector<std::uint32_t>().max_size()) {
+        fail(std::to_string(h.n) + " vectors are more than this machine can address");
+    }
+}
+
+std::uint64_t expected_anchor_bytes(const std::string& path, const Header& h) {
+    const AnchorStorage storage = static_cast<AnchorStorage>(h.anchor_storage);
+    std::uint64_t bytes = 0;
+    if (__builtin_mul_overflow(std::uint64_t{h.m} * h.d, anchor_element_bytes(storage), &bytes)) {
+        throw Error(path + ": invalid header: " + std::to_string(h.m) + " x " + std::to_string(h.d) +
+                    " anchors do not fit in 64-bit sizes");
+    }
+    return bytes;
+}
+
+std::uint64_t expected_assignment_bytes(const std::string& path, const Header& h) {
+    const std::optional<std::uint64_t> bytes = packed_byte_count(h.n, h.bits);
+    if (!bytes) {
+        throw Error(path + ": invalid header: " + std::to_string(h.n) + " assignments of " + std::to_string(h.bits) +
+                    " bits do not fit in 64-bit sizes");
+    }
+    return *bytes;
+}
+
+// A corrupt length can be close to 2^64, where adding the checksum bytes would wrap.
+std::string payload_and_checksum_bytes(std::uint64_t length) {
+    if (length > std::numeric_limits<std::uint64_t>::max() - kSectionChecksumBytes) {
+        return std::to_string(length) + " + " + std::to_string(kSectionChecksumBytes);
+    }
+    return std::to_string(length + kSectionChecksumBytes);
+}
+
+struct RawSection {
+    VlatSection info;
+    Bytes payload;
+};
+
+// The tag at position `index`: version 1 knows three tags and wants them in kSectionOrder.
+void check_tag(const std::string& path, const std::string& tag, std::size_t index, std::uint64_t offset) {
+    bool known = false;
+    for (const char* expected : kSectionOrder) {
+        known = known || tag == expected;
+    }
+    if (!known) {
+        throw Error(path + ": unknown section tag " + quoted_tag(tag) + " at offset " + std::to_string(offset) +
+                    " (.vlat version 1 has ANCH, ASGN, META)");
+    }
+    if (index >= kSectionOrder.size() || tag != kSectionOrder[index]) {
+        throw Error(path + ": section " + tag + " at offset " + std::to_string(offset) +
+                    " is out of place (.vlat version 1 has ANCH, ASGN, META once each, in this order)");
+    }
+}
+
+std::uint64_t expected_payload_bytes(const std::string& path, const Header& h, const std::string& tag) {
+    return tag == kAnchorsTag ? expected_anchor_bytes(path, h) : expected_assignment_bytes(path, h);
+}
+
+RawSection read_section(io::BinaryFile& in, const Header& h, std::size_t index, std::uint64_t offset) {
+    const std::string& path = in.path();
+    const std::uint64_t left = in.size() - offset;
+    if (left < kSectionHeadBytes) {
+        throw Error(path + ": truncated: section " + std::to_string(index + 1) + " of " +
+                    std::to_string(h.section_count) + " needs " + std::to_string(kSectionHeadBytes) +
+                    " header bytes at offset " + std::to_string(offset) + ", file has " + std::to_string(left));
+    }
+    std::array<std::uint8_t, kSectionHeadBytes> head{};
+    in.read_at(offset, head.data(), head.size(), "section header");
+    RawSection s;
+    s.info.tag.assign(head.begin(), head.begin() + 4);
+    s.info.offset = offset + kSectionHeadBytes;
+    s.info.length = le::load<std::uint64_t>(head.data() + 4);
+    check_tag(path, s.info.tag, index, offset);
+
+    const std::string& tag = s.info.tag;
+    const std::uint64_t body_left = left - kSectionHeadBytes;
+    if (s.info.length > body_left || body_left - s.info.length < kSectionChecksumBytes) {
+        throw Error(path + ": section " + tag + " truncated: needs " + payload_and_checksum_bytes(s.info.length) +
+                    " bytes, file has " + std::to_string(body_left));
+    }
+    if (tag != kMetadataTag) {
+        const std::uint64_t expected = expected_payload_bytes(path, h, tag);
+        if (s.info.length != expected) {
+            throw Error(path + ": section " + tag + " has " + std::to_string(s.info.length) + " bytes, the header's n = " +
+                        std::to_string(h.n) + ", d = " + std::to_string(h.d) + ", m = " + std::to_string(h.m) +
+                        " need " + std::to_string(expected));
+        }
+    }
+    s.payload.resize(static_cast<std::size_t>(s.info.length));
+    in.read_at(s.info.offset, s.payload.data(), s.payload.size(), "section " + tag);
+    std::array<std::uint8_t, kSectionChecksumBytes> stored{};
+    in.read_at(s.info.offset + s.info.length, stored.data(), stored.size(), "section " + tag + " checksum");
+    s.info.checksum = le::load<std::uint64_t>(stored.data());
+    if (s.info.checksum != checksum(s.payload.data(), s.payload.size())) {
+        throw Error(path + ": section " + tag + ": checksum mismatch (file damaged)");
+    }
+    return s;
+}
+
+Matrix decode_anchors(const Header& h, const Bytes& payload) {
+    Matrix anchors(h.m, h.d);
+    for (std::size_t i = 0; i < anchors.data.size(); ++i) {
+        if (h.anchor_storage == static_cast<std::uint8_t>(AnchorStorage::f16)) {
+            anchors.data[i] = half_to_float(le::load<std::uint16_t>(payload.data() + 2 * i));
+        } else {
+            const std::uint32_t bits = le::load<std::uint32_t>(payload.data() + 4 * i);
+            std::memcpy(&anchors.data[i], &bits, sizeof bits);
+        }
+    }
+    return anchors;
+}
+
+void decode_section(const std::string& path, const Header& h, const RawSection& s, VlatFile& file) {
+    if (s.info.tag == kAnchorsTag) {
+        file.anchors = decode_anchors(h, s.payload);
+    } else if (s.info.tag == kAssignmentsTag) {
+        // With one anchor the section is empty, so only memory bounds n.
+        try {
+            file.assignments = unpack_bits(s.payload, h.bits, static_cast<std::size_t>(h.n));
+        } catch (const std::bad_alloc&) {
+            throw Error(path + ": not enough memory for " + std::to_string(h.n) + " assignments");
+        }
+        for (std::size_t i = 0; i < file.assignments.size(); ++i) {
+            if (file.assignments[i] >= h.m) {
+                throw Error(path + ": assignment of vector " + std::to_string(i) + " is " +
+                            std::to_string(file.assignments[i]) + ", but the file has " + std::to_string(h.m) +
+                            " anchors");
+            }
+        }
+    } else {
+        file.metadata_json.assign(s.payload.begin(), s.payload.end());
+    }
+}
+
+}  // namespace
+
+void write_vlat(const std::string& path, const VlatFile& file) {
+    check_writable(path, file);
+    const Bytes header = encode_header(file);
+    const Bytes anchors = encode_anchors(path, file);
+    const Bytes assignments = pack_bits(file.assignments, assignment_bits(file.anchors.rows));
+    const Bytes metadata = encode_metadata(file.metadata_json);
+
+    AtomicFile out(path);
+    write_bytes(out.stream(), header);
+    write_section(out.stream(), kAnchorsTag, anchors);
+    write_section(out.stream(), kAssignmentsTag, assignments);
+    write_section(out.stream(), kMetadataTag, metadata);
+    out.commit();
+}
+
+VlatFile read_vlat(const std::string& path) {
+    io::BinaryFile in(path);
+    const Header h = read_header(in);
+    check_header(path, h);
+
+    VlatFile file;
+    file.n = h.n;
+    file.d = h.d;
+    file.metric = static_cast<Metric>(h.metric);
+    file.anchor_storage = static_cast<AnchorStorage>(h.anchor_storage);
+    file.codec = static_cast<ResidualCodec>(h.codec);
+    file.file_bytes = in.size();
+
+    std::uint64_t offset = kHeaderBytes;
+    for (std::size_t index = 0; index < h.section_count; ++index) {
+        const RawSection s = read_section(in, h, index, offset);
+        decode_section(path, h, s, file);
+        file.sections.push_back(s.info);
+        offset = s.info.offset + s.info.length + kSectionChecksumBytes;
+    }
+    if (file.sections.size() < kSectionOrder.size()) {
+        throw Error(path + ": missing section " + kSectionOrder[file.sections.size()] + " (the header lists " +
+                    std::to_string(h.section_count) + " sections)");
+    }
+    if (offset != in.size()) {
+        throw Error(path + ": " + std::to_string(in.size() - offset) + " trailing bytes after the last section (offset " +
+                    std::to_string(offset) + ")");
+    }
+    return file;
+}
+
+}  // namespace vlattice
