@@ -1,0 +1,51 @@
+// The steps a command runs between its arguments and its output files: load the points the way the
+// metric needs them, and package a finished run as a .vlat. The CLI sub-commands (and the batch and
+// compare commands) share these so that each of them stays a thin layer over the library.
+#pragma once
+
+#include "vlattice/anneal.hpp"
+#include "vlattice/config.hpp"
+#include "vlattice/format.hpp"
+#include "vlattice/io.hpp"
+#include "vlattice/types.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace vlattice {
+
+struct LoadedPoints {
+    Matrix points;
+    // Rows that were all zero under Metric::angular: they have no direction and stay zero, which
+    // the caller may want to warn about.
+    std::size_t zero_rows = 0;
+};
+
+// read_vectors + check_finite, then for Metric::angular every row scaled to unit length.
+LoadedPoints load_points(const std::string& path, const ReadOptions& options, Metric metric);
+
+// Scales each row to unit L2 length in place; returns how many rows were zero (and stay zero).
+std::size_t normalize_rows(Matrix& points);
+
+// What a run was given, for its metadata and its report.
+struct RunInput {
+    std::string path;  // only the file name goes into the metadata
+    std::size_t n = 0;
+    std::size_t d = 0;
+    Metric metric = Metric::l2;
+};
+
+// The parameters that decide a run's result; the thread count is left out because it does not.
+nlohmann::json config_json(const AnnealConfig& config);
+
+// Metadata stored in the .vlat. Only what decides or describes the result goes in (no timings,
+// dates, paths, thread count or backend), so the same input and seed give a byte-identical file on
+// any machine.
+nlohmann::json run_metadata(const AnnealConfig& config, const FitResult& result, const RunInput& input);
+
+VlatFile make_vlat(const FitResult& result, const RunInput& input, AnchorStorage storage,
+                   const nlohmann::json& metadata);
+
+}  // namespace vlattice

@@ -1,0 +1,31 @@
+// The run report (`compress --report FILE.json`): everything about one run, timings included. Unlike
+// the .vlat metadata it is not meant to be reproducible, only complete.
+#pragma once
+
+#include "vlattice/anneal.hpp"
+#include "vlattice/config.hpp"
+#include "vlattice/pipeline.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace vlattice {
+
+// What the run report needs beyond the config and the fit result.
+struct ReportContext {
+    RunInput input;
+    std::string backend;  // Backend::name()
+    int threads = 0;      // as requested; 0 is reported as the number of threads actually available
+    double load_seconds = 0.0;
+    double write_seconds = 0.0;
+};
+
+nlohmann::json iteration_json(const IterationRecord& record);
+
+// The keys of run_metadata (with the full input path and config.threads), plus backend, threads,
+// history[] (one iteration_json per iteration) and seconds{load, init, assign, reduce, update,
+// maintenance, energy, write, total}.
+nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, const ReportContext& context);
+
+}  // namespace vlattice

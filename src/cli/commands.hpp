@@ -1,0 +1,11 @@
+// The sub-commands of the vlattice CLI. Each takes the arguments after `vlattice`, so argv[0] is the
+// command's own name, and returns the process exit status.
+#pragma once
+
+namespace vlattice::cli {
+
+int run_compress(int argc, char** argv);
+int run_decompress(int argc, char** argv);
+int run_info(int argc, char** argv);
+
+}  // namespace vlattice::cli

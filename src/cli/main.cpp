@@ -1,0 +1,84 @@
+// vlattice COMMAND ...: dispatch to one sub-command; everything else lives in that command's file.
+#include "commands.hpp"
+#include "options.hpp"
+
+#include <cstring>
+#include <iostream>
+#include <string>
+
+namespace {
+
+struct Command {
+    const char* name;
+    const char* summary;
+    int (*run)(int argc, char** argv);
+};
+
+constexpr Command kCommands[] = {
+    {"compress", "learn anchors for a vector file and write a .vlat", vlattice::cli::run_compress},
+    {"decompress", "write the vectors a .vlat stands for; with --reference, their error", vlattice::cli::run_decompress},
+    {"info", "show a .vlat's header, sections, cost per vector and run metadata", vlattice::cli::run_info},
+};
+
+const Command* find_command(const std::string& name) {
+    for (const Command& command : kCommands) {
+        if (name == command.name) {
+            return &command;
+        }
+    }
+    return nullptr;
+}
+
+void print_commands(std::ostream& out) {
+    out << "commands:\n";
+    for (const Command& command : kCommands) {
+        out << "  " << command.name << std::string(12 - std::strlen(command.name), ' ') << command.summary << '\n';
+    }
+}
+
+void print_usage(std::ostream& out) {
+    out << "usage: vlattice COMMAND [options]\n"
+           "       vlattice help COMMAND\n"
+           "       vlattice --version\n\n"
+           "Compresses dense float vectors into anchors and one anchor id per vector.\n\n";
+    print_commands(out);
+    out << "\nrun 'vlattice COMMAND --help' for the options of a command\n";
+}
+
+int unknown_command(const std::string& name) {
+    std::cerr << "vlattice: error: unknown command '" << name << "'\n";
+    print_commands(std::cerr);
+    return vlattice::cli::kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        print_usage(std::cerr);
+        return vlattice::cli::kExitUsage;
+    }
+    const std::string first = argv[1];
+    if (first == "--help" || first == "-h" || (first == "help" && argc == 2)) {
+        print_usage(std::cout);
+        return 0;
+    }
+    if (first == "--version") {
+        std::cout << "vlattice " << VLATTICE_VERSION << '\n';
+        return 0;
+    }
+    if (first == "help") {
+        const Command* command = find_command(argv[2]);
+        if (!command) {
+            return unknown_command(argv[2]);
+        }
+        char help_flag[] = "--help";
+        char* help_argv[] = {argv[2], help_flag, nullptr};
+        return command->run(2, help_argv);
+    }
+    const Command* command = find_command(first);
+    if (!command) {
+        return unknown_command(first);
+    }
+    return command->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,60 @@
+#include "options.hpp"
+
+#include <iostream>
+#include <new>
+
+namespace vlattice::cli {
+
+bool parse_command_line(int argc, char** argv, const CommandHelp& help, po::options_description& options,
+                        po::variables_map& values) {
+    options.add_options()("help,h", "print this help and exit");
+    po::options_description hidden;
+    hidden.add_options()("input", po::value<std::string>(), "");
+    po::options_description all;
+    all.add(options).add(hidden);
+    po::positional_options_description positional;
+    positional.add("input", 1);
+
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), values);
+    if (values.count("help")) {
+        std::cout << "usage: vlattice " << help.name << ' ' << help.synopsis << "\n\n"
+                  << help.description << "\n\n"
+                  << options << '\n';
+        return false;
+    }
+    // notify() checks required options and fills bound variables; it runs after the help check so
+    // that `--help` works without them.
+    po::notify(values);
+    if (!values.count("input")) {
+        throw UsageError("missing " + help.positional);
+    }
+    return true;
+}
+
+int run_guarded(const std::string& command, const std::function<int()>& body) {
+    const std::string prefix = "vlattice " + command + ": error: ";
+    const auto usage = [&](const char* message) {
+        std::cerr << prefix << message << "\nrun 'vlattice " << command << " --help' for usage\n";
+        return kExitUsage;
+    };
+    try {
+        return body();
+    } catch (const UsageError& e) {
+        return usage(e.what());
+    } catch (const po::error& e) {
+        return usage(e.what());
+    } catch (const Error& e) {
+        std::cerr << prefix << e.what() << '\n';
+    } catch (const std::bad_alloc&) {
+        std::cerr << prefix << "out of memory\n";
+    } catch (const std::exception& e) {
+        std::cerr << prefix << "unexpected failure: " << e.what() << '\n';
+    }
+    return kExitData;
+}
+
+void print_notice(const std::string& command, const std::string& kind, const std::string& message) {
+    std::cerr << "vlattice " << command << ": " << kind << ": " << message << '\n';
+}
+
+}  // namespace vlattice::cli

@@ -1,0 +1,68 @@
+// What every sub-command does the same way: parse its arguments with Boost.Program_options, print
+// its --help, and turn exceptions into one error line and an exit status.
+#pragma once
+
+#include "vlattice/types.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <functional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace vlattice::cli {
+
+namespace po = boost::program_options;
+
+// A mistake in how the command was called (exit 2), as opposed to a problem with the data or the
+// machine (vlattice::Error, exit 1).
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+inline constexpr int kExitData = 1;
+inline constexpr int kExitUsage = 2;
+
+struct CommandHelp {
+    std::string name;        // "compress"
+    std::string synopsis;    // "INPUT -o OUT.vlat [options]"
+    std::string positional;  // "INPUT": the one positional argument, stored under "input"
+    std::string description;
+};
+
+// Parses argv (argv[0] is the command name) into `values`, adding -h/--help and the positional
+// argument to `options`. Returns false when help was asked for and printed; the caller then exits
+// 0. Throws UsageError (or a Boost.Program_options error) on a bad command line, including a missing
+// positional argument or a missing required option.
+bool parse_command_line(int argc, char** argv, const CommandHelp& help, po::options_description& options,
+                        po::variables_map& values);
+
+// Runs a sub-command's body and maps what it throws to "vlattice <command>: error: <message>" on
+// stderr and the exit status: usage errors 2, everything else 1.
+int run_guarded(const std::string& command, const std::function<int()>& body);
+
+// "vlattice <command>: <kind>: <message>" on stderr, for notes and warnings that are not errors.
+void print_notice(const std::string& command, const std::string& kind, const std::string& message);
+
+// A value as the user would type it: 0.3, not Boost's 0.29999999999999999.
+template <class T>
+std::string show(const T& value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
+// Runs a library parser (parse_metric, parse_device ...) on an option's text, turning its Error into
+// a usage error.
+template <class Parse>
+auto parse_option_value(Parse parse) -> decltype(parse()) {
+    try {
+        return parse();
+    } catch (const Error& e) {
+        throw UsageError(e.what());
+    }
+}
+
+}  // namespace vlattice::cli

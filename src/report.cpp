@@ -1,0 +1,45 @@
+#include "vlattice/report.hpp"
+
+#include <omp.h>
+
+namespace vlattice {
+
+nlohmann::json iteration_json(const IterationRecord& r) {
+    return {
+        {"iteration", r.iteration}, {"temperature", r.temperature}, {"trim", r.trim},
+        {"eta", r.eta},             {"energy", r.energy},           {"changed", r.changed},
+        {"merged", r.merged},       {"split", r.split},             {"reseeded", r.reseeded},
+    };
+}
+
+// The report is the stored metadata plus what the metadata must leave out to stay reproducible.
+nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, const ReportContext& context) {
+    nlohmann::json report = run_metadata(config, result, context.input);
+    report["input"] = context.input.path;
+    report["config"]["threads"] = config.threads;
+    report["backend"] = context.backend;
+    report["threads"] = context.threads > 0 ? context.threads : omp_get_max_threads();
+
+    nlohmann::json history = nlohmann::json::array();
+    for (const IterationRecord& record : result.history) {
+        history.push_back(iteration_json(record));
+    }
+    report["history"] = std::move(history);
+
+    const PhaseSeconds& fit = result.seconds;
+    report["seconds"] = {
+        {"load", context.load_seconds},
+        {"init", fit.init},
+        {"assign", fit.assign},
+        {"reduce", fit.reduce},
+        {"update", fit.update},
+        {"maintenance", fit.maintenance},
+        {"energy", fit.energy},
+        {"write", context.write_seconds},
+        {"fit", fit.total},  // init and every iteration: the span a k-means library times
+        {"total", context.load_seconds + fit.total + context.write_seconds},
+    };
+    return report;
+}
+
+}  // namespace vlattice

@@ -1,0 +1,437 @@
+// End to end: the built `vlattice` binary run as a user would, on files written here.
+#include "support.hpp"
+
+#include "vlattice/config.hpp"
+#include "vlattice/io.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <limits>
+#include <sstream>
+
+using namespace vlattice;
+using namespace vlattice::test;
+using Catch::Contains;
+
+namespace {
+
+constexpr std::size_t kN = 2000;
+constexpr std::size_t kD = 16;
+const std::string kPrecious = "an existing file that a failed run must not touch\n";
+
+std::string quote(const std::string& path) {
+    return "'" + path + "'";
+}
+
+// .fvecs written byte by byte, so the test does not depend on the writer it checks against.
+std::string fvecs_bytes(const Matrix& points) {
+    std::string bytes;
+    const auto dim = static_cast<std::int32_t>(points.cols);
+    for (std::size_t i = 0; i < points.rows; ++i) {
+        bytes.append(reinterpret_cast<const char*>(&dim), sizeof dim);
+        bytes.append(reinterpret_cast<const char*>(points.row(i)), points.cols * sizeof(float));
+    }
+    return bytes;
+}
+
+Matrix sample_points(std::uint64_t run_seed, std::size_t n = kN, std::size_t d = kD) {
+    std::mt19937_64 rng(run_seed);
+    return random_points(n, d, rng);
+}
+
+struct Sample {
+    ScratchDir dir;
+    std::string input = dir.path("points.fvecs");
+    explicit Sample(std::uint64_t run_seed) { write_file(input, fvecs_bytes(sample_points(run_seed))); }
+};
+
+CommandResult compress(const std::string& input, const std::string& output, const std::string& extra = "",
+                       int threads = 2) {
+    return run_cli("compress " + quote(input) + " -o " + quote(output) + " -m 16 --iters 10 --quiet --threads " +
+                   std::to_string(threads) + " " + extra);
+}
+
+// Help text wrapped at any column reads the same once every run of white space is one space.
+std::string one_line(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+        const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
+        if (!space || (!out.empty() && out.back() != ' ')) {
+            out += space ? ' ' : c;
+        }
+    }
+    return out;
+}
+
+nlohmann::json info_json(const std::string& vlat) {
+    const CommandResult info = run_cli("info --json " + quote(vlat));
+    INFO(info.output);
+    REQUIRE(info.exit_code == 0);
+    return nlohmann::json::parse(info.output);
+}
+
+double printed_mse(const std::string& output) {
+    const std::string label = "reconstruction MSE: ";
+    const std::size_t at = output.find(label);
+    REQUIRE(at != std::string::npos);
+    return std::stod(output.substr(at + label.size()));
+}
+
+bool relatively_close(double a, double b, double relative) {
+    return std::abs(a - b) <= relative * std::max(std::abs(a), std::abs(b));
+}
+
+// A failed command must exit non-zero, say what went wrong, and leave `guarded` as it was.
+void check_fails(const CommandResult& result, const std::string& guarded, const std::vector<std::string>& words) {
+    INFO(result.output);
+    CHECK(result.exit_code != 0);
+    CHECK(result.exit_code < 128);
+    CHECK_THAT(result.output, Contains("error: "));
+    for (const std::string& word : words) {
+        CHECK_THAT(result.output, Contains(word));
+    }
+    CHECK(read_file(guarded) == kPrecious);
+}
+
+}  // namespace
+
+TEST_CASE("compress, info and decompress round-trip through the CLI", "[cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    Sample sample(run_seed);
+    const std::string vlat = sample.dir.path("points.vlat");
+
+    const CommandResult compressed = run_cli("compress " + quote(sample.input) + " -o " + quote(vlat) +
+                                             " -m 16 --iters 10 --threads 2 --seed " + std::to_string(run_seed));
+    INFO(compressed.output);
+    REQUIRE(compressed.exit_code == 0);
+    CHECK_THAT(compressed.output, Contains("2000 x 16") && Contains("bytes per vector") && Contains("energy"));
+    // Not a terminal: no progress bar.
+    CHECK_THAT(compressed.output, !Contains("\r"));
+
+    const nlohmann::json info = info_json(vlat);
+    CHECK(info["n"] == kN);
+    CHECK(info["d"] == kD);
+    CHECK(info["m"] >= 1);
+    CHECK(info["m"] <= 16);
+    CHECK(info["metric"] == "l2");
+    CHECK(info["anchor_storage"] == "f32");
+    // Empty anchors are dropped, so the final m, and with it the id width, may be below 16.
+    const auto m = info["m"].get<std::uint64_t>();
+    unsigned bits = 0;
+    while ((std::uint64_t{1} << bits) < m) {
+        ++bits;
+    }
+    CHECK(info["assignment_bits"] == bits);
+    CHECK(info["code_bytes_per_vector"] == bits / 8.0);
+    REQUIRE(info["sections"].size() >= 3);
+    for (const nlohmann::json& section : info["sections"]) {
+        CHECK(section["tag"].get<std::string>().size() == 4);
+        CHECK(section["bytes"] > 0);
+        CHECK(section["checksum"].get<std::string>().size() == 16);
+    }
+    CHECK(info["file_bytes"] == read_file(vlat).size());
+    CHECK(info["metadata"]["config"]["seed"] == run_seed);
+    const double energy = info["metadata"]["energy"].get<double>();
+    CHECK(energy > 0.0);
+
+    const CommandResult text = run_cli("info " + quote(vlat));
+    INFO(text.output);
+    CHECK(text.exit_code == 0);
+    CHECK_THAT(text.output, Contains("ANCH") && Contains("ASGN") && Contains("META") && Contains("ratio to float32"));
+
+    const Matrix original = read_vectors(sample.input);
+    Matrix decoded;
+    for (const char* extension : {".fvecs", ".npy"}) {
+        const std::string out = sample.dir.path(std::string("decoded") + extension);
+        const CommandResult decompressed =
+            run_cli("decompress " + quote(vlat) + " -o " + quote(out) + " --reference " + quote(sample.input));
+        INFO(decompressed.output);
+        REQUIRE(decompressed.exit_code == 0);
+        CHECK(relatively_close(printed_mse(decompressed.output), energy, 1e-5));
+        const Matrix written = read_vectors(out);
+        CHECK(written.rows == kN);
+        CHECK(written.cols == kD);
+        if (decoded.rows > 0) {
+            CHECK(written.data == decoded.data);
+        }
+        decoded = written;
+    }
+    // numpy, as an outside reader, sees the same shape and type.
+    run_python("import numpy as np\n"
+               "x = np.load('" + sample.dir.path("decoded.npy") + "')\n"
+               "assert x.shape == (2000, 16) and x.dtype == np.float32, (x.shape, x.dtype)\n");
+}
+
+TEST_CASE("the same seed gives a byte-identical file, whatever the thread count", "[cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    Sample sample(run_seed);
+    const std::string seed_option = "--seed " + std::to_string(run_seed);
+    const std::string a = sample.dir.path("a.vlat");
+    const std::string b = sample.dir.path("b.vlat");
+    const std::string c = sample.dir.path("c.vlat");
+    REQUIRE(compress(sample.input, a, seed_option).exit_code == 0);
+    REQUIRE(compress(sample.input, b, seed_option).exit_code == 0);
+    REQUIRE(compress(sample.input, c, seed_option, 1).exit_code == 0);
+    CHECK(read_file(a) == read_file(b));
+    CHECK(read_file(a) == read_file(c));
+}
+
+TEST_CASE("compress --metric angular and --anchor-storage f16 reach the file", "[cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    Sample sample(run_seed);
+    const std::string vlat = sample.dir.path("angular.vlat");
+    REQUIRE(compress(sample.input, vlat, "--metric angular --anchor-storage f16").exit_code == 0);
+    const nlohmann::json info = info_json(vlat);
+    CHECK(info["metric"] == "angular");
+    CHECK(info["anchor_storage"] == "f16");
+
+    // The reference is normalised like the input was, so the error stays on the unit sphere.
+    const CommandResult decompressed = run_cli("decompress " + quote(vlat) + " -o " +
+                                               quote(sample.dir.path("out.npy")) + " --reference " + quote(sample.input));
+    INFO(decompressed.output);
+    REQUIRE(decompressed.exit_code == 0);
+    const double mse = printed_mse(decompressed.output);
+    CHECK(mse > 0.0);
+    CHECK(mse < 4.0);
+    CHECK(relatively_close(mse, info["metadata"]["energy"].get<double>(), 1e-2));
+}
+
+TEST_CASE("compress --report writes the energy, every iteration and the phase seconds", "[cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    Sample sample(run_seed);
+    const std::string report_path = sample.dir.path("report.json");
+    REQUIRE(compress(sample.input, sample.dir.path("r.vlat"), "--report " + quote(report_path)).exit_code == 0);
+    const nlohmann::json report = nlohmann::json::parse(read_file(report_path));
+    CHECK(report["energy"].get<double>() > 0.0);
+    CHECK(report["n"] == kN);
+    CHECK(report["d"] == kD);
+    CHECK(report["backend"] == "cpu");
+    CHECK(report["threads"] == 2);
+    REQUIRE(report["history"].is_array());
+    CHECK(report["history"].size() == report["iterations"]);
+    CHECK(report["history"].size() <= 10);
+    CHECK(report["history"][0].contains("temperature"));
+    for (const char* phase : {"load", "init", "assign", "reduce", "update", "maintenance", "energy", "write", "total"}) {
+        INFO(phase);
+        CHECK(report["seconds"][phase].get<double>() >= 0.0);
+    }
+}
+
+TEST_CASE("every command's --help lists its options and their defaults", "[cli]") {
+    const AnnealConfig defaults;
+    const auto text = [](double value) {
+        std::ostringstream out;
+        out << value;
+        return out.str();
+    };
+
+    const CommandResult help = run_cli("compress --help");
+    INFO(help.output);
+    CHECK(help.exit_code == 0);
+    for (const std::string option :
+         {"--output", "--anchors", "--iters", "--t0", "--cooling", "--trim", "--trim-final", "--maintenance-every",
+          "--seed", "--metric", "--threads", "--device", "--gpu", "--dataset", "--anchor-storage", "--report",
+          "--quiet", "--help"}) {
+        CHECK_THAT(help.output, Contains(option + " "));
+    }
+    for (const std::string& value :
+         {std::to_string(defaults.anchors), std::to_string(defaults.max_iters), text(defaults.t0), text(defaults.cooling),
+          text(defaults.trim), text(defaults.trim_final), std::to_string(defaults.maintenance_every),
+          std::to_string(defaults.seed), std::to_string(defaults.threads), std::string("l2"), std::string("auto"),
+          std::string("train"), std::string("f32")}) {
+        CHECK_THAT(help.output, Contains("(=" + value + ")"));
+    }
+    CHECK_THAT(one_line(help.output), Contains("maximum iterations; the run stops earlier when converged"));
+    CHECK(run_cli("help compress").output == help.output);
+
+    const CommandResult decompress = run_cli("decompress --help");
+    INFO(decompress.output);
+    CHECK(decompress.exit_code == 0);
+    for (const char* option : {"--output", "--reference", "--dataset", "--quiet", "--help"}) {
+        CHECK_THAT(decompress.output, Contains(option));
+    }
+    CHECK_THAT(decompress.output, Contains("(=train)"));
+
+    const CommandResult info = run_cli("info -h");
+    INFO(info.output);
+    CHECK(info.exit_code == 0);
+    CHECK_THAT(info.output, Contains("--json") && Contains("--help"));
+}
+
+TEST_CASE("the top level dispatches, prints its version and rejects unknown commands", "[cli]") {
+    const CommandResult version = run_cli("--version");
+    CHECK(version.exit_code == 0);
+    CHECK_THAT(version.output, Contains(VLATTICE_VERSION));
+
+    const CommandResult help = run_cli("--help");
+    CHECK(help.exit_code == 0);
+    CHECK_THAT(help.output, Contains("compress") && Contains("decompress") && Contains("info"));
+
+    const CommandResult unknown = run_cli("squash x");
+    INFO(unknown.output);
+    CHECK(unknown.exit_code == 2);
+    CHECK_THAT(unknown.output, Contains("unknown command 'squash'") && Contains("compress") && Contains("info"));
+
+    CHECK(run_cli("").exit_code == 2);
+}
+
+TEST_CASE("compress rejects bad input and bad options, leaving the output untouched", "[cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    ScratchDir dir;
+    const std::string out = dir.path("existing.vlat");
+    write_file(out, kPrecious);
+    const Matrix points = sample_points(run_seed, 300, 8);
+    const std::string good = dir.path("good.fvecs");
+    write_file(good, fvecs_bytes(points));
+
+    SECTION("missing input file") {
+        check_fails(compress(dir.path("absent.fvecs"), out), out, {"absent.fvecs"});
+    }
+    SECTION("empty input file") {
+        write_file(dir.path("empty.fvecs"), "");
+        check_fails(compress(dir.path("empty.fvecs"), out), out, {"empty.fvecs", "empty"});
+    }
+    SECTION("truncated input file") {
+        const std::string bytes = fvecs_bytes(points);
+        write_file(dir.path("cut.fvecs"), bytes.substr(0, bytes.size() - 5));
+        check_fails(compress(dir.path("cut.fvecs"), out), out, {"cut.fvecs", "truncated"});
+    }
+    SECTION("dimension mismatch") {
+        std::string bytes = fvecs_bytes(points);
+        const Matrix wider = sample_points(run_seed, 1, 9);
+        bytes += fvecs_bytes(wider);
+        write_file(dir.path("mixed.fvecs"), bytes);
+        check_fails(compress(dir.path("mixed.fvecs"), out), out, {"mixed.fvecs", "dimension"});
+    }
+    SECTION("NaN in a vector") {
+        Matrix bad = points;
+        bad.row(123)[4] = std::numeric_limits<float>::quiet_NaN();
+        write_file(dir.path("nan.fvecs"), fvecs_bytes(bad));
+        check_fails(compress(dir.path("nan.fvecs"), out), out, {"row 123", "NaN"});
+    }
+    SECTION("-m 0") {
+        const CommandResult result = run_cli("compress " + quote(good) + " -o " + quote(out) + " -m 0");
+        check_fails(result, out, {"-m", "at least 1"});
+        CHECK(result.exit_code == 2);
+    }
+    SECTION("-m larger than n") {
+        check_fails(run_cli("compress " + quote(good) + " -o " + quote(out) + " -m 301"), out, {"301", "300"});
+    }
+    SECTION("unknown option") {
+        const CommandResult result = compress(good, out, "--bogus 3");
+        check_fails(result, out, {"--bogus", "vlattice compress --help"});
+        CHECK(result.exit_code == 2);
+    }
+    SECTION("value out of range") {
+        const CommandResult result = compress(good, out, "--trim 1.5");
+        check_fails(result, out, {"--trim must be in [0, 1), got 1.5"});
+        CHECK(result.exit_code == 2);
+    }
+    SECTION("value of the wrong type") {
+        const CommandResult result = compress(good, out, "--t0 hot");
+        check_fails(result, out, {"hot", "--t0"});
+        CHECK(result.exit_code == 2);
+    }
+    SECTION("unknown metric") {
+        const CommandResult result = compress(good, out, "--metric manhattan");
+        check_fails(result, out, {"manhattan"});
+        CHECK(result.exit_code == 2);
+    }
+    SECTION("missing -o") {
+        const CommandResult result = run_cli("compress " + quote(good));
+        INFO(result.output);
+        CHECK(result.exit_code == 2);
+        CHECK_THAT(result.output, Contains("--output"));
+    }
+    SECTION("missing INPUT") {
+        const CommandResult result = run_cli("compress -o " + quote(out));
+        check_fails(result, out, {"INPUT"});
+        CHECK(result.exit_code == 2);
+    }
+    SECTION("unwritable report") {
+        check_fails(compress(good, out, "--report " + quote(dir.path("no/such/dir/r.json"))), out, {"r.json"});
+    }
+}
+
+TEST_CASE("compress --device cuda without a usable GPU says why", "[cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    ScratchDir dir;
+    const std::string input = dir.path("p.fvecs");
+    write_file(input, fvecs_bytes(sample_points(run_seed, 200, 4)));
+    const std::string out = dir.path("p.vlat");
+    write_file(out, kPrecious);
+
+    const CommandResult automatic = run_cli("compress " + quote(input) + " -o " + quote(dir.path("auto.vlat")) +
+                                            " -m 4 --iters 3 --threads 2 --device auto");
+    INFO(automatic.output);
+    REQUIRE(automatic.exit_code == 0);
+    if (automatic.output.find("running on the CPU") == std::string::npos) {
+        WARN("a GPU is usable here; the no-GPU case of --device cuda is not exercised");
+        return;
+    }
+    check_fails(run_cli("compress " + quote(input) + " -o " + quote(out) + " -m 4 --iters 3 --device cuda"), out,
+                {"--device cuda", "GPU"});
+}
+
+TEST_CASE("info and decompress reject a damaged .vlat, leaving the output untouched", "[cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    Sample sample(run_seed);
+    const std::string vlat = sample.dir.path("good.vlat");
+    REQUIRE(compress(sample.input, vlat).exit_code == 0);
+    std::string bytes = read_file(vlat);
+    const std::string damaged = sample.dir.path("damaged.vlat");
+    const std::string out = sample.dir.path("existing.fvecs");
+    write_file(out, kPrecious);
+
+    std::vector<std::string> words;
+    SECTION("wrong magic") {
+        bytes.replace(0, 4, "NOPE");
+        words = {"damaged.vlat", "magic"};
+    }
+    SECTION("a flipped byte") {
+        // Inside the anchors' payload: after the 44-byte header and the section's 12-byte head.
+        bytes[60] = static_cast<char>(bytes[60] ^ 0x10);
+        words = {"damaged.vlat", "checksum"};
+    }
+    SECTION("an unknown version") {
+        // The version is the little-endian uint32 after the 8-byte magic.
+        bytes[8] = 99;
+        words = {"damaged.vlat", "version 99"};
+    }
+    SECTION("truncated") {
+        bytes.resize(bytes.size() / 2);
+        words = {"damaged.vlat", "truncated"};
+    }
+    write_file(damaged, bytes);
+
+    const CommandResult info = run_cli("info " + quote(damaged));
+    check_fails(info, out, words);
+    CHECK(info.exit_code == 1);
+    const CommandResult decompressed =
+        run_cli("decompress " + quote(damaged) + " -o " + quote(out) + " --reference " + quote(sample.input));
+    check_fails(decompressed, out, words);
+    CHECK(decompressed.exit_code == 1);
+}
+
+TEST_CASE("decompress with a reference of the wrong shape names both shapes", "[cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    Sample sample(run_seed);
+    const std::string vlat = sample.dir.path("p.vlat");
+    REQUIRE(compress(sample.input, vlat).exit_code == 0);
+    const std::string other = sample.dir.path("other.fvecs");
+    write_file(other, fvecs_bytes(sample_points(run_seed, 100, kD)));
+    const std::string out = sample.dir.path("existing.npy");
+    write_file(out, kPrecious);
+    check_fails(run_cli("decompress " + quote(vlat) + " -o " + quote(out) + " --reference " + quote(other)), out,
+                {"2000 x 16", "100 x 16"});
+}
