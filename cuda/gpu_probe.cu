@@ -41,10 +41,10 @@ GpuProbe probe_gpu(int index) {
         probe.description = reason(got);
         return probe;
     }
-    char summary[256];
-    std::snprintf(summary, sizeof summary, "%s (sm_%d%d, %.1f GiB)", properties.name, properties.major,
-                  properties.minor, static_cast<double>(properties.totalGlobalMem) / (1u << 30));
-    probe.description = summary;
+    char memory[32];
+    std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(properties.totalGlobalMem) / (1u << 30));
+    probe.description = std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
+                        std::to_string(properties.minor) + ", " + memory + ")";
     probe.usable = true;
     return probe;
 }

@@ -4,6 +4,7 @@
 
 #ifdef VLATTICE_HAVE_CUDA
 #include "gpu_probe.hpp"
+#include "vlattice/cuda_backend.hpp"
 #endif
 
 namespace vlattice {
@@ -45,9 +46,12 @@ BackendChoice make_backend(DeviceKind kind, int gpu, int threads) {
         return {make_cpu_backend(threads), ""};
     }
     const GpuStatus status = gpu_status(gpu);
-    // The CUDA backend is not written yet: a usable GPU is reported, never silently ignored.
-    const std::string why = status.usable ? "GPU " + status.description + " found, but the CUDA backend is not implemented yet"
-                                          : "no usable GPU: " + status.description;
+#ifdef VLATTICE_HAVE_CUDA
+    if (status.usable) {
+        return {make_cuda_backend(gpu), ""};
+    }
+#endif
+    const std::string why = "no usable GPU: " + status.description;
     if (kind == DeviceKind::cuda) {
         throw Error("--device cuda: " + why + "; use --device cpu");
     }

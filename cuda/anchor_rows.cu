@@ -1,0 +1,104 @@
+#include "anchor_rows.cuh"
+
+#include "cuda_check.hpp"
+#include "warp_math.cuh"
+
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <algorithm>
+
+namespace vlattice::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+// Grid-stride loops over m * d or count * d elements: enough blocks to fill any current GPU.
+constexpr std::size_t kMaxBlocks = 4096;
+
+unsigned blocks_for(std::size_t elements) {
+    return static_cast<unsigned>(std::clamp<std::size_t>(ceil_div(elements, kThreads), 1, kMaxBlocks));
+}
+
+__global__ void update_kernel(float* __restrict__ anchors, const double* __restrict__ means,
+                              const std::uint32_t* __restrict__ kept, std::size_t m, int d, double eta) {
+    const std::size_t total = m * d;
+    for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+         e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+        if (kept[e / d] == 0) {
+            continue;
+        }
+        const double c = anchors[e];
+        anchors[e] = __double2float_rn(__dadd_rn(c, __dmul_rn(eta, __dsub_rn(means[e], c))));
+    }
+}
+
+__global__ void scatter_rows_kernel(float* __restrict__ anchors, const float* __restrict__ staged,
+                                    const std::uint32_t* __restrict__ rows, std::size_t count, int d) {
+    const std::size_t total = count * d;
+    for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+         e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+        anchors[static_cast<std::size_t>(rows[e / d]) * d + e % d] = staged[e];
+    }
+}
+
+__global__ void gather_rows_kernel(const float* __restrict__ points, const std::uint32_t* __restrict__ members,
+                                   std::size_t count, int d, float* __restrict__ out) {
+    const std::size_t total = count * d;
+    for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+         e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+        out[e] = points[static_cast<std::size_t>(members[e / d]) * d + e % d];
+    }
+}
+
+struct IsMember {
+    const std::uint32_t* assignment;
+    std::uint32_t anchor;
+    __device__ bool operator()(std::uint32_t i) const { return assignment[i] == anchor; }
+};
+
+}  // namespace
+
+void launch_update(float* anchors, const double* means, const std::uint32_t* kept, std::size_t m, int d, double eta,
+                   cudaStream_t stream) {
+    if (m == 0) {
+        return;
+    }
+    update_kernel<<<blocks_for(m * d), kThreads, 0, stream>>>(anchors, means, kept, m, d, eta);
+    check_launch("update_kernel", stream);
+}
+
+void launch_scatter_rows(float* anchors, const float* staged, const std::uint32_t* rows, std::size_t count, int d,
+                         cudaStream_t stream) {
+    if (count == 0) {
+        return;
+    }
+    scatter_rows_kernel<<<blocks_for(count * d), kThreads, 0, stream>>>(anchors, staged, rows, count, d);
+    check_launch("scatter_rows_kernel", stream);
+}
+
+std::size_t select_members_temp_bytes(std::size_t n) {
+    std::size_t bytes = 0;
+    CUDA_CHECK(cub::DeviceSelect::If(nullptr, bytes, thrust::counting_iterator<std::uint32_t>(0),
+                                     static_cast<std::uint32_t*>(nullptr), static_cast<std::int64_t*>(nullptr),
+                                     static_cast<std::int64_t>(n), IsMember{nullptr, 0}));
+    return bytes;
+}
+
+void launch_select_members(const std::uint32_t* assignment, std::size_t n, std::uint32_t anchor,
+                           std::uint32_t* members, std::int64_t* selected, void* temp, std::size_t temp_bytes,
+                           cudaStream_t stream) {
+    CUDA_CHECK(cub::DeviceSelect::If(temp, temp_bytes, thrust::counting_iterator<std::uint32_t>(0), members, selected,
+                                     static_cast<std::int64_t>(n), IsMember{assignment, anchor}, stream));
+}
+
+void launch_gather_rows(const float* points, const std::uint32_t* members, std::size_t count, int d, float* out,
+                        cudaStream_t stream) {
+    if (count == 0) {
+        return;
+    }
+    gather_rows_kernel<<<blocks_for(count * d), kThreads, 0, stream>>>(points, members, count, d, out);
+    check_launch("gather_rows_kernel", stream);
+}
+
+}  // namespace vlattice::cuda

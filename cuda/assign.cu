@@ -1,0 +1,279 @@
+#include "assign.cuh"
+
+#include "cuda_check.hpp"
+#include "warp_math.cuh"
+
+#include <math_constants.h>
+
+#include <algorithm>
+#include <cfloat>
+
+namespace vlattice::cuda {
+
+namespace {
+
+// The fast kernel is a register-tiled SGEMM whose epilogue keeps, per point, the best and the
+// second-best distance instead of writing the n x m matrix of distances.
+constexpr int kTileM = 128;    // points per block
+constexpr int kTileN = 128;    // anchors per tile
+constexpr int kTileK = 16;     // coordinates per shared-memory stage
+constexpr int kThreads = 256;  // 16 x 16 threads, each owning 8 points x 8 anchors of the tile
+constexpr int kSide = 16;
+constexpr int kOwn = 8;
+// Keeps every shared row 16-byte aligned for the float4 reads, and spreads the transposed stores of
+// one warp over more banks.
+constexpr int kPad = 4;
+constexpr int kRowsPerPass = kThreads / kTileK;         // rows one load pass covers
+constexpr int kLoads = kTileM / kRowsPerPass;           // elements per thread per stage, per operand
+static_assert(kTileM == kTileN && kTileM == kSide * kOwn, "square tiles of 16 x 16 threads");
+static_assert(kSide * kSide == kThreads, "one thread per (row group, column group)");
+
+// Rows (and columns) a thread owns: two groups of four, half a tile apart, so that the float4 reads
+// of a quarter warp cover 128 consecutive bytes of shared memory (no bank conflicts).
+__device__ __forceinline__ int owned(int group, int r) {
+    return r < 4 ? group * 4 + r : kTileM / 2 + group * 4 + (r - 4);
+}
+
+// Orders by (distance, index), so ties go to the lowest anchor, and keeps the runner-up distance.
+__device__ __forceinline__ void offer(float dist, std::uint32_t j, float& best, float& second,
+                                      std::uint32_t& best_j) {
+    if (dist < best || (dist == best && j < best_j)) {
+        second = best;
+        best = dist;
+        best_j = j;
+    } else if (dist < second) {
+        second = dist;
+    }
+}
+
+__device__ __forceinline__ void merge(Candidate& into, const Candidate& other) {
+    if (other.best < into.best || (other.best == into.best && other.best_j < into.best_j)) {
+        into.second = fminf(into.best, other.second);
+        into.best = other.best;
+        into.best_j = other.best_j;
+    } else {
+        into.second = fminf(into.second, other.best);
+    }
+}
+
+// Rows past the end and coordinates past d load as zero, which adds nothing to the dot products.
+__device__ __forceinline__ void load_stage(const float* __restrict__ rows, std::size_t count, int d,
+                                           std::size_t row0, int k, int load_row, float (&out)[kLoads]) {
+#pragma unroll
+    for (int e = 0; e < kLoads; ++e) {
+        const std::size_t row = row0 + load_row + e * kRowsPerPass;
+        out[e] = (row < count && k < d) ? rows[row * d + k] : 0.0f;
+    }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    fast_assign_kernel(const float* __restrict__ points, const float* __restrict__ point_norms,
+                       const float* __restrict__ anchors, const float* __restrict__ anchor_norms, std::size_t n,
+                       std::size_t m, int d, int tiles_per_split, Candidate* __restrict__ candidates) {
+    __shared__ __align__(16) float xs[kTileK][kTileM + kPad];
+    __shared__ __align__(16) float cs[kTileK][kTileN + kPad];
+    __shared__ float x_norms[kTileM];
+
+    const int tid = threadIdx.x;
+    const int tx = tid % kSide;  // column group: anchors
+    const int ty = tid / kSide;  // row group: points
+    const int load_k = tid % kTileK;
+    const int load_row = tid / kTileK;
+    const std::size_t row0 = static_cast<std::size_t>(blockIdx.x) * kTileM;
+
+    for (int r = tid; r < kTileM; r += kThreads) {
+        x_norms[r] = row0 + r < n ? point_norms[row0 + r] : 0.0f;
+    }
+
+    float best[kOwn];
+    float second[kOwn];
+    std::uint32_t best_j[kOwn];
+#pragma unroll
+    for (int i = 0; i < kOwn; ++i) {
+        best[i] = CUDART_INF_F;
+        second[i] = best[i];
+        best_j[i] = 0;
+    }
+
+    const std::size_t anchor_tiles = ceil_div(m, kTileN);
+    const std::size_t tile_begin = static_cast<std::size_t>(blockIdx.y) * tiles_per_split;
+    const std::size_t tile_end =
+        tile_begin + tiles_per_split < anchor_tiles ? tile_begin + tiles_per_split : anchor_tiles;
+    for (std::size_t tile = tile_begin; tile < tile_end; ++tile) {
+        const std::size_t col0 = tile * kTileN;
+        float acc[kOwn][kOwn];
+#pragma unroll
+        for (int i = 0; i < kOwn; ++i) {
+#pragma unroll
+            for (int j = 0; j < kOwn; ++j) {
+                acc[i][j] = 0.0f;
+            }
+        }
+        // The next stage is loaded into registers while the current one is multiplied.
+        float x_next[kLoads];
+        float c_next[kLoads];
+        load_stage(points, n, d, row0, load_k, load_row, x_next);
+        load_stage(anchors, m, d, col0, load_k, load_row, c_next);
+        for (int k0 = 0; k0 < d; k0 += kTileK) {
+            __syncthreads();  // the previous stage is read by everyone; x_norms is written
+#pragma unroll
+            for (int e = 0; e < kLoads; ++e) {
+                xs[load_k][load_row + e * kRowsPerPass] = x_next[e];
+                cs[load_k][load_row + e * kRowsPerPass] = c_next[e];
+            }
+            __syncthreads();
+            if (k0 + kTileK < d) {
+                load_stage(points, n, d, row0, k0 + kTileK + load_k, load_row, x_next);
+                load_stage(anchors, m, d, col0, k0 + kTileK + load_k, load_row, c_next);
+            }
+#pragma unroll
+            for (int kk = 0; kk < kTileK; ++kk) {
+                const float4 a_lo = *reinterpret_cast<const float4*>(&xs[kk][ty * 4]);
+                const float4 a_hi = *reinterpret_cast<const float4*>(&xs[kk][kTileM / 2 + ty * 4]);
+                const float4 b_lo = *reinterpret_cast<const float4*>(&cs[kk][tx * 4]);
+                const float4 b_hi = *reinterpret_cast<const float4*>(&cs[kk][kTileN / 2 + tx * 4]);
+                const float a[kOwn] = {a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w};
+                const float b[kOwn] = {b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w};
+#pragma unroll
+                for (int i = 0; i < kOwn; ++i) {
+#pragma unroll
+                    for (int j = 0; j < kOwn; ++j) {
+                        acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                    }
+                }
+            }
+        }
+
+        float c_norm[kOwn];
+#pragma unroll
+        for (int j = 0; j < kOwn; ++j) {
+            const std::size_t col = col0 + owned(tx, j);
+            c_norm[j] = col < m ? anchor_norms[col] : 0.0f;
+        }
+#pragma unroll
+        for (int i = 0; i < kOwn; ++i) {
+            const float x_norm = x_norms[owned(ty, i)];
+#pragma unroll
+            for (int j = 0; j < kOwn; ++j) {
+                const std::size_t col = col0 + owned(tx, j);
+                if (col < m) {
+                    // The CPU's expression; the rounding bound covers any evaluation order.
+                    offer(x_norm + c_norm[j] - 2.0f * acc[i][j], static_cast<std::uint32_t>(col), best[i], second[i],
+                          best_j[i]);
+                }
+            }
+        }
+    }
+
+    // The 16 threads that share a row group are the 16 lanes of one half warp.
+#pragma unroll
+    for (int i = 0; i < kOwn; ++i) {
+        Candidate mine{best[i], second[i], best_j[i]};
+#pragma unroll
+        for (int offset = kSide / 2; offset > 0; offset /= 2) {
+            const Candidate other{__shfl_xor_sync(kFullMask, mine.best, offset),
+                                  __shfl_xor_sync(kFullMask, mine.second, offset),
+                                  __shfl_xor_sync(kFullMask, mine.best_j, offset)};
+            merge(mine, other);
+        }
+        const std::size_t row = row0 + owned(ty, i);
+        if (tx == 0 && row < n) {
+            candidates[static_cast<std::size_t>(blockIdx.y) * n + row] = mine;
+        }
+    }
+}
+
+// Combines the splits, then applies the CPU's bound: a point is certain when no other anchor's fast
+// distance lies within the bound of the best; the others go to the double re-scoring.
+__global__ void resolve_kernel(const Candidate* __restrict__ candidates, int splits, std::size_t n,
+                               const float* __restrict__ point_norms, const float* __restrict__ anchor_norms,
+                               const unsigned* __restrict__ max_anchor_norm_bits, float factor,
+                               std::uint32_t* __restrict__ chosen, std::uint32_t* __restrict__ uncertain,
+                               unsigned* __restrict__ uncertain_count) {
+    const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= n) {
+        return;
+    }
+    Candidate c = candidates[i];
+    for (int s = 1; s < splits; ++s) {
+        merge(c, candidates[static_cast<std::size_t>(s) * n + i]);
+    }
+    const float max_anchor_norm = __uint_as_float(*max_anchor_norm_bits);
+    const float threshold = c.best + factor * (2.0f * point_norms[i] + anchor_norms[c.best_j] + max_anchor_norm);
+    chosen[i] = c.best_j;
+    if (c.second <= threshold) {
+        uncertain[atomicAdd(uncertain_count, 1u)] = static_cast<std::uint32_t>(i);
+    }
+}
+
+// One warp per uncertain point scores every anchor in double; strict < keeps the lowest index on
+// ties. The list's order depends on scheduling, but each point's result does not.
+__global__ void __launch_bounds__(kThreads)
+    rescore_kernel(const float* __restrict__ points, const float* __restrict__ anchors, std::uint32_t m, int d,
+                   const std::uint32_t* __restrict__ uncertain, const unsigned* __restrict__ uncertain_count,
+                   std::uint32_t* __restrict__ chosen) {
+    const int lane = threadIdx.x % kWarp;
+    const unsigned warps = gridDim.x * (blockDim.x / kWarp);
+    const unsigned count = *uncertain_count;
+    for (unsigned u = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp; u < count; u += warps) {
+        const std::uint32_t i = uncertain[u];
+        const float* x = points + static_cast<std::size_t>(i) * d;
+        double best = CUDART_INF;
+        std::uint32_t best_j = chosen[i];
+        const float* c = anchors;
+        for (std::uint32_t j = 0; j < m; ++j, c += d) {
+            const double dist = warp_squared_distance(x, c, d, lane);
+            if (dist < best) {
+                best = dist;
+                best_j = j;
+            }
+        }
+        if (lane == 0) {
+            chosen[i] = best_j;
+        }
+    }
+}
+
+// Worst-case error of the fast distance relative to ||x||^2 + ||c||^2, exactly as src/cpu/exact_assign.cpp.
+float rounding_factor(int d) {
+    return static_cast<float>(d + 8) * FLT_EPSILON * 0.5f;
+}
+
+}  // namespace
+
+AssignPlan plan_assign(std::size_t n, std::size_t m, int multiprocessors) {
+    const std::size_t point_tiles = ceil_div(n, kTileM);
+    const std::size_t anchor_tiles = ceil_div(m, kTileN);
+    const std::size_t wanted_blocks = 2 * static_cast<std::size_t>(std::max(multiprocessors, 1));
+    std::size_t splits = std::clamp<std::size_t>(ceil_div(wanted_blocks, point_tiles), 1,
+                                                 std::max<std::size_t>(anchor_tiles, 1));
+    const std::size_t tiles_per_split = ceil_div(anchor_tiles, splits);
+    splits = ceil_div(anchor_tiles, tiles_per_split);
+    return {static_cast<int>(splits), static_cast<int>(tiles_per_split)};
+}
+
+void launch_exact_assign(const AssignArgs& args, cudaStream_t stream) {
+    if (args.n == 0 || args.m == 0) {
+        return;
+    }
+    const dim3 tiles(static_cast<unsigned>(ceil_div(args.n, kTileM)), static_cast<unsigned>(args.plan.splits));
+    fast_assign_kernel<<<tiles, kThreads, 0, stream>>>(args.points, args.point_norms, args.anchors, args.anchor_norms,
+                                                       args.n, args.m, args.d, args.plan.tiles_per_split,
+                                                       args.candidates);
+    check_launch("fast_assign_kernel", stream);
+
+    constexpr int kResolveThreads = 256;
+    resolve_kernel<<<static_cast<unsigned>(ceil_div(args.n, kResolveThreads)), kResolveThreads, 0, stream>>>(
+        args.candidates, args.plan.splits, args.n, args.point_norms, args.anchor_norms, args.max_anchor_norm_bits,
+        rounding_factor(args.d), args.chosen, args.uncertain, args.uncertain_count);
+    check_launch("resolve_kernel", stream);
+
+    // Enough warps to fill the GPU; the count of uncertain points stays on the device.
+    const unsigned rescore_blocks = static_cast<unsigned>(std::max(args.multiprocessors, 1)) * 8;
+    rescore_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors,
+                                                            static_cast<std::uint32_t>(args.m), args.d, args.uncertain,
+                                                            args.uncertain_count, args.chosen);
+    check_launch("rescore_kernel", stream);
+}
+
+}  // namespace vlattice::cuda

@@ -1,0 +1,49 @@
+// Exact nearest-anchor assignment: a tiled float32 kernel finds each point's best and second-best
+// fast distance, and the points where the two lie within the worst-case rounding bound are re-scored
+// against every anchor in double. The result equals the argmin of the distances in double, ties to
+// the lowest anchor, as on the CPU.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vlattice::cuda {
+
+// One point's two smallest fast distances over a range of anchors.
+struct Candidate {
+    float best;
+    float second;
+    std::uint32_t best_j;
+};
+
+// When there are few points, the anchors are split over several blocks per point tile, so that the
+// GPU has enough blocks; each split leaves one Candidate per point.
+struct AssignPlan {
+    int splits = 1;
+    int tiles_per_split = 1;
+};
+AssignPlan plan_assign(std::size_t n, std::size_t m, int multiprocessors);
+
+// n and m below 2^31 (ids are 32-bit on the device).
+struct AssignArgs {
+    const float* points = nullptr;
+    const float* point_norms = nullptr;
+    const float* anchors = nullptr;
+    const float* anchor_norms = nullptr;
+    const unsigned* max_anchor_norm_bits = nullptr;
+    std::size_t n = 0;
+    std::size_t m = 0;
+    int d = 0;
+    AssignPlan plan;
+    Candidate* candidates = nullptr;        // plan.splits * n
+    std::uint32_t* chosen = nullptr;        // n: receives the exact argmin
+    std::uint32_t* uncertain = nullptr;     // n: scratch list of the points re-scored in double
+    unsigned* uncertain_count = nullptr;    // zeroed by the caller; receives the list's length
+    int multiprocessors = 1;
+};
+
+void launch_exact_assign(const AssignArgs& args, cudaStream_t stream);
+
+}  // namespace vlattice::cuda

@@ -1,0 +1,551 @@
+#include "vlattice/cuda_backend.hpp"
+
+#include "anchor_rows.cuh"
+#include "assign.cuh"
+#include "cuda_check.hpp"
+#include "device_buffer.hpp"
+#include "point_distance.cuh"
+#include "robust_reduce.cuh"
+#include "stream.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace vlattice {
+
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::PinnedBuffer;
+
+// Point ids, segment offsets and chunk counts are 32-bit on the device.
+constexpr std::size_t kMaxRows = std::size_t{1} << 31;
+// Each half of the double-buffered upload: large enough for full PCIe speed, small enough to pin cheaply.
+constexpr std::size_t kStagingFloats = std::size_t{4} << 20;
+
+std::string mib(std::size_t bytes) {
+    return std::to_string((bytes + (std::size_t{1} << 20) - 1) >> 20) + " MiB";
+}
+
+// Adds up buffer sizes the way the allocator hands them out (2 MiB pages), so that a run that passes
+// the check also gets its memory.
+class Footprint {
+public:
+    template <class T>
+    Footprint& add(std::size_t count) {
+        constexpr std::size_t kPage = std::size_t{2} << 20;
+        bytes_ += (count * sizeof(T) + kPage - 1) / kPage * kPage;
+        return *this;
+    }
+    std::size_t bytes() const { return bytes_; }
+
+private:
+    std::size_t bytes_ = 0;
+};
+
+int select_device(int gpu) {
+    CUDA_CHECK(cudaSetDevice(gpu));
+    return gpu;
+}
+
+int multiprocessor_count(int gpu) {
+    int count = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, gpu));
+    return count;
+}
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(int gpu) : gpu_(select_device(gpu)), multiprocessors_(multiprocessor_count(gpu)) {}
+
+    // Frees the buffers on this backend's GPU, whatever device the thread uses by then.
+    ~CudaBackend() override { static_cast<void>(cudaSetDevice(gpu_)); }
+
+    CudaBackend(const CudaBackend&) = delete;
+    CudaBackend& operator=(const CudaBackend&) = delete;
+
+    const char* name() const override { return "cuda"; }
+
+    void upload_points(const Matrix& points) override {
+        use_device();
+        if (points.rows == 0 || points.cols == 0) {
+            throw Error("cuda backend: no points to upload (" + std::to_string(points.rows) + " x " +
+                        std::to_string(points.cols) + ")");
+        }
+        if (points.rows >= kMaxRows || points.cols > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+            throw Error("cuda backend: " + std::to_string(points.rows) + " x " + std::to_string(points.cols) +
+                        " points exceed the backend's limit of 2^31 rows");
+        }
+        if (points.data.size() != points.rows * points.cols) {
+            throw Error("cuda backend: point matrix holds " + std::to_string(points.data.size()) + " values, not " +
+                        std::to_string(points.rows * points.cols));
+        }
+        release_anchor_buffers();
+        allocate_point_buffers(points.rows, points.cols);
+        copy_points_up(points);
+        const cudaStream_t s = stream_.get();
+        cuda::launch_squared_norms(points_.data(), n_, dim(), point_norms_.data(), nullptr, s);
+        CUDA_CHECK(cudaMemsetAsync(assignment_.data(), 0xff, assignment_.bytes(), s));
+        stream_.synchronize();
+        assigned_ = false;
+    }
+
+    void upload_anchors(const Matrix& anchors) override {
+        use_device();
+        require_points("upload_anchors");
+        if (anchors.rows == 0 || anchors.cols != d_ || anchors.data.size() != anchors.rows * anchors.cols) {
+            throw Error("cuda backend: anchors are " + std::to_string(anchors.rows) + " x " +
+                        std::to_string(anchors.cols) + ", expected at least one row of " + std::to_string(d_));
+        }
+        if (anchors.rows >= kMaxRows) {
+            throw Error("cuda backend: " + std::to_string(anchors.rows) + " anchors exceed the limit of 2^31");
+        }
+        if (anchors.rows != m_) {
+            release_anchor_buffers();
+            allocate_anchor_buffers(anchors.rows);
+            // Old ids may point past the new anchors: reduce and energy wait for the next assign.
+            assigned_ = false;
+        }
+        CUDA_CHECK(cudaMemcpyAsync(anchors_.data(), anchors.data.data(), anchors_.bytes(), cudaMemcpyHostToDevice,
+                                   stream_.get()));
+        stream_.synchronize();
+        have_stats_ = false;
+    }
+
+    void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) override {
+        use_device();
+        require_anchors("upload_anchor_rows");
+        if (anchors.cols != d_) {
+            throw Error("cuda backend: upload_anchor_rows got rows of " + std::to_string(anchors.cols) +
+                        " values, expected " + std::to_string(d_));
+        }
+        for (std::uint32_t j : rows) {
+            if (j >= m_ || j >= anchors.rows) {
+                throw Error("cuda backend: upload_anchor_rows: row " + std::to_string(j) + " is outside the " +
+                            std::to_string(m_) + " anchors");
+            }
+        }
+        // Only the listed rows travel: packed here, scattered into place on the device, at most m at a time.
+        const cudaStream_t s = stream_.get();
+        std::vector<float> packed;
+        for (std::size_t start = 0; start < rows.size(); start += m_) {
+            const std::size_t count = std::min(m_, rows.size() - start);
+            packed.resize(count * d_);
+            for (std::size_t r = 0; r < count; ++r) {
+                std::memcpy(packed.data() + r * d_, anchors.row(rows[start + r]), d_ * sizeof(float));
+            }
+            CUDA_CHECK(cudaMemcpyAsync(row_staging_.data(), packed.data(), packed.size() * sizeof(float),
+                                       cudaMemcpyHostToDevice, s));
+            CUDA_CHECK(cudaMemcpyAsync(row_ids_.data(), rows.data() + start, count * sizeof(std::uint32_t),
+                                       cudaMemcpyHostToDevice, s));
+            cuda::launch_scatter_rows(anchors_.data(), row_staging_.data(), row_ids_.data(), count, dim(), s);
+            stream_.synchronize();
+        }
+    }
+
+    Matrix download_anchors() override {
+        use_device();
+        require_anchors("download_anchors");
+        Matrix out(m_, d_);
+        CUDA_CHECK(cudaMemcpyAsync(out.data.data(), anchors_.data(), anchors_.bytes(), cudaMemcpyDeviceToHost,
+                                   stream_.get()));
+        stream_.synchronize();
+        return out;
+    }
+
+    AssignStats assign() override {
+        use_device();
+        require_anchors("assign");
+        const cudaStream_t s = stream_.get();
+        CUDA_CHECK(cudaMemsetAsync(max_anchor_norm_bits_.data(), 0, max_anchor_norm_bits_.bytes(), s));
+        CUDA_CHECK(cudaMemsetAsync(uncertain_count_.data(), 0, uncertain_count_.bytes(), s));
+        CUDA_CHECK(cudaMemsetAsync(changed_.data(), 0, changed_.bytes(), s));
+        // Anchors change between assigns (update, uploads), so their norms are taken afresh here.
+        cuda::launch_squared_norms(anchors_.data(), m_, dim(), anchor_norms_.data(), max_anchor_norm_bits_.data(), s);
+
+        cuda::AssignArgs args;
+        args.points = points_.data();
+        args.point_norms = point_norms_.data();
+        args.anchors = anchors_.data();
+        args.anchor_norms = anchor_norms_.data();
+        args.max_anchor_norm_bits = max_anchor_norm_bits_.data();
+        args.n = n_;
+        args.m = m_;
+        args.d = dim();
+        args.plan = plan_;
+        args.candidates = candidates_.data();
+        args.chosen = chosen_.data();
+        args.uncertain = uncertain_.data();
+        args.uncertain_count = uncertain_count_.data();
+        args.multiprocessors = multiprocessors_;
+        cuda::launch_exact_assign(args, s);
+
+        cuda::PointDistanceArgs distances;
+        distances.points = points_.data();
+        distances.anchors = anchors_.data();
+        distances.n = n_;
+        distances.d = dim();
+        distances.source = chosen_.data();
+        distances.assignment = assignment_.data();
+        distances.changed = changed_.data();
+        distances.distance = distance_.data();
+        distances.block_sums = block_sums_.data();
+        cuda::launch_point_distances(distances, s);
+        const double total = sum_block_sums();
+        CUDA_CHECK(cudaMemcpyAsync(host_changed_.data(), changed_.data(), changed_.bytes(), cudaMemcpyDeviceToHost, s));
+        stream_.synchronize();
+        assigned_ = true;
+
+        AssignStats stats;
+        stats.changed = static_cast<std::size_t>(host_changed_[0]);
+        stats.energy = total / static_cast<double>(n_);
+        return stats;
+    }
+
+    void robust_reduce(double trim) override {
+        use_device();
+        require_assignment("robust_reduce");
+        if (!(trim >= 0.0 && trim < 1.0)) {
+            throw Error("cuda backend: trim must be in [0, 1), got " + std::to_string(trim));
+        }
+        cuda::ReduceArgs args;
+        args.points = points_.data();
+        args.anchors = anchors_.data();
+        args.distance = distance_.data();
+        args.assignment = assignment_.data();
+        args.n = n_;
+        args.m = m_;
+        args.d = dim();
+        args.trim = trim;
+        for (int b = 0; b < 2; ++b) {
+            args.distance_keys[b] = distance_keys_[b].data();
+            args.anchor_keys[b] = anchor_keys_[b].data();
+            args.members[b] = members_[b].data();
+        }
+        args.offsets = offsets_.data();
+        args.item_counts = item_counts_.data();
+        args.item_offsets = item_offsets_.data();
+        args.partial_sums = partial_sums_.data();
+        args.partial_distance = partial_distance_.data();
+        args.count = count_.data();
+        args.kept = kept_.data();
+        args.variance = variance_.data();
+        args.means = means_.data();
+        args.temp = temp_.data();
+        args.temp_bytes = temp_.bytes();
+        cuda::launch_robust_reduce(args, stream_.get());
+        stream_.synchronize();
+        have_stats_ = true;
+    }
+
+    AnchorStats download_stats() override {
+        use_device();
+        AnchorStats stats;
+        if (!have_stats_) {
+            return stats;
+        }
+        stats.count.resize(m_);
+        stats.kept.resize(m_);
+        stats.variance.resize(m_);
+        const cudaStream_t s = stream_.get();
+        CUDA_CHECK(cudaMemcpyAsync(stats.count.data(), count_.data(), count_.bytes(), cudaMemcpyDeviceToHost, s));
+        CUDA_CHECK(cudaMemcpyAsync(stats.kept.data(), kept_.data(), kept_.bytes(), cudaMemcpyDeviceToHost, s));
+        CUDA_CHECK(
+            cudaMemcpyAsync(stats.variance.data(), variance_.data(), variance_.bytes(), cudaMemcpyDeviceToHost, s));
+        stream_.synchronize();
+        return stats;
+    }
+
+    void update(double eta) override {
+        use_device();
+        if (!have_stats_) {
+            throw Error("cuda backend: update needs a robust_reduce of the current anchors first");
+        }
+        cuda::launch_update(anchors_.data(), means_.data(), kept_.data(), m_, dim(), eta, stream_.get());
+        stream_.synchronize();
+    }
+
+    double energy() override {
+        use_device();
+        require_assignment("energy");
+        cuda::PointDistanceArgs distances;
+        distances.points = points_.data();
+        distances.anchors = anchors_.data();
+        distances.n = n_;
+        distances.d = dim();
+        distances.source = assignment_.data();
+        distances.block_sums = block_sums_.data();
+        cuda::launch_point_distances(distances, stream_.get());
+        return sum_block_sums() / static_cast<double>(n_);
+    }
+
+    std::vector<std::uint32_t> download_assignments() override {
+        use_device();
+        require_points("download_assignments");
+        std::vector<std::uint32_t> out(n_);
+        CUDA_CHECK(cudaMemcpyAsync(out.data(), assignment_.data(), assignment_.bytes(), cudaMemcpyDeviceToHost,
+                                   stream_.get()));
+        stream_.synchronize();
+        return out;
+    }
+
+    Matrix gather_members(std::uint32_t anchor, std::size_t limit) override {
+        use_device();
+        require_anchors("gather_members");
+        const cudaStream_t s = stream_.get();
+        // The selection writes into sort scratch, which holds nothing between calls.
+        std::uint32_t* members = members_[0].data();
+        cuda::launch_select_members(assignment_.data(), n_, anchor, members, selected_.data(), temp_.data(),
+                                    temp_.bytes(), s);
+        CUDA_CHECK(
+            cudaMemcpyAsync(host_selected_.data(), selected_.data(), selected_.bytes(), cudaMemcpyDeviceToHost, s));
+        stream_.synchronize();
+        const std::size_t count = std::min(limit, static_cast<std::size_t>(host_selected_[0]));
+        Matrix out(count, d_);
+        if (count == 0) {
+            return out;
+        }
+        if (gathered_.size() < count * d_) {
+            gathered_ = DeviceBuffer<float>(count * d_);
+        }
+        cuda::launch_gather_rows(points_.data(), members, count, dim(), gathered_.data(), s);
+        CUDA_CHECK(cudaMemcpyAsync(out.data.data(), gathered_.data(), out.data.size() * sizeof(float),
+                                   cudaMemcpyDeviceToHost, s));
+        stream_.synchronize();
+        return out;
+    }
+
+private:
+    int dim() const { return static_cast<int>(d_); }
+
+    // The current device is per host thread, and the caller may have changed it since the last call.
+    void use_device() const { CUDA_CHECK(cudaSetDevice(gpu_)); }
+
+    void require_points(const char* call) const {
+        if (n_ == 0) {
+            throw Error(std::string("cuda backend: ") + call + " before upload_points");
+        }
+    }
+    void require_anchors(const char* call) const {
+        require_points(call);
+        if (m_ == 0) {
+            throw Error(std::string("cuda backend: ") + call + " before upload_anchors");
+        }
+    }
+    void require_assignment(const char* call) const {
+        require_anchors(call);
+        if (!assigned_) {
+            throw Error(std::string("cuda backend: ") + call + " needs an assign with the current anchor count first");
+        }
+    }
+
+    void check_fits(std::size_t bytes, const std::string& what) const {
+        std::size_t free_bytes = 0;
+        std::size_t total_bytes = 0;
+        CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+        if (bytes > free_bytes) {
+            throw Error("GPU " + std::to_string(gpu_) + " has too little memory for " + what + ": it needs " +
+                        mib(bytes) + ", " + mib(free_bytes) + " of " + mib(total_bytes) + " are free");
+        }
+    }
+
+    void allocate_point_buffers(std::size_t n, std::size_t d) {
+        // Old buffers go first, so that their memory counts as free.
+        points_ = {};
+        point_norms_ = {};
+        assignment_ = {};
+        chosen_ = {};
+        uncertain_ = {};
+        distance_ = {};
+        block_sums_ = {};
+        for (int b = 0; b < 2; ++b) {
+            distance_keys_[b] = {};
+            anchor_keys_[b] = {};
+            members_[b] = {};
+        }
+        n_ = 0;
+        const std::size_t blocks = cuda::distance_block_count(n);
+        Footprint need;
+        need.add<float>(n * d).add<float>(n).add<std::uint32_t>(n).add<std::uint32_t>(n).add<std::uint32_t>(n);
+        need.add<double>(n).add<double>(blocks);
+        need.add<std::uint64_t>(n).add<std::uint64_t>(n).add<std::uint32_t>(n).add<std::uint32_t>(n);
+        need.add<std::uint32_t>(n).add<std::uint32_t>(n);
+        check_fits(need.bytes(), std::to_string(n) + " points of dimension " + std::to_string(d));
+
+        points_ = DeviceBuffer<float>(n * d);
+        point_norms_ = DeviceBuffer<float>(n);
+        assignment_ = DeviceBuffer<std::uint32_t>(n);
+        chosen_ = DeviceBuffer<std::uint32_t>(n);
+        uncertain_ = DeviceBuffer<std::uint32_t>(n);
+        distance_ = DeviceBuffer<double>(n);
+        block_sums_ = DeviceBuffer<double>(blocks);
+        for (int b = 0; b < 2; ++b) {
+            distance_keys_[b] = DeviceBuffer<std::uint64_t>(n);
+            anchor_keys_[b] = DeviceBuffer<std::uint32_t>(n);
+            members_[b] = DeviceBuffer<std::uint32_t>(n);
+        }
+        if (changed_.size() == 0) {
+            changed_ = DeviceBuffer<unsigned long long>(1);
+            uncertain_count_ = DeviceBuffer<unsigned>(1);
+            max_anchor_norm_bits_ = DeviceBuffer<unsigned>(1);
+            energy_sum_ = DeviceBuffer<double>(1);
+            selected_ = DeviceBuffer<std::int64_t>(1);
+            host_changed_ = PinnedBuffer<unsigned long long>(1);
+            host_energy_sum_ = PinnedBuffer<double>(1);
+            host_selected_ = PinnedBuffer<std::int64_t>(1);
+        }
+        n_ = n;
+        d_ = d;
+    }
+
+    void release_anchor_buffers() {
+        m_ = 0;
+        have_stats_ = false;
+        anchors_ = {};
+        anchor_norms_ = {};
+        candidates_ = {};
+        offsets_ = {};
+        item_counts_ = {};
+        item_offsets_ = {};
+        count_ = {};
+        kept_ = {};
+        variance_ = {};
+        means_ = {};
+        partial_sums_ = {};
+        partial_distance_ = {};
+        row_staging_ = {};
+        row_ids_ = {};
+        temp_ = {};
+        gathered_ = {};
+    }
+
+    void allocate_anchor_buffers(std::size_t m) {
+        const std::size_t d = d_;
+        const cuda::AssignPlan plan = cuda::plan_assign(n_, m, multiprocessors_);
+        const std::size_t chunks = cuda::max_member_chunks(n_, m);
+        // CUB reports its scratch needs for given sizes; one buffer serves every call, one at a time.
+        const std::size_t temp_bytes =
+            std::max({cuda::robust_reduce_temp_bytes(n_, m), cuda::sum_temp_bytes(cuda::distance_block_count(n_)),
+                      cuda::select_members_temp_bytes(n_), std::size_t{1}});
+        Footprint need;
+        need.add<float>(m * d).add<float>(m).add<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
+        need.add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1);
+        need.add<std::uint32_t>(m).add<std::uint32_t>(m).add<double>(m).add<double>(m * d);
+        need.add<double>(chunks * d).add<double>(chunks).add<float>(m * d).add<std::uint32_t>(m);
+        need.add<unsigned char>(temp_bytes);
+        check_fits(need.bytes(), std::to_string(m) + " anchors of dimension " + std::to_string(d) + " for " +
+                                     std::to_string(n_) + " points");
+
+        anchors_ = DeviceBuffer<float>(m * d);
+        anchor_norms_ = DeviceBuffer<float>(m);
+        candidates_ = DeviceBuffer<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
+        offsets_ = DeviceBuffer<std::uint32_t>(m + 1);
+        item_counts_ = DeviceBuffer<std::uint32_t>(m + 1);
+        item_offsets_ = DeviceBuffer<std::uint32_t>(m + 1);
+        count_ = DeviceBuffer<std::uint32_t>(m);
+        kept_ = DeviceBuffer<std::uint32_t>(m);
+        variance_ = DeviceBuffer<double>(m);
+        means_ = DeviceBuffer<double>(m * d);
+        partial_sums_ = DeviceBuffer<double>(chunks * d);
+        partial_distance_ = DeviceBuffer<double>(chunks);
+        row_staging_ = DeviceBuffer<float>(m * d);
+        row_ids_ = DeviceBuffer<std::uint32_t>(m);
+        temp_ = DeviceBuffer<unsigned char>(temp_bytes);
+        plan_ = plan;
+        m_ = m;
+    }
+
+    // Through pinned staging in two halves: the CPU fills one half while the DMA engine drains the other.
+    void copy_points_up(const Matrix& points) {
+        const std::size_t total = points.data.size();
+        const std::size_t chunk = std::min(total, kStagingFloats);
+        PinnedBuffer<float> staging(2 * chunk);
+        cuda::Event drained[2];
+        const cudaStream_t s = stream_.get();
+        std::size_t part = 0;
+        for (std::size_t offset = 0; offset < total; offset += chunk, ++part) {
+            const std::size_t half = part % 2;
+            const std::size_t count = std::min(chunk, total - offset);
+            float* buffer = staging.data() + half * chunk;
+            if (part >= 2) {
+                drained[half].synchronize();
+            }
+            std::memcpy(buffer, points.data.data() + offset, count * sizeof(float));
+            CUDA_CHECK(cudaMemcpyAsync(points_.data() + offset, buffer, count * sizeof(float), cudaMemcpyHostToDevice,
+                                       s));
+            drained[half].record(s);
+        }
+        stream_.synchronize();
+    }
+
+    // Sums the per-block distance sums on the device and brings the total down.
+    double sum_block_sums() {
+        const cudaStream_t s = stream_.get();
+        cuda::launch_sum(block_sums_.data(), block_sums_.size(), energy_sum_.data(), temp_.data(), temp_.bytes(), s);
+        CUDA_CHECK(
+            cudaMemcpyAsync(host_energy_sum_.data(), energy_sum_.data(), sizeof(double), cudaMemcpyDeviceToHost, s));
+        stream_.synchronize();
+        return host_energy_sum_[0];
+    }
+
+    int gpu_;
+    int multiprocessors_;
+    cuda::Stream stream_;
+
+    std::size_t n_ = 0;
+    std::size_t d_ = 0;  // checked to fit the kernels' int
+    std::size_t m_ = 0;
+    cuda::AssignPlan plan_;
+    bool assigned_ = false;    // assignment_ holds ids valid for the current anchor count
+    bool have_stats_ = false;  // a robust_reduce ran since the anchors were last replaced
+
+    // Per point, for the whole run.
+    DeviceBuffer<float> points_;
+    DeviceBuffer<float> point_norms_;
+    DeviceBuffer<std::uint32_t> assignment_;
+    DeviceBuffer<std::uint32_t> chosen_;
+    DeviceBuffer<std::uint32_t> uncertain_;
+    DeviceBuffer<double> distance_;
+    DeviceBuffer<double> block_sums_;
+    DeviceBuffer<std::uint64_t> distance_keys_[2];
+    DeviceBuffer<std::uint32_t> anchor_keys_[2];
+    DeviceBuffer<std::uint32_t> members_[2];
+
+    // Per anchor, reallocated when the anchor count changes.
+    DeviceBuffer<float> anchors_;
+    DeviceBuffer<float> anchor_norms_;
+    DeviceBuffer<cuda::Candidate> candidates_;
+    DeviceBuffer<std::uint32_t> offsets_;
+    DeviceBuffer<std::uint32_t> item_counts_;
+    DeviceBuffer<std::uint32_t> item_offsets_;
+    DeviceBuffer<std::uint32_t> count_;
+    DeviceBuffer<std::uint32_t> kept_;
+    DeviceBuffer<double> variance_;
+    DeviceBuffer<double> means_;
+    DeviceBuffer<double> partial_sums_;
+    DeviceBuffer<double> partial_distance_;
+    DeviceBuffer<float> row_staging_;
+    DeviceBuffer<std::uint32_t> row_ids_;
+    DeviceBuffer<unsigned char> temp_;
+    DeviceBuffer<float> gathered_;
+
+    // Scalars: what crosses the bus per iteration.
+    DeviceBuffer<unsigned long long> changed_;
+    DeviceBuffer<unsigned> uncertain_count_;
+    DeviceBuffer<unsigned> max_anchor_norm_bits_;
+    DeviceBuffer<double> energy_sum_;
+    DeviceBuffer<std::int64_t> selected_;
+    PinnedBuffer<unsigned long long> host_changed_;
+    PinnedBuffer<double> host_energy_sum_;
+    PinnedBuffer<std::int64_t> host_selected_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int gpu) {
+    return std::make_unique<CudaBackend>(gpu);
+}
+
+}  // namespace vlattice

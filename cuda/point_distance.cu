@@ -1,0 +1,113 @@
+#include "point_distance.cuh"
+
+#include "cuda_check.hpp"
+#include "warp_math.cuh"
+
+#include <cub/device/device_reduce.cuh>
+
+namespace vlattice::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarpsPerBlock = kThreads / kWarp;
+
+__global__ void __launch_bounds__(kThreads)
+    squared_norms_kernel(const float* __restrict__ rows, std::size_t count, int d, float* __restrict__ norms,
+                         unsigned* __restrict__ max_bits) {
+    const int lane = threadIdx.x % kWarp;
+    const std::size_t row = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+    if (row >= count) {
+        return;
+    }
+    const float norm = static_cast<float>(warp_squared_norm(rows + row * d, d, lane));
+    if (lane == 0) {
+        norms[row] = norm;
+        // Norms are >= 0, and the bits of non-negative floats order like the floats.
+        if (max_bits != nullptr) {
+            atomicMax(max_bits, __float_as_uint(norm));
+        }
+    }
+}
+
+// One warp walks 32 consecutive points in order; the block adds its warps' sums in order, so the
+// block sums do not depend on scheduling.
+__global__ void __launch_bounds__(kThreads) point_distance_kernel(PointDistanceArgs args) {
+    static_assert(kPointsPerDistanceBlock == kWarpsPerBlock * kWarp, "one warp per 32 points");
+    __shared__ double warp_sums[kWarpsPerBlock];
+    const int lane = threadIdx.x % kWarp;
+    const int warp = threadIdx.x / kWarp;
+    const std::size_t first = static_cast<std::size_t>(blockIdx.x) * kPointsPerDistanceBlock +
+                              static_cast<std::size_t>(warp) * kWarp;
+    double sum = 0.0;
+    unsigned changed = 0;
+    for (int p = 0; p < kWarp; ++p) {
+        const std::size_t i = first + p;
+        if (i >= args.n) {
+            break;
+        }
+        const std::uint32_t a = args.source[i];
+        const double dist =
+            warp_squared_distance(args.points + i * args.d, args.anchors + static_cast<std::size_t>(a) * args.d,
+                                  args.d, lane);
+        sum += dist;
+        if (lane == 0) {
+            if (args.distance != nullptr) {
+                args.distance[i] = dist;
+            }
+            if (args.assignment != nullptr) {
+                changed += args.assignment[i] != a ? 1u : 0u;
+                args.assignment[i] = a;
+            }
+        }
+    }
+    if (lane == 0) {
+        warp_sums[warp] = sum;
+        if (changed > 0) {
+            atomicAdd(args.changed, static_cast<unsigned long long>(changed));
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double block = 0.0;
+        for (int w = 0; w < kWarpsPerBlock; ++w) {
+            block += warp_sums[w];
+        }
+        args.block_sums[blockIdx.x] = block;
+    }
+}
+
+}  // namespace
+
+void launch_squared_norms(const float* rows, std::size_t count, int d, float* norms, unsigned* max_bits,
+                          cudaStream_t stream) {
+    if (count == 0) {
+        return;
+    }
+    const auto blocks = static_cast<unsigned>(ceil_div(count, kWarpsPerBlock));
+    squared_norms_kernel<<<blocks, kThreads, 0, stream>>>(rows, count, d, norms, max_bits);
+    check_launch("squared_norms_kernel", stream);
+}
+
+void launch_point_distances(const PointDistanceArgs& args, cudaStream_t stream) {
+    if (args.n == 0) {
+        return;
+    }
+    const auto blocks = static_cast<unsigned>(distance_block_count(args.n));
+    point_distance_kernel<<<blocks, kThreads, 0, stream>>>(args);
+    check_launch("point_distance_kernel", stream);
+}
+
+std::size_t sum_temp_bytes(std::size_t count) {
+    std::size_t bytes = 0;
+    CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, static_cast<const double*>(nullptr),
+                                      static_cast<double*>(nullptr), count));
+    return bytes;
+}
+
+void launch_sum(const double* values, std::size_t count, double* total, void* temp, std::size_t temp_bytes,
+                cudaStream_t stream) {
+    CUDA_CHECK(cub::DeviceReduce::Sum(temp, temp_bytes, values, total, count, stream));
+}
+
+}  // namespace vlattice::cuda

@@ -1,0 +1,270 @@
+#include "robust_reduce.cuh"
+
+#include "cuda_check.hpp"
+#include "warp_math.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cmath>
+
+namespace vlattice::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+// Members summed by one block into one partial row: large enough to amortise the block, small
+// enough that an anchor with many members still spreads over many blocks.
+constexpr std::uint32_t kChunk = 256;
+constexpr int kFinalizeThreads = 128;
+
+// Distances are >= 0, and the bits of non-negative doubles order like the doubles.
+__global__ void distance_keys_kernel(const double* __restrict__ distance, std::size_t n,
+                                     std::uint64_t* __restrict__ keys, std::uint32_t* __restrict__ members) {
+    const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) {
+        keys[i] = static_cast<std::uint64_t>(__double_as_longlong(distance[i]));
+        members[i] = static_cast<std::uint32_t>(i);
+    }
+}
+
+__global__ void gather_anchor_keys_kernel(const std::uint32_t* __restrict__ assignment,
+                                          const std::uint32_t* __restrict__ members, std::size_t n,
+                                          std::uint32_t* __restrict__ keys) {
+    const std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (p < n) {
+        keys[p] = assignment[members[p]];
+    }
+}
+
+__global__ void anchor_keys_kernel(const std::uint32_t* __restrict__ assignment, std::size_t n,
+                                   std::uint32_t* __restrict__ keys, std::uint32_t* __restrict__ members) {
+    const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) {
+        keys[i] = assignment[i];
+        members[i] = static_cast<std::uint32_t>(i);
+    }
+}
+
+// offsets[a] = first sorted position whose anchor is >= a. Position p writes the anchors after the
+// previous position's up to its own; position n writes the rest up to m. Together that is O(n + m).
+__global__ void segment_offsets_kernel(const std::uint32_t* __restrict__ sorted_anchor, std::size_t n,
+                                       std::size_t m, std::uint32_t* __restrict__ offsets) {
+    const std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (p > n) {
+        return;
+    }
+    const std::size_t first = p == 0 ? 0 : static_cast<std::size_t>(sorted_anchor[p - 1]) + 1;
+    const std::size_t last = p == n ? m : static_cast<std::size_t>(sorted_anchor[p]);
+    for (std::size_t a = first; a <= last; ++a) {
+        offsets[a] = static_cast<std::uint32_t>(p);
+    }
+}
+
+// keep = count - floor(trim * count), in double as on the CPU.
+__global__ void keep_kernel(const std::uint32_t* __restrict__ offsets, std::size_t m, double trim,
+                            std::uint32_t* __restrict__ count, std::uint32_t* __restrict__ kept,
+                            std::uint32_t* __restrict__ item_counts) {
+    const std::size_t j = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (j > m) {
+        return;
+    }
+    if (j == m) {
+        item_counts[m] = 0;  // the exclusive scan's last entry becomes the total
+        return;
+    }
+    const std::uint32_t members = offsets[j + 1] - offsets[j];
+    const std::uint32_t keep = members - static_cast<std::uint32_t>(floor(trim * static_cast<double>(members)));
+    count[j] = members;
+    kept[j] = keep;
+    item_counts[j] = (keep + kChunk - 1) / kChunk;
+}
+
+// Block b sums one chunk of up to kChunk kept members of one anchor: threads across the coordinates,
+// members in sorted order.
+__global__ void member_sums_kernel(const float* __restrict__ points, int d, const double* __restrict__ distance,
+                                   const std::uint32_t* __restrict__ members, const std::uint32_t* __restrict__ offsets,
+                                   const std::uint32_t* __restrict__ kept,
+                                   const std::uint32_t* __restrict__ item_offsets,
+                                   std::size_t m, double* __restrict__ partial_sums,
+                                   double* __restrict__ partial_distance) {
+    __shared__ std::uint32_t chunk[kChunk];
+    const std::uint32_t b = blockIdx.x;
+    // The grid is an upper bound on the number of chunks.
+    if (b >= item_offsets[m]) {
+        return;
+    }
+    // The anchor owning chunk b: the last j with item_offsets[j] <= b (it has at least one chunk).
+    std::size_t lo = 0;
+    std::size_t hi = m;
+    while (hi - lo > 1) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        if (item_offsets[mid] <= b) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    const std::size_t j = lo;
+    const std::uint32_t begin = offsets[j] + (b - item_offsets[j]) * kChunk;
+    const std::uint32_t end = min(begin + kChunk, offsets[j] + kept[j]);
+    const int size = static_cast<int>(end - begin);
+    for (int r = threadIdx.x; r < size; r += blockDim.x) {
+        chunk[r] = members[begin + r];
+    }
+    __syncthreads();
+
+    if (threadIdx.x < kWarp) {
+        double sum = 0.0;
+        for (int r = threadIdx.x; r < size; r += kWarp) {
+            sum += distance[chunk[r]];
+        }
+        sum = warp_sum(sum);
+        if (threadIdx.x == 0) {
+            partial_distance[b] = sum;
+        }
+    }
+    for (int k = threadIdx.x; k < d; k += blockDim.x) {
+        double sum = 0.0;
+#pragma unroll 8
+        for (int r = 0; r < size; ++r) {
+            sum += static_cast<double>(points[static_cast<std::size_t>(chunk[r]) * d + k]);
+        }
+        partial_sums[static_cast<std::size_t>(b) * d + k] = sum;
+    }
+}
+
+// One block per anchor adds its chunk sums in order, divides, and applies the parallel-axis theorem
+// exactly like the CPU: variance = max(0, mean kept distance - ||mean - anchor||^2).
+__global__ void __launch_bounds__(kFinalizeThreads)
+    finalize_kernel(const double* __restrict__ partial_sums, const double* __restrict__ partial_distance,
+                    const std::uint32_t* __restrict__ item_offsets, const std::uint32_t* __restrict__ kept,
+                    const float* __restrict__ anchors, int d, double* __restrict__ means,
+                    double* __restrict__ variance) {
+    __shared__ double shift_parts[kFinalizeThreads];
+    const std::size_t j = blockIdx.x;
+    const std::uint32_t keep = kept[j];
+    if (keep == 0) {
+        if (threadIdx.x == 0) {
+            variance[j] = 0.0;
+        }
+        return;
+    }
+    const std::uint32_t first = item_offsets[j];
+    const std::uint32_t last = item_offsets[j + 1];
+    double shift = 0.0;
+    for (int k = threadIdx.x; k < d; k += kFinalizeThreads) {
+        double sum = 0.0;
+        for (std::uint32_t item = first; item < last; ++item) {
+            sum += partial_sums[static_cast<std::size_t>(item) * d + k];
+        }
+        const double mean = sum / static_cast<double>(keep);
+        means[j * d + k] = mean;
+        const double offset = mean - static_cast<double>(anchors[j * d + k]);
+        shift += offset * offset;
+    }
+    shift_parts[threadIdx.x] = shift;
+    __syncthreads();
+    for (int half = kFinalizeThreads / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) {
+            shift_parts[threadIdx.x] += shift_parts[threadIdx.x + half];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        double kept_distance = 0.0;
+        for (std::uint32_t item = first; item < last; ++item) {
+            kept_distance += partial_distance[item];
+        }
+        variance[j] = fmax(0.0, kept_distance / static_cast<double>(keep) - shift_parts[0]);
+    }
+}
+
+// Bits that hold every anchor id below m (at least one: the sort needs a non-empty bit range).
+int anchor_bits(std::size_t m) {
+    int bits = 1;
+    while (bits < 32 && (std::size_t{1} << bits) < m) {
+        ++bits;
+    }
+    return bits;
+}
+
+unsigned blocks_for(std::size_t count, int threads) {
+    return static_cast<unsigned>(ceil_div(count, static_cast<std::size_t>(threads)));
+}
+
+// Threads across the coordinates: one warp for short rows, up to four for long ones.
+int member_threads(int d) {
+    return std::clamp((d + kWarp - 1) / kWarp * kWarp, kWarp, 4 * kWarp);
+}
+
+}  // namespace
+
+std::size_t max_member_chunks(std::size_t n, std::size_t m) {
+    return ceil_div(n, kChunk) + m;
+}
+
+std::size_t robust_reduce_temp_bytes(std::size_t n, std::size_t m) {
+    cub::DoubleBuffer<std::uint64_t> distance_keys(nullptr, nullptr);
+    cub::DoubleBuffer<std::uint32_t> anchor_keys(nullptr, nullptr);
+    cub::DoubleBuffer<std::uint32_t> members(nullptr, nullptr);
+    std::size_t by_distance = 0;
+    std::size_t by_anchor = 0;
+    std::size_t scan = 0;
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, by_distance, distance_keys, members, n));
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, by_anchor, anchor_keys, members, n));
+    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan, static_cast<const std::uint32_t*>(nullptr),
+                                             static_cast<std::uint32_t*>(nullptr), m + 1));
+    return std::max({by_distance, by_anchor, scan});
+}
+
+void launch_robust_reduce(const ReduceArgs& a, cudaStream_t stream) {
+    if (a.n == 0 || a.m == 0) {
+        return;
+    }
+    cub::DoubleBuffer<std::uint32_t> anchor_keys(a.anchor_keys[0], a.anchor_keys[1]);
+    cub::DoubleBuffer<std::uint32_t> members(a.members[0], a.members[1]);
+    std::size_t temp_bytes = a.temp_bytes;
+    // floor(trim * count) grows with count, so when it is 0 for n it is 0 for every anchor, and the
+    // point order within each anchor does not matter.
+    const bool trims = std::floor(a.trim * static_cast<double>(a.n)) > 0.0;
+    if (trims) {
+        // Sort by distance first; the stable sort by anchor below keeps that order within an anchor,
+        // and equal distances stay in point order, which is the CPU's (distance, index) order.
+        cub::DoubleBuffer<std::uint64_t> distance_keys(a.distance_keys[0], a.distance_keys[1]);
+        distance_keys_kernel<<<blocks_for(a.n, kThreads), kThreads, 0, stream>>>(
+            a.distance, a.n, distance_keys.Current(), members.Current());
+        check_launch("distance_keys_kernel", stream);
+        CUDA_CHECK(cub::DeviceRadixSort::SortPairs(a.temp, temp_bytes, distance_keys, members, a.n, 0, 64, stream));
+        gather_anchor_keys_kernel<<<blocks_for(a.n, kThreads), kThreads, 0, stream>>>(a.assignment, members.Current(),
+                                                                                       a.n, anchor_keys.Current());
+        check_launch("gather_anchor_keys_kernel", stream);
+    } else {
+        anchor_keys_kernel<<<blocks_for(a.n, kThreads), kThreads, 0, stream>>>(a.assignment, a.n, anchor_keys.Current(),
+                                                                                members.Current());
+        check_launch("anchor_keys_kernel", stream);
+    }
+    temp_bytes = a.temp_bytes;
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(a.temp, temp_bytes, anchor_keys, members, a.n, 0, anchor_bits(a.m),
+                                               stream));
+
+    segment_offsets_kernel<<<blocks_for(a.n + 1, kThreads), kThreads, 0, stream>>>(anchor_keys.Current(), a.n, a.m,
+                                                                                    a.offsets);
+    check_launch("segment_offsets_kernel", stream);
+    keep_kernel<<<blocks_for(a.m + 1, kThreads), kThreads, 0, stream>>>(a.offsets, a.m, a.trim, a.count, a.kept,
+                                                                         a.item_counts);
+    check_launch("keep_kernel", stream);
+    temp_bytes = a.temp_bytes;
+    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(a.temp, temp_bytes, a.item_counts, a.item_offsets, a.m + 1, stream));
+
+    member_sums_kernel<<<static_cast<unsigned>(max_member_chunks(a.n, a.m)), member_threads(a.d), 0, stream>>>(
+        a.points, a.d, a.distance, members.Current(), a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
+        a.partial_distance);
+    check_launch("member_sums_kernel", stream);
+    finalize_kernel<<<static_cast<unsigned>(a.m), kFinalizeThreads, 0, stream>>>(
+        a.partial_sums, a.partial_distance, a.item_offsets, a.kept, a.anchors, a.d, a.means, a.variance);
+    check_launch("finalize_kernel", stream);
+}
+
+}  // namespace vlattice::cuda

@@ -1,0 +1,50 @@
+// Trimmed mean per anchor on the device. The members are grouped by anchor and ordered by
+// (distance, point index) with two stable radix sorts, so each anchor's kept members are a prefix
+// of its segment; the sums run in double, chunk by chunk and then chunk sums in order, with no
+// atomics, so a run gives the same bits every time.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vlattice::cuda {
+
+struct ReduceArgs {
+    const float* points = nullptr;
+    const float* anchors = nullptr;
+    const double* distance = nullptr;        // n: each point's distance to its anchor, from assign
+    const std::uint32_t* assignment = nullptr;
+    std::size_t n = 0;
+    std::size_t m = 0;
+    int d = 0;
+    double trim = 0.0;
+
+    // Sort scratch, n entries each, two of each for the radix sort's double buffering.
+    std::uint64_t* distance_keys[2] = {nullptr, nullptr};
+    std::uint32_t* anchor_keys[2] = {nullptr, nullptr};
+    std::uint32_t* members[2] = {nullptr, nullptr};
+
+    std::uint32_t* offsets = nullptr;        // m + 1: segment of anchor j in the sorted members
+    std::uint32_t* item_counts = nullptr;    // m + 1 scratch
+    std::uint32_t* item_offsets = nullptr;   // m + 1: first chunk of anchor j
+    double* partial_sums = nullptr;          // max_member_chunks(n, m) * d
+    double* partial_distance = nullptr;      // max_member_chunks(n, m)
+
+    // Results.
+    std::uint32_t* count = nullptr;          // m
+    std::uint32_t* kept = nullptr;           // m
+    double* variance = nullptr;              // m
+    double* means = nullptr;                 // m * d; rows of empty anchors are left as they were
+
+    void* temp = nullptr;
+    std::size_t temp_bytes = 0;
+};
+
+// Upper bound on the number of member chunks: sum_j ceil(kept_j / chunk) <= n / chunk + m.
+std::size_t max_member_chunks(std::size_t n, std::size_t m);
+std::size_t robust_reduce_temp_bytes(std::size_t n, std::size_t m);
+void launch_robust_reduce(const ReduceArgs& args, cudaStream_t stream);
+
+}  // namespace vlattice::cuda

@@ -1,0 +1,16 @@
+#pragma once
+
+#include "vlattice/backend.hpp"
+
+#include <memory>
+
+namespace vlattice {
+
+// The CUDA backend on GPU `gpu`: everything of size n stays on the device for the whole run, and
+// every kernel and copy runs on the backend's own stream. Its results equal the CPU backend's
+// (assignments exactly, sums to rounding). Defined only in builds with VLATTICE_HAVE_CUDA, so include
+// and call it under that macro. Throws Error when the GPU cannot be used. Its methods make `gpu` the
+// calling thread's current CUDA device.
+std::unique_ptr<Backend> make_cuda_backend(int gpu = 0);
+
+}  // namespace vlattice

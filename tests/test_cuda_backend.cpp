@@ -1,0 +1,353 @@
+// Each stage of the CUDA backend against the CPU backend and the brute-force double references, on
+// random inputs of odd sizes (n not a multiple of any block size, d = 1 up to 784, m = 1 up to
+// 5000, duplicate points and duplicate anchors), then whole runs of fit() on both backends. Every
+// test skips with a warning where no usable GPU is present.
+#include <catch2/catch.hpp>
+
+#ifdef VLATTICE_HAVE_CUDA
+
+#include "../cuda/gpu_probe.hpp"
+#include "reference.hpp"
+#include "support.hpp"
+
+#include "vlattice/anneal.hpp"
+#include "vlattice/cpu_backend.hpp"
+#include "vlattice/cuda_backend.hpp"
+
+#include <cstring>
+
+using namespace vlattice;
+using namespace vlattice::test;
+
+namespace {
+
+bool gpu_usable() {
+    const cuda::GpuProbe probe = cuda::probe_gpu(0);
+    if (!probe.usable) {
+        WARN("skipped: no usable GPU: " << probe.description);
+    }
+    return probe.usable;
+}
+
+// Anchors near randomly chosen points; every fifth one an exact copy of the one before it, so that
+// exact ties in distance occur.
+Matrix anchors_near(const Matrix& x, std::size_t m, std::mt19937_64& rng) {
+    Matrix c(m, x.cols);
+    std::uniform_int_distribution<std::size_t> pick(0, x.rows - 1);
+    std::normal_distribution<float> noise(0.0f, 0.5f);
+    for (std::size_t j = 0; j < m; ++j) {
+        const float* source = (j > 2 && j % 5 == 0) ? c.row(j - 1) : x.row(pick(rng));
+        for (std::size_t k = 0; k < x.cols; ++k) {
+            c.row(j)[k] = source[k] + (j % 5 == 0 ? 0.0f : noise(rng));
+        }
+    }
+    return c;
+}
+
+// Every third row copies an earlier row, so that the data hold exact duplicates.
+void add_duplicates(Matrix& x) {
+    for (std::size_t i = 3; i < x.rows; i += 3) {
+        std::memcpy(x.row(i), x.row(i / 3), x.cols * sizeof(float));
+    }
+}
+
+Matrix duplicated_points(std::size_t n, std::size_t d, std::mt19937_64& rng) {
+    Matrix x = random_points(n, d, rng, 5);
+    add_duplicates(x);
+    return x;
+}
+
+void check_anchors_close(const Matrix& got, const Matrix& want) {
+    REQUIRE(got.rows == want.rows);
+    REQUIRE(got.cols == want.cols);
+    std::size_t far = 0;
+    for (std::size_t e = 0; e < got.data.size(); ++e) {
+        far += close(got.data[e], want.data[e], 1e-6, 1e-6) ? 0 : 1;
+    }
+    CHECK(far == 0);
+}
+
+void check_stats_equal(const AnchorStats& got, const AnchorStats& want) {
+    CHECK(got.count == want.count);
+    CHECK(got.kept == want.kept);
+    REQUIRE(got.variance.size() == want.variance.size());
+    std::size_t far = 0;
+    for (std::size_t j = 0; j < got.variance.size(); ++j) {
+        far += close(got.variance[j], want.variance[j], 1e-6, 1e-6) ? 0 : 1;
+    }
+    CHECK(far == 0);
+}
+
+struct Case {
+    std::size_t n, d, m;
+    double trim;
+};
+
+}  // namespace
+
+TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend", "[gpu][backend]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    const Case c = GENERATE(Case{1, 3, 1, 0.1}, Case{333, 1, 7, 0.35}, Case{333, 129, 333, 0.1},
+                            Case{10007, 3, 1000, 0.1}, Case{10007, 129, 7, 0.0}, Case{10007, 784, 1000, 0.1},
+                            Case{70001, 1, 7, 0.35}, Case{70001, 129, 5000, 0.1}, Case{70001, 784, 1, 0.0});
+    INFO("n " << c.n << " d " << c.d << " m " << c.m << " trim " << c.trim);
+    std::mt19937_64 rng(run_seed ^ (c.n * 1000003 + c.d * 1009 + c.m));
+    const Matrix x = duplicated_points(c.n, c.d, rng);
+    const Matrix anchors = anchors_near(x, c.m, rng);
+    // The brute-force references are quadratic; they check the small cases, the CPU backend all.
+    const bool small = c.n * c.m * c.d <= 50'000'000;
+
+    auto cpu = make_cpu_backend(0);
+    auto gpu = make_cuda_backend(0);
+    cpu->upload_points(x);
+    gpu->upload_points(x);
+    cpu->upload_anchors(anchors);
+    gpu->upload_anchors(anchors);
+
+    const AssignStats cpu_assign = cpu->assign();
+    const AssignStats gpu_assign = gpu->assign();
+    const std::vector<std::uint32_t> assignment = gpu->download_assignments();
+    CHECK(gpu_assign.changed == c.n);
+    CHECK(assignment == cpu->download_assignments());
+    CHECK(close(gpu_assign.energy, cpu_assign.energy, 1e-12));
+    CHECK(close(gpu->energy(), cpu_assign.energy, 1e-12));
+    ReferenceAssign ref;
+    if (small) {
+        ref = reference_assign(x, anchors);
+        CHECK(assignment == ref.assignment);
+        CHECK(close(gpu_assign.energy, ref.energy, 1e-12));
+    }
+    CHECK(gpu->assign().changed == 0);
+    cpu->assign();
+
+    cpu->robust_reduce(c.trim);
+    gpu->robust_reduce(c.trim);
+    const AnchorStats gpu_stats = gpu->download_stats();
+    check_stats_equal(gpu_stats, cpu->download_stats());
+    ReferenceReduce want;
+    if (small) {
+        want = reference_reduce(x, ref, c.m, c.trim);
+        CHECK(gpu_stats.count == want.count);
+        CHECK(gpu_stats.kept == want.kept);
+    }
+
+    const double eta = 0.6;
+    cpu->update(eta);
+    gpu->update(eta);
+    const Matrix moved = gpu->download_anchors();
+    check_anchors_close(moved, cpu->download_anchors());
+    if (small) {
+        Matrix expected = anchors;
+        for (std::size_t j = 0; j < c.m; ++j) {
+            for (std::size_t k = 0; k < c.d && !want.mean[j].empty(); ++k) {
+                const double c0 = anchors.row(j)[k];
+                expected.row(j)[k] = static_cast<float>(c0 + eta * (want.mean[j][k] - c0));
+            }
+        }
+        check_anchors_close(moved, expected);
+    }
+
+    // The moved anchors of both backends assign the points alike again.
+    const AssignStats cpu_again = cpu->assign();
+    const AssignStats gpu_again = gpu->assign();
+    CHECK(gpu_again.changed == cpu_again.changed);
+    CHECK(gpu->download_assignments() == cpu->download_assignments());
+    CHECK(close(gpu_again.energy, cpu_again.energy, 1e-12));
+}
+
+TEST_CASE("cuda: assign is exact where the fast float distances nearly tie", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // Points on the bisector of two anchors far from the origin: float32 loses the difference, the
+    // double re-scoring must still find the nearer anchor, and the lower one on an exact tie.
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    std::uniform_real_distribution<float> jitter(-1e-3f, 1e-3f);
+    const std::size_t d = 19;
+    const std::size_t n = 513;
+    Matrix c(3, d);
+    for (std::size_t k = 0; k < d; ++k) {
+        c.row(0)[k] = 1000.0f;
+        c.row(1)[k] = 1000.0f;
+        c.row(2)[k] = 1000.0f;
+    }
+    c.row(1)[0] = 1000.5f;
+    c.row(2)[0] = 1000.5f;
+    Matrix x(n, d);
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t k = 0; k < d; ++k) {
+            x.row(i)[k] = 1000.0f + (k == 0 ? 0.25f : 0.0f) + jitter(rng);
+        }
+    }
+    auto gpu = make_cuda_backend(0);
+    gpu->upload_points(x);
+    gpu->upload_anchors(c);
+    gpu->assign();
+    const std::vector<std::uint32_t> assignment = gpu->download_assignments();
+    CHECK(assignment == reference_assign(x, c).assignment);
+    auto cpu = make_cpu_backend(1);
+    cpu->upload_points(x);
+    cpu->upload_anchors(c);
+    cpu->assign();
+    CHECK(assignment == cpu->download_assignments());
+}
+
+TEST_CASE("cuda: gather_members returns the CPU's rows", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = duplicated_points(10007, 13, rng);
+    const Matrix anchors = anchors_near(x, 7, rng);
+    auto cpu = make_cpu_backend(0);
+    auto gpu = make_cuda_backend(0);
+    cpu->upload_points(x);
+    gpu->upload_points(x);
+    // Before any assign no point belongs to an anchor.
+    gpu->upload_anchors(anchors);
+    CHECK(gpu->gather_members(0, 10).rows == 0);
+    cpu->upload_anchors(anchors);
+    cpu->assign();
+    gpu->assign();
+    for (std::uint32_t j = 0; j < 8; ++j) {
+        for (std::size_t limit : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{4096}, x.rows}) {
+            INFO("anchor " << j << " limit " << limit);
+            const Matrix got = gpu->gather_members(j, limit);
+            const Matrix want = cpu->gather_members(j, limit);
+            CHECK(got.rows == want.rows);
+            CHECK(got.cols == want.cols);
+            CHECK(got.data == want.data);
+        }
+    }
+}
+
+TEST_CASE("cuda: upload_anchor_rows changes only the listed rows", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = duplicated_points(3001, 129, rng);
+    const Matrix anchors = anchors_near(x, 300, rng);
+    Matrix changed = anchors_near(x, 300, rng);
+    const std::vector<std::uint32_t> rows = {0, 17, 17, 151, 299};
+
+    auto gpu = make_cuda_backend(0);
+    gpu->upload_points(x);
+    gpu->upload_anchors(anchors);
+    gpu->upload_anchor_rows(changed, rows);
+    Matrix expected = anchors;
+    for (std::uint32_t j : rows) {
+        std::memcpy(expected.row(j), changed.row(j), x.cols * sizeof(float));
+    }
+    CHECK(gpu->download_anchors().data == expected.data);
+
+    auto cpu = make_cpu_backend(0);
+    cpu->upload_points(x);
+    cpu->upload_anchors(anchors);
+    cpu->upload_anchor_rows(changed, rows);
+    const AssignStats cpu_stats = cpu->assign();
+    const AssignStats gpu_stats = gpu->assign();
+    CHECK(gpu->download_assignments() == cpu->download_assignments());
+    CHECK(close(gpu_stats.energy, cpu_stats.energy, 1e-12));
+
+    // A row outside the anchors is refused without touching any.
+    CHECK_THROWS_AS(gpu->upload_anchor_rows(changed, {300}), Error);
+    CHECK(gpu->download_anchors().data == expected.data);
+}
+
+TEST_CASE("cuda: a new anchor count reallocates and still matches the CPU", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = duplicated_points(20011, 33, rng);
+    auto cpu = make_cpu_backend(0);
+    auto gpu = make_cuda_backend(0);
+    cpu->upload_points(x);
+    gpu->upload_points(x);
+    for (std::size_t m : {7, 1000, 1, 129}) {
+        INFO("m " << m);
+        const Matrix anchors = anchors_near(x, m, rng);
+        cpu->upload_anchors(anchors);
+        gpu->upload_anchors(anchors);
+        const AssignStats cpu_stats = cpu->assign();
+        const AssignStats gpu_stats = gpu->assign();
+        CHECK(gpu_stats.changed == cpu_stats.changed);
+        CHECK(gpu->download_assignments() == cpu->download_assignments());
+        CHECK(close(gpu_stats.energy, cpu_stats.energy, 1e-12));
+        cpu->robust_reduce(0.2);
+        gpu->robust_reduce(0.2);
+        check_stats_equal(gpu->download_stats(), cpu->download_stats());
+    }
+}
+
+TEST_CASE("cuda: calls out of order are reported as errors", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    auto gpu = make_cuda_backend(0);
+    CHECK_THROWS_AS(gpu->assign(), Error);
+    CHECK_THROWS_AS(gpu->upload_anchors(Matrix(2, 3)), Error);
+    gpu->upload_points(Matrix(10, 3));
+    CHECK_THROWS_AS(gpu->upload_anchors(Matrix(2, 4)), Error);
+    gpu->upload_anchors(Matrix(2, 3));
+    CHECK_THROWS_AS(gpu->robust_reduce(0.1), Error);
+    CHECK_THROWS_AS(gpu->energy(), Error);
+    CHECK(gpu->download_stats().count.empty());
+    CHECK(gpu->download_assignments() == std::vector<std::uint32_t>(10, 0xFFFFFFFFu));
+    CHECK(gpu->assign().changed == 10);
+    CHECK_THROWS_AS(gpu->robust_reduce(1.0), Error);
+}
+
+TEST_CASE("cuda: a full fit lands where the CPU's does", "[gpu][anneal]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const auto shape = GENERATE(std::make_pair(std::size_t{20011}, std::size_t{32}),
+                                std::make_pair(std::size_t{5003}, std::size_t{129}));
+    INFO("n " << shape.first << " d " << shape.second);
+    const Matrix x = duplicated_points(shape.first, shape.second, rng);
+    AnnealConfig config;
+    config.anchors = 100;
+    config.max_iters = 30;
+    config.seed = run_seed;
+
+    auto cpu = make_cpu_backend(0);
+    auto gpu = make_cuda_backend(0);
+    const FitResult on_cpu = fit(x, config, *cpu);
+    const FitResult on_gpu = fit(x, config, *gpu);
+    CHECK(close(on_gpu.energy, on_cpu.energy, 1e-3));
+    CHECK(on_gpu.iterations > 0);
+
+    // The GPU's result is consistent: its assignments are the argmin over its anchors, and its energy
+    // is theirs, recomputed on the CPU.
+    auto check = make_cpu_backend(0);
+    check->upload_points(x);
+    check->upload_anchors(on_gpu.anchors);
+    const AssignStats recomputed = check->assign();
+    CHECK(check->download_assignments() == on_gpu.assignments);
+    CHECK(close(on_gpu.energy, recomputed.energy, 1e-12));
+}
+
+#else
+
+TEST_CASE("cuda backend", "[gpu]") {
+    WARN("skipped: built without CUDA");
+}
+
+#endif
