@@ -1,14 +1,22 @@
 #pragma once
 
+#include "random.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstdint>
+#include <vector>
 
 namespace vlattice {
+
+// The rows k-means++ runs on: all of them when size >= n, else `size` rows drawn without
+// replacement (partial Fisher-Yates), in draw order.
+std::vector<std::size_t> draw_sample(std::size_t n, std::size_t size, Random& random);
 
 // k-means++ (D^2 sampling) over a seeded random sample of `sample_size` points (all points when
 // sample_size >= n). Returns m anchors, each a copy of a data point. When every remaining sample
 // point coincides with a chosen anchor (fewer distinct points than m), the rest are drawn uniformly.
+// The result is that of plain D^2 sampling; the triangle inequality only skips distances that
+// cannot lower a point's weight.
 Matrix kmeans_plus_plus(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed);
 
 }  // namespace vlattice

@@ -4,12 +4,14 @@
 #include "support.hpp"
 
 #include "init.hpp"
+#include "numeric.hpp"
 #include "vlattice/anneal.hpp"
 #include "vlattice/cpu_backend.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <limits>
 #include <set>
 
 using namespace vlattice;
@@ -64,6 +66,41 @@ TEST_CASE("k-means++ picks distinct data points, the same ones for the same seed
         distinct.insert(std::vector<float>(a.row(j), a.row(j) + 7));
     }
     CHECK(distinct.size() == 40);
+}
+
+TEST_CASE("the pruned k-means++ picks what plain D^2 sampling picks", "[anneal][init]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const auto d = GENERATE(as<std::size_t>{}, 1, 5, 33);
+    const std::size_t m = GENERATE(as<std::size_t>{}, 1, 17, 150);
+    INFO("d " << d << " m " << m);
+    Matrix x = random_points(1500, d, rng, 30);
+    std::memcpy(x.row(7), x.row(8), d * sizeof(float));  // a duplicate point
+    const std::size_t sample_size = 900;
+
+    Random random(run_seed);
+    const std::vector<std::size_t> sample = draw_sample(x.rows, sample_size, random);
+    std::vector<double> nearest(sample.size(), std::numeric_limits<double>::infinity());
+    Matrix expected(m, d);
+    std::size_t chosen = random.below(sample.size());
+    for (std::size_t j = 0; j < m; ++j) {
+        std::memcpy(expected.row(j), x.row(sample[chosen]), d * sizeof(float));
+        double total = 0.0;
+        for (std::size_t i = 0; i < sample.size(); ++i) {
+            nearest[i] = std::min<double>(nearest[i], squared_distance_fast(x.row(sample[i]), expected.row(j), d));
+            total += nearest[i];
+        }
+        const double target = random.uniform() * total;
+        double running = 0.0;
+        for (chosen = 0; chosen + 1 < sample.size(); ++chosen) {
+            running += nearest[chosen];
+            if (running > target && nearest[chosen] > 0.0) {
+                break;
+            }
+        }
+    }
+    CHECK(kmeans_plus_plus(x, m, sample_size, run_seed).data == expected.data);
 }
 
 TEST_CASE("cold and untrimmed, each iteration is exactly a Lloyd step", "[anneal]") {
