@@ -5,10 +5,12 @@
 
 #include "init.hpp"
 #include "maintenance.hpp"
+#include "numeric.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 namespace vlattice {
 
@@ -65,7 +67,35 @@ int drop_empty_anchors(Backend& backend, std::size_t n) {
     return static_cast<int>(anchors.rows - live);
 }
 
+// Compares the backend's energy with the CPU's recomputation from what the backend hands back; the
+// two computations share nothing but the inputs, so agreement checks the backend end to end.
+void check_energy(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
+                  double backend_energy, const char* backend, const AnnealConfig& config, Validation& validation,
+                  const std::string& when) {
+    const double recomputed = cpu_energy(points, anchors, assignments);
+    const double scale = std::max(std::abs(recomputed), std::abs(backend_energy));
+    const double difference = scale > 0.0 ? std::abs(recomputed - backend_energy) / scale : 0.0;
+    ++validation.checks;
+    validation.recomputed_energy = recomputed;
+    validation.relative_difference = std::max(validation.relative_difference, difference);
+    if (!(difference <= config.validation_tolerance)) {
+        char message[512];
+        std::snprintf(message, sizeof message,
+                      "validation failed %s: the %s backend's energy %.12g differs from the CPU's recomputation "
+                      "%.12g by %.3g (relative), more than %.3g",
+                      when.c_str(), backend, backend_energy, recomputed, difference, config.validation_tolerance);
+        throw Error(message);
+    }
+}
+
 }  // namespace
+
+double cpu_energy(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments) {
+    return deterministic_sum(points.rows, [&](std::size_t i) {
+               return squared_distance(points.row(i), anchors.row(assignments[i]), points.cols);
+           }) /
+           static_cast<double>(points.rows);
+}
 
 double trim_at(const AnnealConfig& config, double temperature) {
     if (config.t0 <= 0.0) {
@@ -109,6 +139,10 @@ FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend
         record.energy = assigned.energy;
         record.changed = assigned.changed;
         result.iterations = iteration + 1;
+        if (config.validate_every > 0 && (iteration + 1) % config.validate_every == 0) {
+            check_energy(points, backend.download_anchors(), backend.download_assignments(), assigned.energy,
+                         backend.name(), config, result.validation, "at iteration " + std::to_string(iteration));
+        }
 
         quiet_iterations = iteration > 0 && stalled(previous_energy, assigned, n, config.tolerance)
                                ? quiet_iterations + 1
@@ -184,6 +218,8 @@ FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend
     }
     result.anchors = backend.download_anchors();
     result.assignments = backend.download_assignments();
+    check_energy(points, result.anchors, result.assignments, result.energy, backend.name(), config, result.validation,
+                 "at the end of the run");
     result.seconds.total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
 }

@@ -35,6 +35,9 @@ void validate(const AnnealConfig& c, std::size_t n) {
     require(c.split_factor > 1.0, "split_factor must be > 1, got " + std::to_string(c.split_factor));
     require(c.tolerance >= 0.0, "tolerance must be >= 0, got " + std::to_string(c.tolerance));
     require(c.patience >= 1, "patience must be >= 1, got " + std::to_string(c.patience));
+    require(c.validate_every >= 0, "validate-every must be >= 0, got " + std::to_string(c.validate_every));
+    require(c.validation_tolerance > 0.0,
+            "validation_tolerance must be > 0, got " + std::to_string(c.validation_tolerance));
     require(c.threads >= 0, "threads must be >= 0, got " + std::to_string(c.threads));
 }
 

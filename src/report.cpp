@@ -25,6 +25,11 @@ nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, c
         history.push_back(iteration_json(record));
     }
     report["history"] = std::move(history);
+    report["validation"] = {
+        {"checks", result.validation.checks},
+        {"cpu_recomputed_energy", result.validation.recomputed_energy},
+        {"relative_difference", result.validation.relative_difference},
+    };
 
     const PhaseSeconds& fit = result.seconds;
     report["seconds"] = {

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <memory>
 #include <limits>
 #include <set>
 
@@ -267,6 +268,67 @@ TEST_CASE("trimming keeps the anchor on the cluster where the plain mean follows
     };
     CHECK(offset(0.1) < 0.5);
     CHECK(offset(0.0) > 40.0);
+}
+
+namespace {
+
+// Hands back anchors that differ from the ones it computes with, as a faulty device would.
+class PerturbedAnchors final : public Backend {
+public:
+    explicit PerturbedAnchors(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+    const char* name() const override { return "perturbed"; }
+    void upload_points(const Matrix& points) override { inner_->upload_points(points); }
+    void upload_anchors(const Matrix& anchors) override { inner_->upload_anchors(anchors); }
+    void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) override {
+        inner_->upload_anchor_rows(anchors, rows);
+    }
+    Matrix download_anchors() override {
+        Matrix anchors = inner_->download_anchors();
+        anchors.row(0)[0] += 0.5f;
+        return anchors;
+    }
+    AssignStats assign() override { return inner_->assign(); }
+    void robust_reduce(double trim) override { inner_->robust_reduce(trim); }
+    AnchorStats download_stats() override { return inner_->download_stats(); }
+    void update(double eta) override { inner_->update(eta); }
+    double energy() override { return inner_->energy(); }
+    std::vector<std::uint32_t> download_assignments() override { return inner_->download_assignments(); }
+    Matrix gather_members(std::uint32_t anchor, std::size_t limit) override {
+        return inner_->gather_members(anchor, limit);
+    }
+
+private:
+    std::unique_ptr<Backend> inner_;
+};
+
+}  // namespace
+
+TEST_CASE("every run is validated against the CPU's recomputation of its energy", "[anneal][validation]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = random_points(800, 5, rng, 6);
+    AnnealConfig config;
+    config.anchors = 6;
+    config.seed = run_seed;
+    config.max_iters = 10;
+    config.tolerance = 0.0;
+    config.maintenance_every = 0;
+
+    SECTION("a sound backend passes, at the end and every K iterations") {
+        config.validate_every = 3;
+        const FitResult result = run(x, config);
+        CHECK(result.validation.checks == 10 / 3 + 1);
+        CHECK(result.validation.relative_difference <= config.validation_tolerance);
+        CHECK(result.validation.recomputed_energy == result.energy);
+    }
+    SECTION("anchors that differ from the ones the energy came from fail the run") {
+        PerturbedAnchors faulty(make_cpu_backend(2));
+        CHECK_THROWS_WITH(fit(x, config, faulty),
+                          Catch::Contains("validation failed at the end of the run") && Catch::Contains("perturbed"));
+        config.validate_every = 2;
+        CHECK_THROWS_WITH(fit(x, config, faulty), Catch::Contains("validation failed at iteration 1"));
+    }
 }
 
 TEST_CASE("fit rejects m = 0 and m > n with a message naming the option", "[anneal]") {

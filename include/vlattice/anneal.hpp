@@ -28,6 +28,13 @@ struct PhaseSeconds {
     double init = 0, assign = 0, reduce = 0, update = 0, maintenance = 0, energy = 0, total = 0;
 };
 
+// The CPU's double-precision recomputation of a backend's energy.
+struct Validation {
+    int checks = 0;                    // during the run and at the end
+    double recomputed_energy = 0.0;    // of the final anchors and assignments
+    double relative_difference = 0.0;  // the largest over all checks
+};
+
 struct FitResult {
     Matrix anchors;  // final anchors; empty anchors are dropped, so rows may be < config.anchors
     std::vector<std::uint32_t> assignments;  // argmin over the final anchors
@@ -38,16 +45,21 @@ struct FitResult {
     std::vector<IterationRecord> history;
     PhaseSeconds seconds;
     int merged = 0, split = 0, reseeded = 0, dropped_empty = 0;
+    Validation validation;
 };
 
 using IterationCallback = std::function<void(const IterationRecord&)>;
 
-// Validates the config against the points, then runs to convergence or config.max_iters.
+// Validates the config against the points, then runs to convergence or config.max_iters. Throws
+// Error when the backend's energy disagrees with the CPU's recomputation (see AnnealConfig).
 FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend,
               const IterationCallback& on_iteration = {});
 
 // The schedule, exposed for tests and reports.
 double trim_at(const AnnealConfig& config, double temperature);
 double eta_at(const AnnealConfig& config, double temperature);
+
+// E = (1/n) sum ||x_i - c_a(i)||^2 in double on the CPU, whatever backend produced the inputs.
+double cpu_energy(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments);
 
 }  // namespace vlattice

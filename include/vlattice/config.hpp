@@ -42,6 +42,13 @@ struct AnnealConfig {
     double tolerance = 1e-4;
     int patience = 3;
 
+    // Every run ends by recomputing the energy on the CPU, in double, from the anchors and
+    // assignments the backend hands back; a relative difference above validation_tolerance fails the
+    // run. validate_every K > 0 (--validate-every) also checks after every K-th assign, which
+    // downloads the n assignments each time.
+    int validate_every = 0;
+    double validation_tolerance = 1e-5;
+
     // k-means++ runs on a random sample of this many points; 0 picks min(n, 32 * m).
     std::size_t init_sample = 0;
     // Seeds every random choice; the same seed and input give a byte-identical result.

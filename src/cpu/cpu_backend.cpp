@@ -1,5 +1,7 @@
 #include "vlattice/cpu_backend.hpp"
 
+#include "vlattice/anneal.hpp"
+
 #include "cpu/exact_assign.hpp"
 #include "cpu/robust_reduce.hpp"
 #include "numeric.hpp"
@@ -83,13 +85,7 @@ public:
         }
     }
 
-    double energy() override {
-        const Matrix& x = *points_;
-        return deterministic_sum(x.rows, [&](std::size_t i) {
-                   return squared_distance(x.row(i), anchors_.row(assignment_[i]), x.cols);
-               }) /
-               static_cast<double>(x.rows);
-    }
+    double energy() override { return cpu_energy(*points_, anchors_, assignment_); }
 
     std::vector<std::uint32_t> download_assignments() override { return assignment_; }
 
