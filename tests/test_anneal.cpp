@@ -1,5 +1,6 @@
 // The annealing driver on the CPU backend: schedule, init, cold limit = Lloyd, determinism, edge
 // sizes, robustness to outliers, and the final energy against a brute-force recomputation.
+#include "perturbed_backend.hpp"
 #include "reference.hpp"
 #include "support.hpp"
 
@@ -269,39 +270,6 @@ TEST_CASE("trimming keeps the anchor on the cluster where the plain mean follows
     CHECK(offset(0.1) < 0.5);
     CHECK(offset(0.0) > 40.0);
 }
-
-namespace {
-
-// Hands back anchors that differ from the ones it computes with, as a faulty device would.
-class PerturbedAnchors final : public Backend {
-public:
-    explicit PerturbedAnchors(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
-    const char* name() const override { return "perturbed"; }
-    void upload_points(const Matrix& points) override { inner_->upload_points(points); }
-    void upload_anchors(const Matrix& anchors) override { inner_->upload_anchors(anchors); }
-    void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) override {
-        inner_->upload_anchor_rows(anchors, rows);
-    }
-    Matrix download_anchors() override {
-        Matrix anchors = inner_->download_anchors();
-        anchors.row(0)[0] += 0.5f;
-        return anchors;
-    }
-    AssignStats assign() override { return inner_->assign(); }
-    void robust_reduce(double trim) override { inner_->robust_reduce(trim); }
-    AnchorStats download_stats() override { return inner_->download_stats(); }
-    void update(double eta) override { inner_->update(eta); }
-    double energy() override { return inner_->energy(); }
-    std::vector<std::uint32_t> download_assignments() override { return inner_->download_assignments(); }
-    Matrix gather_members(std::uint32_t anchor, std::size_t limit) override {
-        return inner_->gather_members(anchor, limit);
-    }
-
-private:
-    std::unique_ptr<Backend> inner_;
-};
-
-}  // namespace
 
 TEST_CASE("every run is validated against the CPU's recomputation of its energy", "[anneal][validation]") {
     const std::uint64_t run_seed = seed();

@@ -7,6 +7,7 @@
 #ifdef VLATTICE_HAVE_CUDA
 
 #include "../cuda/gpu_probe.hpp"
+#include "perturbed_backend.hpp"
 #include "reference.hpp"
 #include "support.hpp"
 
@@ -342,6 +343,27 @@ TEST_CASE("cuda: a full fit lands where the CPU's does", "[gpu][anneal]") {
     const AssignStats recomputed = check->assign();
     CHECK(check->download_assignments() == on_gpu.assignments);
     CHECK(close(on_gpu.energy, recomputed.energy, 1e-12));
+}
+
+TEST_CASE("cuda: validation catches anchors that differ from the ones the energy came from", "[gpu][anneal]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = duplicated_points(3001, 17, rng);
+    AnnealConfig config;
+    config.anchors = 20;
+    config.max_iters = 8;
+    config.seed = run_seed;
+    config.validate_every = 2;
+    auto sound = make_cuda_backend(0);
+    const FitResult result = fit(x, config, *sound);
+    CHECK(result.validation.checks == 8 / 2 + 1);
+    CHECK(result.validation.relative_difference <= config.validation_tolerance);
+    PerturbedAnchors faulty(make_cuda_backend(0));
+    CHECK_THROWS_WITH(fit(x, config, faulty), Catch::Contains("validation failed at iteration 1"));
 }
 
 #else

@@ -1,0 +1,40 @@
+// A backend decorator that hands back anchors different from the ones it computes with, as a faulty
+// device would: the validation tests use it to show that the CPU's recomputation catches it.
+#pragma once
+
+#include "vlattice/backend.hpp"
+
+#include <memory>
+#include <utility>
+
+namespace vlattice::test {
+
+class PerturbedAnchors final : public Backend {
+public:
+    explicit PerturbedAnchors(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+    const char* name() const override { return "perturbed"; }
+    void upload_points(const Matrix& points) override { inner_->upload_points(points); }
+    void upload_anchors(const Matrix& anchors) override { inner_->upload_anchors(anchors); }
+    void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) override {
+        inner_->upload_anchor_rows(anchors, rows);
+    }
+    Matrix download_anchors() override {
+        Matrix anchors = inner_->download_anchors();
+        anchors.row(0)[0] += 0.5f;
+        return anchors;
+    }
+    AssignStats assign() override { return inner_->assign(); }
+    void robust_reduce(double trim) override { inner_->robust_reduce(trim); }
+    AnchorStats download_stats() override { return inner_->download_stats(); }
+    void update(double eta) override { inner_->update(eta); }
+    double energy() override { return inner_->energy(); }
+    std::vector<std::uint32_t> download_assignments() override { return inner_->download_assignments(); }
+    Matrix gather_members(std::uint32_t anchor, std::size_t limit) override {
+        return inner_->gather_members(anchor, limit);
+    }
+
+private:
+    std::unique_ptr<Backend> inner_;
+};
+
+}  // namespace vlattice::test
