@@ -1,5 +1,6 @@
 #include "maintenance.hpp"
 
+#include "cpu/exact_assign.hpp"
 #include "numeric.hpp"
 
 #include <algorithm>
@@ -103,27 +104,36 @@ TwoMeans two_means(const Matrix& x, double total_count) {
     return result;
 }
 
-// Squared distance from each non-empty anchor to its nearest other non-empty anchor, and which.
+// Squared distance from each non-empty anchor to its nearest other non-empty anchor, and which: the
+// CPU backend's exact assign of the live anchors to themselves, each barred from choosing itself.
 void nearest_anchors(const Matrix& anchors, const std::vector<double>& count, std::vector<double>& distance,
                      std::vector<std::size_t>& nearest) {
     const std::size_t m = anchors.rows;
     distance.assign(m, std::numeric_limits<double>::infinity());
     nearest.assign(m, m);
-#pragma omp parallel for schedule(dynamic, 8)
+    std::vector<std::uint32_t> live;
     for (std::size_t j = 0; j < m; ++j) {
-        if (count[j] == 0) {
-            continue;
+        if (count[j] > 0) {
+            live.push_back(static_cast<std::uint32_t>(j));
         }
-        for (std::size_t k = 0; k < m; ++k) {
-            if (k == j || count[k] == 0) {
-                continue;
-            }
-            const double dist = squared_distance(anchors.row(j), anchors.row(k), anchors.cols);
-            if (dist < distance[j]) {
-                distance[j] = dist;
-                nearest[j] = k;
-            }
-        }
+    }
+    if (live.size() < 2) {
+        return;
+    }
+    Matrix live_anchors(live.size(), anchors.cols);
+    std::vector<float> norms(live.size());
+    for (std::size_t r = 0; r < live.size(); ++r) {
+        std::copy(anchors.row(live[r]), anchors.row(live[r]) + anchors.cols, live_anchors.row(r));
+        norms[r] = static_cast<float>(squared_norm(live_anchors.row(r), anchors.cols));
+    }
+    std::vector<std::uint32_t> self(live.size());
+    std::iota(self.begin(), self.end(), std::uint32_t{0});
+    std::vector<std::uint32_t> other(live.size(), 0);
+    std::vector<double> gap(live.size());
+    cpu::exact_assign(live_anchors, norms, live_anchors, other, gap, &self);
+    for (std::size_t r = 0; r < live.size(); ++r) {
+        distance[live[r]] = gap[r];
+        nearest[live[r]] = live[other[r]];
     }
 }
 

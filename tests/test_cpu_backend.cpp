@@ -3,6 +3,7 @@
 #include "reference.hpp"
 #include "support.hpp"
 
+#include "cpu/exact_assign.hpp"
 #include "vlattice/cpu_backend.hpp"
 
 #include <catch2/catch.hpp>
@@ -132,4 +133,34 @@ TEST_CASE("gather_members returns the first members of an anchor in point order"
         }
     }
     CHECK(members.rows == r);
+}
+
+TEST_CASE("exact assign with exclusions finds each anchor's nearest other anchor", "[cpu][backend]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const auto m = GENERATE(as<std::size_t>{}, 2, 3, 257);
+    const Matrix c = random_points(m, 11, rng, 4);
+    std::vector<float> norms(m);
+    std::vector<std::uint32_t> self(m);
+    for (std::size_t j = 0; j < m; ++j) {
+        norms[j] = static_cast<float>(reference_distance(c, j, Matrix(1, 11), 0));
+        self[j] = static_cast<std::uint32_t>(j);
+    }
+    std::vector<std::uint32_t> other(m, 0);
+    std::vector<double> gap(m);
+    cpu::exact_assign(c, norms, c, other, gap, &self);
+    for (std::size_t j = 0; j < m; ++j) {
+        double best = std::numeric_limits<double>::infinity();
+        std::uint32_t best_k = 0;
+        for (std::size_t k = 0; k < m; ++k) {
+            const double dist = reference_distance(c, j, c, k);
+            if (k != j && dist < best) {
+                best = dist;
+                best_k = static_cast<std::uint32_t>(k);
+            }
+        }
+        CHECK(other[j] == best_k);
+        CHECK(close(gap[j], best, 1e-12));
+    }
 }

@@ -28,7 +28,8 @@ float rounding_factor(std::size_t d) {
 }  // namespace
 
 std::size_t exact_assign(const Matrix& points, const std::vector<float>& point_norms, const Matrix& anchors,
-                         std::vector<std::uint32_t>& assignment, std::vector<double>& distance) {
+                         std::vector<std::uint32_t>& assignment, std::vector<double>& distance,
+                         const std::vector<std::uint32_t>* excluded) {
     const std::size_t n = points.rows;
     const std::size_t m = anchors.rows;
     const std::size_t d = points.cols;
@@ -50,7 +51,10 @@ std::size_t exact_assign(const Matrix& points, const std::vector<float>& point_n
 #pragma omp parallel for schedule(static) reduction(+ : changed)
         for (std::size_t r = 0; r < count; ++r) {
             const std::size_t i = start + r;
-            const float* row_dot = dot.data() + r * m;
+            float* row_dot = dot.data() + r * m;
+            if (excluded) {
+                row_dot[(*excluded)[i]] = -std::numeric_limits<float>::infinity();  // its distance becomes +inf
+            }
             const float x_norm = point_norms[i];
             float best = std::numeric_limits<float>::infinity();
             std::uint32_t best_j = 0;

@@ -10,8 +10,11 @@ namespace vlattice::cpu {
 // Nearest anchor of every point, exact: the fast float32 GEMM form ||x||^2 - 2 x.c + ||c||^2 picks
 // the candidates, and every anchor whose fast distance lies within the worst-case rounding bound of
 // the best is re-scored in double, ties to the lowest index. distance[i] receives the double-scored
-// squared distance to the chosen anchor. Returns the number of points whose assignment changed.
+// squared distance to the chosen anchor. With `excluded`, point i may not take anchor excluded[i]
+// (nearest other anchor; needs at least two anchors). Returns the number of points whose
+// assignment changed.
 std::size_t exact_assign(const Matrix& points, const std::vector<float>& point_norms, const Matrix& anchors,
-                         std::vector<std::uint32_t>& assignment, std::vector<double>& distance);
+                         std::vector<std::uint32_t>& assignment, std::vector<double>& distance,
+                         const std::vector<std::uint32_t>* excluded = nullptr);
 
 }  // namespace vlattice::cpu
