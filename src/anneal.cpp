@@ -29,7 +29,8 @@ private:
     std::chrono::steady_clock::time_point start_;
 };
 
-constexpr std::size_t kSplitSampleMembers = 4096;
+// Enough members for a 2-means to find the two halves of an anchor, few enough to split it cheaply.
+constexpr std::size_t kSplitSampleMembers = 1024;
 
 std::size_t init_sample_size(const AnnealConfig& config, std::size_t n) {
     return config.init_sample > 0 ? std::min(config.init_sample, n) : std::min(n, 32 * config.anchors);

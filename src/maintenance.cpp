@@ -19,14 +19,11 @@ struct TwoMeans {
     double gain = 0.0;  // estimated drop of the anchor's squared error, scaled to all its members
 };
 
-std::size_t farthest_from(const Matrix& x, const std::vector<double>& from) {
+std::size_t farthest_from(const Matrix& x, const std::vector<float>& from) {
     std::size_t best = 0;
     double best_distance = -1.0;
     for (std::size_t i = 0; i < x.rows; ++i) {
-        double dist = 0.0;
-        for (std::size_t k = 0; k < x.cols; ++k) {
-            dist += (x.row(i)[k] - from[k]) * (x.row(i)[k] - from[k]);
-        }
+        const double dist = squared_distance(x.row(i), from.data(), x.cols);
         if (dist > best_distance) {
             best_distance = dist;
             best = i;
@@ -38,24 +35,26 @@ std::size_t farthest_from(const Matrix& x, const std::vector<double>& from) {
 // Deterministic 2-means: seeded with the member farthest from the mean and the member farthest
 // from that one, then a few Lloyd steps.
 TwoMeans two_means(const Matrix& x, double total_count) {
-    constexpr int kSteps = 8;
+    constexpr int kSteps = 6;
     TwoMeans result;
     const std::size_t r = x.rows;
     const std::size_t d = x.cols;
     if (r < 2) {
         return result;
     }
-    std::vector<double> mean(d, 0.0);
+    std::vector<double> sum(d, 0.0);
     for (std::size_t i = 0; i < r; ++i) {
         for (std::size_t k = 0; k < d; ++k) {
-            mean[k] += x.row(i)[k];
+            sum[k] += x.row(i)[k];
         }
     }
-    for (double& v : mean) {
-        v /= static_cast<double>(r);
+    std::vector<float> mean(d);
+    for (std::size_t k = 0; k < d; ++k) {
+        mean[k] = static_cast<float>(sum[k] / static_cast<double>(r));
     }
+    std::vector<float> centre[2];
     const std::size_t a = farthest_from(x, mean);
-    std::vector<double> centre[2] = {std::vector<double>(x.row(a), x.row(a) + d), {}};
+    centre[0].assign(x.row(a), x.row(a) + d);
     const std::size_t b = farthest_from(x, centre[0]);
     centre[1].assign(x.row(b), x.row(b) + d);
     if (centre[0] == centre[1]) {
@@ -63,43 +62,36 @@ TwoMeans two_means(const Matrix& x, double total_count) {
     }
 
     double before = 0.0;
+    for (std::size_t i = 0; i < r; ++i) {
+        before += squared_distance(x.row(i), mean.data(), d);
+    }
     double after = 0.0;
     for (int step = 0; step <= kSteps; ++step) {
-        std::vector<double> sum[2] = {std::vector<double>(d, 0.0), std::vector<double>(d, 0.0)};
+        std::vector<double> side_sum[2] = {std::vector<double>(d, 0.0), std::vector<double>(d, 0.0)};
         std::size_t size[2] = {0, 0};
-        before = 0.0;
         after = 0.0;
         for (std::size_t i = 0; i < r; ++i) {
-            double dist[2] = {0.0, 0.0};
-            double spread = 0.0;
-            for (std::size_t k = 0; k < d; ++k) {
-                const double v = x.row(i)[k];
-                dist[0] += (v - centre[0][k]) * (v - centre[0][k]);
-                dist[1] += (v - centre[1][k]) * (v - centre[1][k]);
-                spread += (v - mean[k]) * (v - mean[k]);
-            }
+            const double dist[2] = {squared_distance(x.row(i), centre[0].data(), d),
+                                    squared_distance(x.row(i), centre[1].data(), d)};
             const int side = dist[1] < dist[0] ? 1 : 0;
-            before += spread;
             after += dist[side];
             ++size[side];
             for (std::size_t k = 0; k < d; ++k) {
-                sum[side][k] += x.row(i)[k];
+                side_sum[side][k] += x.row(i)[k];
             }
         }
         if (step == kSteps) {
             break;
         }
         for (int s = 0; s < 2; ++s) {
-            if (size[s] > 0) {
-                for (std::size_t k = 0; k < d; ++k) {
-                    centre[s][k] = sum[s][k] / static_cast<double>(size[s]);
-                }
+            for (std::size_t k = 0; k < d && size[s] > 0; ++k) {
+                centre[s][k] = static_cast<float>(side_sum[s][k] / static_cast<double>(size[s]));
             }
         }
     }
     result.ok = true;
-    result.left.assign(centre[0].begin(), centre[0].end());
-    result.right.assign(centre[1].begin(), centre[1].end());
+    result.left = centre[0];
+    result.right = centre[1];
     result.gain = (before - after) * total_count / static_cast<double>(r);
     return result;
 }
@@ -232,6 +224,17 @@ public:
             if (!flagged || touched_[j]) {
                 continue;
             }
+            // A split gains at most the anchor's whole squared error: when even the cheapest removal
+            // costs more, no flagged anchor from here on (their errors are smaller) can pay for a slot.
+            if (free_.empty()) {
+                while (next_victim < victims.size() &&
+                       (touched_[victims[next_victim]] || victims[next_victim] == j)) {
+                    ++next_victim;
+                }
+                if (next_victim == victims.size() || !(removal_cost[victims[next_victim]] < sse_[j])) {
+                    break;
+                }
+            }
             const TwoMeans split = two_means(members_(static_cast<std::uint32_t>(j)), count_[j]);
             if (!split.ok) {
                 continue;
@@ -241,11 +244,7 @@ public:
                 slot = *free_.begin();
                 free_.erase(free_.begin());
             } else {
-                while (next_victim < victims.size() &&
-                       (touched_[victims[next_victim]] || victims[next_victim] == j)) {
-                    ++next_victim;
-                }
-                if (next_victim == victims.size() || !(removal_cost[victims[next_victim]] < split.gain)) {
+                if (!(removal_cost[victims[next_victim]] < split.gain)) {
                     continue;
                 }
                 slot = victims[next_victim++];
