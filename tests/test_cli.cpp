@@ -206,7 +206,8 @@ TEST_CASE("compress --report writes the energy, every iteration and the phase se
     INFO("seed " << run_seed);
     Sample sample(run_seed);
     const std::string report_path = sample.dir.path("report.json");
-    REQUIRE(compress(sample.input, sample.dir.path("r.vlat"), "--report " + quote(report_path)).exit_code == 0);
+    REQUIRE(compress(sample.input, sample.dir.path("r.vlat"), "--validate-every 2 --report " + quote(report_path))
+                .exit_code == 0);
     const nlohmann::json report = nlohmann::json::parse(read_file(report_path));
     CHECK(report["energy"].get<double>() > 0.0);
     CHECK(report["n"] == kN);
@@ -217,7 +218,11 @@ TEST_CASE("compress --report writes the energy, every iteration and the phase se
     CHECK(report["history"].size() == report["iterations"]);
     CHECK(report["history"].size() <= 10);
     CHECK(report["history"][0].contains("temperature"));
-    for (const char* phase : {"load", "init", "assign", "reduce", "update", "maintenance", "energy", "write", "total"}) {
+    CHECK(report["validation"]["checks"] == report["iterations"].get<int>() / 2 + 1);
+    CHECK(report["validation"]["relative_difference"].get<double>() <= 1e-5);
+    CHECK(report["validation"]["cpu_recomputed_energy"] == report["energy"]);
+    for (const char* phase : {"load", "init", "assign", "reduce", "update", "maintenance", "energy", "write", "fit",
+                              "total"}) {
         INFO(phase);
         CHECK(report["seconds"][phase].get<double>() >= 0.0);
     }
@@ -333,6 +338,7 @@ TEST_CASE("compress rejects bad input and bad options, leaving the output untouc
         const CommandResult result = compress(good, out, "--trim 1.5");
         check_fails(result, out, {"--trim must be in [0, 1), got 1.5"});
         CHECK(result.exit_code == 2);
+        check_fails(compress(good, out, "--validate-every -1"), out, {"--validate-every must be >= 0"});
     }
     SECTION("value of the wrong type") {
         const CommandResult result = compress(good, out, "--t0 hot");

@@ -77,6 +77,10 @@ void add_options(po::options_description& options, CompressArgs& a) {
          "seeds every random choice; the same input and seed give a byte-identical file on any machine")
         ("metric", po::value(&a.metric)->default_value(metric)->value_name("NAME"),
          "l2, or angular (every vector scaled to unit length on load)")
+        ("validate-every", po::value(&a.config.validate_every)
+                               ->default_value(c.validate_every, show(c.validate_every))->value_name("K"),
+         "also check the energy against the CPU's double-precision recomputation after every K-th assign "
+         "(every run is checked once at its end); 0: only at the end")
         ("threads", po::value(&a.config.threads)->default_value(c.threads, show(c.threads))->value_name("N"),
          "CPU threads (OpenMP and BLAS); 0 uses every core; the result does not depend on it")
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
@@ -109,6 +113,7 @@ void check_values(const CompressArgs& a) {
     require(c.trim >= 0.0 && c.trim < 1.0, "--trim", "in [0, 1)", c.trim);
     require(c.trim_final >= 0.0 && c.trim_final < 1.0, "--trim-final", "in [0, 1)", c.trim_final);
     require(c.maintenance_every >= 0, "--maintenance-every", ">= 0", c.maintenance_every);
+    require(c.validate_every >= 0, "--validate-every", ">= 0", c.validate_every);
     require(c.threads >= 0, "--threads", ">= 0", c.threads);
     require(a.gpu >= 0, "--gpu", ">= 0", a.gpu);
 }
