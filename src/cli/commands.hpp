@@ -5,6 +5,7 @@
 namespace vlattice::cli {
 
 int run_compress(int argc, char** argv);
+int run_compare(int argc, char** argv);
 int run_decompress(int argc, char** argv);
 int run_info(int argc, char** argv);
 

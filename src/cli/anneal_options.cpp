@@ -1,0 +1,75 @@
+#include "anneal_options.hpp"
+
+#include "vlattice/io.hpp"
+
+#include <cmath>
+
+namespace vlattice::cli {
+
+namespace {
+
+template <class T>
+void require(bool ok, const char* option, const char* rule, T got) {
+    if (!ok) {
+        throw UsageError(std::string(option) + " must be " + rule + ", got " + show(got));
+    }
+}
+
+}  // namespace
+
+void add_anneal_options(po::options_description& options, AnnealArgs& a) {
+    const AnnealConfig c;
+    const long long anchors = static_cast<long long>(c.anchors);
+    const std::string dataset = ReadOptions{}.dataset;
+    options.add_options()
+        ("anchors,m", po::value(&a.anchors)->default_value(anchors, show(anchors))->value_name("M"),
+         "anchors to learn, 1 <= M <= number of vectors; anchors left empty are dropped, so the file may hold fewer")
+        ("iters", po::value(&a.config.max_iters)->default_value(c.max_iters, show(c.max_iters))->value_name("N"),
+         "maximum iterations; the run stops earlier when converged")
+        ("t0", po::value(&a.config.t0)->default_value(c.t0, show(c.t0))->value_name("T"),
+         "initial temperature, >= 0; hot iterations trim more outliers and move anchors part of the way, "
+         "0 runs cold (plain Lloyd steps with --trim-final) from the start")
+        ("cooling", po::value(&a.config.cooling)->default_value(c.cooling, show(c.cooling))->value_name("C"),
+         "T <- T * (1 - C) after every iteration, C in [0, 1)")
+        ("trim", po::value(&a.config.trim)->default_value(c.trim, show(c.trim))->value_name("F"),
+         "share of each anchor's farthest members left out of its mean at T = T0, in [0, 1)")
+        ("trim-final", po::value(&a.config.trim_final)->default_value(c.trim_final, show(c.trim_final))->value_name("F"),
+         "share left out at T = 0, in [0, 1); 0 ends at a k-means fixed point, = --trim gives trimmed k-means")
+        ("maintenance-every", po::value(&a.config.maintenance_every)
+                                  ->default_value(c.maintenance_every, show(c.maintenance_every))->value_name("P"),
+         "merge close anchors, split crowded ones and re-seed empty ones every P iterations while hot; 0 turns it off")
+        ("seed", po::value(&a.config.seed)->default_value(c.seed, show(c.seed))->value_name("S"),
+         "seeds every random choice; the same input and seed give a byte-identical file on any machine")
+        ("metric", po::value(&a.metric)->default_value(metric_name(Metric::l2))->value_name("NAME"),
+         "l2, or angular (every vector scaled to unit length on load)")
+        ("validate-every", po::value(&a.config.validate_every)
+                               ->default_value(c.validate_every, show(c.validate_every))->value_name("K"),
+         "also check the energy against the CPU's double-precision recomputation after every K-th assign "
+         "(every run is checked once at its end); 0: only at the end")
+        ("threads", po::value(&a.config.threads)->default_value(c.threads, show(c.threads))->value_name("N"),
+         "CPU threads (OpenMP and BLAS); 0 uses every core; the result does not depend on it")
+        ("gpu", po::value(&a.gpu)->default_value(0)->value_name("N"), "index of the CUDA device to use")
+        ("dataset", po::value(&a.dataset)->default_value(dataset)->value_name("NAME"),
+         "dataset to read from an HDF5 INPUT");
+}
+
+void check_anneal_args(AnnealArgs& a) {
+    const AnnealConfig& c = a.config;
+    require(a.anchors >= 1, "-m/--anchors", "at least 1", a.anchors);
+    require(c.max_iters >= 1, "--iters", "at least 1", c.max_iters);
+    require(c.t0 >= 0.0 && std::isfinite(c.t0), "--t0", "a finite number >= 0", c.t0);
+    require(c.cooling >= 0.0 && c.cooling < 1.0, "--cooling", "in [0, 1)", c.cooling);
+    require(c.trim >= 0.0 && c.trim < 1.0, "--trim", "in [0, 1)", c.trim);
+    require(c.trim_final >= 0.0 && c.trim_final < 1.0, "--trim-final", "in [0, 1)", c.trim_final);
+    require(c.maintenance_every >= 0, "--maintenance-every", ">= 0", c.maintenance_every);
+    require(c.validate_every >= 0, "--validate-every", ">= 0", c.validate_every);
+    require(c.threads >= 0, "--threads", ">= 0", c.threads);
+    require(a.gpu >= 0, "--gpu", ">= 0", a.gpu);
+    a.config.anchors = static_cast<std::size_t>(a.anchors);
+}
+
+Metric metric_of(const AnnealArgs& args) {
+    return parse_option_value([&] { return parse_metric(args.metric); });
+}
+
+}  // namespace vlattice::cli

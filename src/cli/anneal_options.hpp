@@ -1,0 +1,31 @@
+// The options every command that runs the annealing shares (compress, compare): what to learn and
+// how, where the input's vectors are, and which GPU. Defaults come from AnnealConfig and
+// ReadOptions, so --help cannot drift from what a run uses.
+#pragma once
+
+#include "options.hpp"
+
+#include "vlattice/config.hpp"
+#include "vlattice/types.hpp"
+
+#include <string>
+
+namespace vlattice::cli {
+
+struct AnnealArgs {
+    AnnealConfig config;
+    long long anchors = 0;  // signed, so that -m -1 is reported rather than wrapped
+    std::string metric;
+    int gpu = 0;
+    std::string dataset;
+};
+
+void add_anneal_options(po::options_description& options, AnnealArgs& args);
+
+// Range checks named by option, before the input is read (whether M fits the data is left to
+// vlattice::validate once n is known); then copies M into the config. Throws UsageError.
+void check_anneal_args(AnnealArgs& args);
+
+Metric metric_of(const AnnealArgs& args);
+
+}  // namespace vlattice::cli
