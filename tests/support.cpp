@@ -65,7 +65,9 @@ CommandResult run_command(const std::string& command_line) {
 }
 
 CommandResult run_cli(const std::string& arguments) {
-    return run_command(std::string("'") + VLATTICE_CLI + "' " + arguments);
+    // The GPU machine runs a bundled copy of the CLI from another path (scripts/gpu-check).
+    const char* moved = std::getenv("VLATTICE_CLI");
+    return run_command(std::string("'") + (moved ? moved : VLATTICE_CLI) + "' " + arguments);
 }
 
 void run_python(const std::string& script) {
