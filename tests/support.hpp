@@ -17,6 +17,13 @@ std::uint64_t seed();
 // Gaussian mixture: `clusters` centres with spread 4, unit noise around them.
 Matrix random_points(std::size_t n, std::size_t d, std::mt19937_64& rng, std::size_t clusters = 8);
 
+// random_points with 5 clusters where every third row copies an earlier row: exact duplicates.
+Matrix duplicated_points(std::size_t n, std::size_t d, std::mt19937_64& rng);
+
+// Anchors near randomly chosen points; every fifth one (from the sixth on) an exact copy of the one
+// before it, so that exact ties in distance occur.
+Matrix anchors_near(const Matrix& x, std::size_t m, std::mt19937_64& rng);
+
 // A new empty folder under the system temp folder, removed with everything in it on destruction.
 class ScratchDir {
 public:

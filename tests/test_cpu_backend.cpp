@@ -13,31 +13,6 @@
 using namespace vlattice;
 using namespace vlattice::test;
 
-namespace {
-
-// Anchors near randomly chosen points, some of them exact duplicates of each other.
-Matrix anchors_near(const Matrix& x, std::size_t m, std::mt19937_64& rng) {
-    Matrix c(m, x.cols);
-    std::uniform_int_distribution<std::size_t> pick(0, x.rows - 1);
-    std::normal_distribution<float> noise(0.0f, 0.5f);
-    for (std::size_t j = 0; j < m; ++j) {
-        const float* source = (j > 2 && j % 5 == 0) ? c.row(j - 1) : x.row(pick(rng));
-        for (std::size_t k = 0; k < x.cols; ++k) {
-            c.row(j)[k] = source[k] + (j % 5 == 0 ? 0.0f : noise(rng));
-        }
-    }
-    return c;
-}
-
-// Copies every third row from an earlier row, so that the data hold exact duplicates.
-void add_duplicates(Matrix& x) {
-    for (std::size_t i = 3; i < x.rows; i += 3) {
-        std::memcpy(x.row(i), x.row(i / 3), x.cols * sizeof(float));
-    }
-}
-
-}  // namespace
-
 TEST_CASE("assign, robust reduce, update and energy match the double reference", "[cpu][backend]") {
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
@@ -49,8 +24,7 @@ TEST_CASE("assign, robust reduce, update and energy match the double reference",
     const double trim = GENERATE(0.0, 0.1, 0.35);
     INFO("n " << n << " d " << d << " m " << m << " trim " << trim);
 
-    Matrix x = random_points(n, d, rng, 5);
-    add_duplicates(x);
+    const Matrix x = duplicated_points(n, d, rng);
     const Matrix c = anchors_near(x, m, rng);
 
     auto backend = make_cpu_backend(2);

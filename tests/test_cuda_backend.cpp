@@ -30,34 +30,6 @@ bool gpu_usable() {
     return probe.usable;
 }
 
-// Anchors near randomly chosen points; every fifth one an exact copy of the one before it, so that
-// exact ties in distance occur.
-Matrix anchors_near(const Matrix& x, std::size_t m, std::mt19937_64& rng) {
-    Matrix c(m, x.cols);
-    std::uniform_int_distribution<std::size_t> pick(0, x.rows - 1);
-    std::normal_distribution<float> noise(0.0f, 0.5f);
-    for (std::size_t j = 0; j < m; ++j) {
-        const float* source = (j > 2 && j % 5 == 0) ? c.row(j - 1) : x.row(pick(rng));
-        for (std::size_t k = 0; k < x.cols; ++k) {
-            c.row(j)[k] = source[k] + (j % 5 == 0 ? 0.0f : noise(rng));
-        }
-    }
-    return c;
-}
-
-// Every third row copies an earlier row, so that the data hold exact duplicates.
-void add_duplicates(Matrix& x) {
-    for (std::size_t i = 3; i < x.rows; i += 3) {
-        std::memcpy(x.row(i), x.row(i / 3), x.cols * sizeof(float));
-    }
-}
-
-Matrix duplicated_points(std::size_t n, std::size_t d, std::mt19937_64& rng) {
-    Matrix x = random_points(n, d, rng, 5);
-    add_duplicates(x);
-    return x;
-}
-
 void check_anchors_close(const Matrix& got, const Matrix& want) {
     REQUIRE(got.rows == want.rows);
     REQUIRE(got.cols == want.cols);
