@@ -9,13 +9,6 @@
 
 namespace vlattice {
 
-namespace {
-
-struct GpuStatus {
-    bool usable = false;
-    std::string description;
-};
-
 GpuStatus gpu_status(int gpu) {
 #ifdef VLATTICE_HAVE_CUDA
     const cuda::GpuProbe probe = cuda::probe_gpu(gpu);
@@ -25,8 +18,6 @@ GpuStatus gpu_status(int gpu) {
     return {false, "this build has no CUDA support (configured with VLATTICE_CUDA=OFF or without nvcc)"};
 #endif
 }
-
-}  // namespace
 
 DeviceKind parse_device(const std::string& name) {
     if (name == "auto") {

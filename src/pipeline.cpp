@@ -78,6 +78,22 @@ nlohmann::json run_metadata(const AnnealConfig& config, const FitResult& result,
     };
 }
 
+double equal_assignment_share(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
+    if (a.size() != b.size()) {
+        throw Error("cannot compare assignments of " + std::to_string(a.size()) + " and " + std::to_string(b.size()) +
+                    " points");
+    }
+    if (a.empty()) {
+        return 1.0;
+    }
+    std::size_t equal = 0;
+#pragma omp parallel for schedule(static) reduction(+ : equal)
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        equal += a[i] == b[i] ? 1 : 0;
+    }
+    return static_cast<double>(equal) / static_cast<double>(a.size());
+}
+
 VlatFile make_vlat(const FitResult& result, const RunInput& input, AnchorStorage storage,
                    const nlohmann::json& metadata) {
     if (input.d > std::numeric_limits<std::uint32_t>::max()) {

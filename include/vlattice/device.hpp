@@ -18,6 +18,15 @@ struct BackendChoice {
     std::string note;  // one line for the user when `auto` fell back to the CPU, else empty
 };
 
+struct GpuStatus {
+    bool usable = false;
+    std::string description;  // the GPU's name and size, or why none is usable
+};
+
+// Never throws: no CUDA build, no driver (cudaErrorInsufficientDriver) and no device all come back
+// as usable = false with the reason.
+GpuStatus gpu_status(int gpu);
+
 // `automatic` picks the GPU when one is usable, else the CPU with a note that says why.
 // `cuda` throws Error saying why no GPU can be used (no CUDA build, no device, driver too old).
 BackendChoice make_backend(DeviceKind kind, int gpu, int threads);

@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace vlattice {
 
@@ -44,6 +46,12 @@ nlohmann::json config_json(const AnnealConfig& config);
 // dates, paths, thread count or backend), so the same input and seed give a byte-identical file on
 // any machine.
 nlohmann::json run_metadata(const AnnealConfig& config, const FitResult& result, const RunInput& input);
+
+// The share of the n points two runs put on the same anchor id, in [0, 1]; 1 for n = 0. Ids only
+// mean the same anchor when both runs started from the same init and kept their anchors in the same
+// order, so callers comparing runs whose anchor counts differ must say the share is of raw ids.
+// Throws Error when the two lengths differ.
+double equal_assignment_share(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b);
 
 VlatFile make_vlat(const FitResult& result, const RunInput& input, AnchorStorage storage,
                    const nlohmann::json& metadata);

@@ -23,7 +23,7 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
     const std::string dataset = ReadOptions{}.dataset;
     options.add_options()
         ("anchors,m", po::value(&a.anchors)->default_value(anchors, show(anchors))->value_name("M"),
-         "anchors to learn, 1 <= M <= number of vectors; anchors left empty are dropped, so the file may hold fewer")
+         "anchors to learn, 1 <= M <= number of vectors; anchors left empty are dropped, so a run may end with fewer")
         ("iters", po::value(&a.config.max_iters)->default_value(c.max_iters, show(c.max_iters))->value_name("N"),
          "maximum iterations; the run stops earlier when converged")
         ("t0", po::value(&a.config.t0)->default_value(c.t0, show(c.t0))->value_name("T"),
@@ -39,7 +39,8 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
                                   ->default_value(c.maintenance_every, show(c.maintenance_every))->value_name("P"),
          "merge close anchors, split crowded ones and re-seed empty ones every P iterations while hot; 0 turns it off")
         ("seed", po::value(&a.config.seed)->default_value(c.seed, show(c.seed))->value_name("S"),
-         "seeds every random choice; the same input and seed give a byte-identical file on any machine")
+         "seeds every random choice; the same input, seed and backend give the same result on any machine "
+         "(compress: a byte-identical file)")
         ("metric", po::value(&a.metric)->default_value(metric_name(Metric::l2))->value_name("NAME"),
          "l2, or angular (every vector scaled to unit length on load)")
         ("validate-every", po::value(&a.config.validate_every)
@@ -70,6 +71,18 @@ void check_anneal_args(AnnealArgs& a) {
 
 Metric metric_of(const AnnealArgs& args) {
     return parse_option_value([&] { return parse_metric(args.metric); });
+}
+
+LoadedPoints load_input(const std::string& command, const std::string& path, const AnnealArgs& args, bool quiet) {
+    ReadOptions options;
+    options.dataset = args.dataset;
+    LoadedPoints loaded = load_points(path, options, metric_of(args));
+    if (loaded.zero_rows > 0 && !quiet) {
+        print_notice(command, "warning",
+                     std::to_string(loaded.zero_rows) + " vectors are all zero; with --metric angular they have no "
+                     "direction and stay zero");
+    }
+    return loaded;
 }
 
 }  // namespace vlattice::cli

@@ -6,6 +6,7 @@
 #include "options.hpp"
 
 #include "vlattice/config.hpp"
+#include "vlattice/pipeline.hpp"
 #include "vlattice/types.hpp"
 
 #include <string>
@@ -27,5 +28,9 @@ void add_anneal_options(po::options_description& options, AnnealArgs& args);
 void check_anneal_args(AnnealArgs& args);
 
 Metric metric_of(const AnnealArgs& args);
+
+// Loads `path` as the options say (--dataset, --metric). Unless `quiet`, warns on stderr, as
+// `command`, about all-zero vectors that angular cannot give a direction.
+LoadedPoints load_input(const std::string& command, const std::string& path, const AnnealArgs& args, bool quiet);
 
 }  // namespace vlattice::cli

@@ -2,6 +2,7 @@
 #include "anneal_options.hpp"
 #include "commands.hpp"
 #include "options.hpp"
+#include "progress.hpp"
 
 #include "vlattice/anneal.hpp"
 #include "vlattice/cpu_backend.hpp"
@@ -10,9 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <memory>
+#include <unistd.h>
 
 namespace vlattice::cli {
 
@@ -22,42 +27,95 @@ const CommandHelp kHelp{
     "compare",
     "INPUT [options]",
     "INPUT",
-    "Runs the annealing on the CPU and on the GPU with the same data, seed\n"
-    "and settings, and prints the seconds of each phase, the speed-up, both\n"
-    "energies, their relative difference and the share of points both assign\n"
-    "to the same anchor. Needs a usable GPU.",
+    "Loads the vectors in INPUT once and runs the annealing on them twice, on\n"
+    "the CPU and then on the GPU, with the same seed and settings. Prints the\n"
+    "seconds of each phase on both and the speed-up (CPU seconds / GPU\n"
+    "seconds), the iterations, final anchors and energy of each run, the\n"
+    "relative difference |E_gpu - E_cpu| / E_cpu, and the share of points both\n"
+    "runs give the same anchor id. Writes no file.\n"
+    "Fails (exit 1) before the CPU run when no GPU is usable.\n"
+    "INPUT: any file compress reads.",
 };
 
 struct CompareArgs {
     AnnealArgs anneal;
     bool json = false;
+    bool quiet = false;
 };
 
-constexpr const char* kPhases[] = {"init", "assign", "reduce", "update", "maintenance", "energy", "total"};
+struct Phase {
+    const char* key;    // in the JSON
+    const char* label;  // in the table
+    double PhaseSeconds::*seconds;
+};
 
-double phase(const PhaseSeconds& s, const std::string& name) {
-    if (name == "init") return s.init;
-    if (name == "assign") return s.assign;
-    if (name == "reduce") return s.reduce;
-    if (name == "update") return s.update;
-    if (name == "maintenance") return s.maintenance;
-    if (name == "energy") return s.energy;
-    return s.total;
+// In the order a fit runs them; the total is the whole fit, the shared load excluded.
+constexpr Phase kPhases[] = {
+    {"init", "init", &PhaseSeconds::init},
+    {"assign", "assign", &PhaseSeconds::assign},
+    {"reduce", "reduce", &PhaseSeconds::reduce},
+    {"update", "update", &PhaseSeconds::update},
+    {"maintenance", "maintenance", &PhaseSeconds::maintenance},
+    {"energy", "energy", &PhaseSeconds::energy},
+    {"total", "total (fit)", &PhaseSeconds::total},
+};
+
+struct Comparison {
+    std::string input;
+    std::size_t n = 0;
+    std::size_t d = 0;
+    Metric metric = Metric::l2;
+    AnnealConfig config;
+    double load_seconds = 0.0;
+    FitResult cpu;
+    FitResult gpu;
+};
+
+void add_options(po::options_description& options, CompareArgs& a) {
+    add_anneal_options(options, a.anneal);
+    options.add_options()
+        ("json", po::bool_switch(&a.json), "print one JSON object instead of the table")
+        ("quiet", po::bool_switch(&a.quiet), "no progress display and no warnings; the table or JSON still prints");
 }
 
-// Anchor ids only correspond while both runs kept the same anchors, which the caller reports.
-double equal_share(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
-    std::size_t equal = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        equal += a[i] == b[i] ? 1 : 0;
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Asked before the CPU run, so that a machine without a GPU fails at once, with the reason.
+std::unique_ptr<Backend> make_gpu_backend(int gpu, int threads) {
+    const GpuStatus status = gpu_status(gpu);
+    if (!status.usable) {
+        throw Error("no usable GPU: " + status.description + "; compare needs one");
     }
-    return a.empty() ? 1.0 : static_cast<double>(equal) / static_cast<double>(a.size());
+    return make_backend(DeviceKind::cuda, gpu, threads).backend;
+}
+
+FitResult run(const Matrix& points, const AnnealConfig& config, Backend& backend, bool show_progress) {
+    ProgressBar progress(show_progress, config.max_iters, points.rows);
+    FitResult result = fit(points, config, backend, [&](const IterationRecord& record) { progress.update(record); });
+    progress.finish();
+    return result;
+}
+
+// Both zero counts as agreement; a zero CPU energy with a non-zero GPU one as a huge difference.
+double energy_relative_difference(const Comparison& c) {
+    return std::abs(c.gpu.energy - c.cpu.energy) / std::max(c.cpu.energy, std::numeric_limits<double>::min());
+}
+
+double equal_share(const Comparison& c) {
+    return equal_assignment_share(c.cpu.assignments, c.gpu.assignments);
+}
+
+// A phase that took no time on the GPU (maintenance turned off, say) has no speed-up: JSON null.
+nlohmann::json speedup(double cpu_seconds, double gpu_seconds) {
+    return gpu_seconds > 0.0 ? nlohmann::json(cpu_seconds / gpu_seconds) : nlohmann::json(nullptr);
 }
 
 nlohmann::json side_json(const FitResult& r) {
     nlohmann::json seconds;
-    for (const char* name : kPhases) {
-        seconds[name] = phase(r.seconds, name);
+    for (const Phase& phase : kPhases) {
+        seconds[phase.key] = r.seconds.*phase.seconds;
     }
     return {{"seconds", seconds},
             {"energy", r.energy},
@@ -66,72 +124,91 @@ nlohmann::json side_json(const FitResult& r) {
             {"stop_reason", r.stop_reason}};
 }
 
-void print_table(const nlohmann::json& c) {
-    const nlohmann::json& cpu = c["cpu"];
-    const nlohmann::json& gpu = c["gpu"];
-    std::printf("%s: %zu x %zu, m = %zu\n", c["input"].get<std::string>().c_str(), c["n"].get<std::size_t>(),
-                c["d"].get<std::size_t>(), c["m"].get<std::size_t>());
-    std::printf("%-12s %10s %10s %9s\n", "phase", "cpu s", "gpu s", "speed-up");
-    std::printf("%-12s %10.4f %10.4f %9s\n", "load", c["load_seconds"].get<double>(),
-                c["load_seconds"].get<double>(), "(shared)");
-    for (const char* name : kPhases) {
-        const double a = cpu["seconds"][name].get<double>();
-        const double b = gpu["seconds"][name].get<double>();
-        std::printf("%-12s %10.4f %10.4f %9.2f\n", name, a, b, b > 0.0 ? a / b : 0.0);
+nlohmann::json comparison_json(const Comparison& c) {
+    return {
+        {"input", c.input},
+        {"n", c.n},
+        {"d", c.d},
+        {"m", c.config.anchors},
+        {"metric", metric_name(c.metric)},
+        {"config", config_json(c.config)},
+        {"load_seconds", c.load_seconds},
+        {"cpu", side_json(c.cpu)},
+        {"gpu", side_json(c.gpu)},
+        {"speedup", speedup(c.cpu.seconds.total, c.gpu.seconds.total)},
+        {"energy_relative_difference", energy_relative_difference(c)},
+        {"equal_assignment_share", equal_share(c)},
+    };
+}
+
+std::string format(const char* spec, double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, spec, value);
+    return text;
+}
+
+std::string speedup_text(double cpu_seconds, double gpu_seconds) {
+    return gpu_seconds > 0.0 ? format("%.2f", cpu_seconds / gpu_seconds) : "-";
+}
+
+void print_table(const Comparison& c) {
+    const char* const row = "%-12s %16s %16s %9s\n";
+    std::printf("%s: %zu x %zu (%s), M = %zu\n", c.input.c_str(), c.n, c.d, metric_name(c.metric), c.config.anchors);
+    std::printf(row, "", "cpu s", "gpu s", "speed-up");
+    std::printf(row, "load", format("%.4f", c.load_seconds).c_str(), "(shared)", "-");
+    for (const Phase& phase : kPhases) {
+        const double cpu = c.cpu.seconds.*phase.seconds;
+        const double gpu = c.gpu.seconds.*phase.seconds;
+        std::printf(row, phase.label, format("%.4f", cpu).c_str(), format("%.4f", gpu).c_str(),
+                    speedup_text(cpu, gpu).c_str());
     }
-    std::printf("iterations   cpu %d, gpu %d\n", cpu["iterations"].get<int>(), gpu["iterations"].get<int>());
-    std::printf("anchors      cpu %zu, gpu %zu%s\n", cpu["anchors"].get<std::size_t>(), gpu["anchors"].get<std::size_t>(),
-                cpu["anchors"] == gpu["anchors"] ? "" : " (ids need not correspond)");
-    std::printf("energy       cpu %.9g, gpu %.9g, relative difference %.3g\n", cpu["energy"].get<double>(),
-                gpu["energy"].get<double>(), c["energy_relative_difference"].get<double>());
-    std::printf("equal assignments %.4f %%\n", 100.0 * c["equal_assignment_share"].get<double>());
+    std::printf("\n");
+    std::printf(row, "", "cpu", "gpu", "");
+    std::printf(row, "iterations", std::to_string(c.cpu.iterations).c_str(), std::to_string(c.gpu.iterations).c_str(),
+                "");
+    std::printf(row, "anchors", std::to_string(c.cpu.anchors.rows).c_str(), std::to_string(c.gpu.anchors.rows).c_str(),
+                "");
+    std::printf(row, "energy", format("%.9g", c.cpu.energy).c_str(), format("%.9g", c.gpu.energy).c_str(), "");
+    std::printf("\nenergy relative difference  %.3g\n", energy_relative_difference(c));
+    std::printf("equal assignments           %.4f %% of %zu points\n", 100.0 * equal_share(c), c.n);
+    if (c.cpu.anchors.rows != c.gpu.anchors.rows) {
+        std::printf("  the final anchor counts differ, so an id need not name the same anchor in both runs;\n"
+                    "  the share above compares the raw ids\n");
+    }
 }
 
 int compare(int argc, char** argv) {
     CompareArgs args;
     po::options_description options("options");
-    add_anneal_options(options, args.anneal);
-    options.add_options()("json", po::bool_switch(&args.json), "print one JSON object instead of the table");
+    add_options(options, args);
     po::variables_map values;
     if (!parse_command_line(argc, argv, kHelp, options, values)) {
         return 0;
     }
-    const std::string input = values["input"].as<std::string>();
+    Comparison c;
+    c.input = values["input"].as<std::string>();
     check_anneal_args(args.anneal);
-    const AnnealConfig& config = args.anneal.config;
-    const Metric metric = metric_of(args.anneal);
+    c.config = args.anneal.config;
+    c.metric = metric_of(args.anneal);
 
     // The GPU is asked for first, so that a machine without one fails before the long CPU run.
-    BackendChoice gpu = make_backend(DeviceKind::cuda, args.anneal.gpu, config.threads);
-    std::unique_ptr<Backend> cpu = make_cpu_backend(config.threads);
+    const std::unique_ptr<Backend> gpu = make_gpu_backend(args.anneal.gpu, c.config.threads);
+    const std::unique_ptr<Backend> cpu = make_cpu_backend(c.config.threads);
 
     const auto start = std::chrono::steady_clock::now();
-    ReadOptions read_options;
-    read_options.dataset = args.anneal.dataset;
-    const LoadedPoints loaded = load_points(input, read_options, metric);
-    const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const LoadedPoints loaded = load_input(kHelp.name, c.input, args.anneal, args.quiet);
+    c.load_seconds = seconds_since(start);
+    c.n = loaded.points.rows;
+    c.d = loaded.points.cols;
 
-    const FitResult on_cpu = fit(loaded.points, config, *cpu);
-    const FitResult on_gpu = fit(loaded.points, config, *gpu.backend);
+    const bool show_progress = !args.quiet && ::isatty(STDERR_FILENO);
+    c.cpu = run(loaded.points, c.config, *cpu, show_progress);
+    c.gpu = run(loaded.points, c.config, *gpu, show_progress);
 
-    nlohmann::json result = {
-        {"input", input},
-        {"n", loaded.points.rows},
-        {"d", loaded.points.cols},
-        {"m", config.anchors},
-        {"metric", metric_name(metric)},
-        {"config", config_json(config)},
-        {"load_seconds", load_seconds},
-        {"cpu", side_json(on_cpu)},
-        {"gpu", side_json(on_gpu)},
-        {"speedup", on_gpu.seconds.total > 0.0 ? on_cpu.seconds.total / on_gpu.seconds.total : 0.0},
-        {"energy_relative_difference", std::abs(on_gpu.energy - on_cpu.energy) / std::max(on_cpu.energy, 1e-300)},
-        {"equal_assignment_share", equal_share(on_cpu.assignments, on_gpu.assignments)},
-    };
     if (args.json) {
-        std::printf("%s\n", result.dump(2).c_str());
+        std::printf("%s\n", comparison_json(c).dump(2).c_str());
     } else {
-        print_table(result);
+        print_table(c);
     }
     return 0;
 }

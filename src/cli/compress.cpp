@@ -112,16 +112,9 @@ int compress(int argc, char** argv) {
     context.backend = choice.backend->name();
     context.threads = config.threads;
     auto start = std::chrono::steady_clock::now();
-    ReadOptions read_options;
-    read_options.dataset = args.anneal.dataset;
-    const LoadedPoints loaded = load_points(args.input, read_options, metric);
+    const LoadedPoints loaded = load_input(kHelp.name, args.input, args.anneal, args.quiet);
     context.load_seconds = seconds_since(start);
     context.input = {args.input, loaded.points.rows, loaded.points.cols, metric};
-    if (loaded.zero_rows > 0 && !args.quiet) {
-        print_notice(kHelp.name, "warning",
-                     std::to_string(loaded.zero_rows) + " vectors are all zero; with --metric angular they have no "
-                     "direction and stay zero");
-    }
     validate(config, loaded.points.rows);
 
     ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), config.max_iters, loaded.points.rows);
