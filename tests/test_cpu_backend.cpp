@@ -1,5 +1,6 @@
 // Each stage of the CPU backend against the brute-force double references, on random inputs of odd
 // sizes: d not a multiple of 4 or 8, m = 1 and m = n, duplicate points and duplicate anchors.
+#include "call_order.hpp"
 #include "reference.hpp"
 #include "support.hpp"
 
@@ -137,4 +138,9 @@ TEST_CASE("exact assign with exclusions finds each anchor's nearest other anchor
         CHECK(other[j] == best_k);
         CHECK(close(gap[j], best, 1e-12));
     }
+}
+
+TEST_CASE("cpu: calls out of order are reported as errors", "[cpu][backend]") {
+    auto cpu = make_cpu_backend(1);
+    check_call_order(*cpu);
 }

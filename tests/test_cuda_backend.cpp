@@ -7,6 +7,7 @@
 #ifdef VLATTICE_HAVE_CUDA
 
 #include "../cuda/gpu_probe.hpp"
+#include "call_order.hpp"
 #include "perturbed_backend.hpp"
 #include "reference.hpp"
 #include "support.hpp"
@@ -271,17 +272,7 @@ TEST_CASE("cuda: calls out of order are reported as errors", "[gpu][backend][qui
         return;
     }
     auto gpu = make_cuda_backend(0);
-    CHECK_THROWS_AS(gpu->assign(), Error);
-    CHECK_THROWS_AS(gpu->upload_anchors(Matrix(2, 3)), Error);
-    gpu->upload_points(Matrix(10, 3));
-    CHECK_THROWS_AS(gpu->upload_anchors(Matrix(2, 4)), Error);
-    gpu->upload_anchors(Matrix(2, 3));
-    CHECK_THROWS_AS(gpu->robust_reduce(0.1), Error);
-    CHECK_THROWS_AS(gpu->energy(), Error);
-    CHECK(gpu->download_stats().count.empty());
-    CHECK(gpu->download_assignments() == std::vector<std::uint32_t>(10, 0xFFFFFFFFu));
-    CHECK(gpu->assign().changed == 10);
-    CHECK_THROWS_AS(gpu->robust_reduce(1.0), Error);
+    check_call_order(*gpu);
 }
 
 TEST_CASE("cuda: a full fit lands where the CPU's does", "[gpu][anneal]") {

@@ -32,6 +32,8 @@ public:
 
     // The CPU works on the caller's points in place: a copy would double the memory of a run.
     void upload_points(const Matrix& points) override {
+        require(points.rows > 0 && points.cols > 0 && points.data.size() == points.rows * points.cols,
+                "no points to upload, or a matrix whose size does not match its shape");
         points_ = &points;
         norms_.resize(points.rows);
 #pragma omp parallel for schedule(static)
@@ -40,16 +42,27 @@ public:
         }
         assignment_.assign(points.rows, kUnassigned);
         distance_.assign(points.rows, 0.0);
+        assigned_ = false;
     }
 
     void upload_anchors(const Matrix& anchors) override {
+        require(points_ != nullptr, "upload_anchors before upload_points");
+        require(anchors.rows > 0 && anchors.cols == points_->cols,
+                "anchors are " + std::to_string(anchors.rows) + " x " + std::to_string(anchors.cols) +
+                    ", expected at least one row of " + std::to_string(points_->cols));
+        // Old ids may point past a smaller set of anchors: reduce and energy wait for the next assign.
+        assigned_ = assigned_ && anchors.rows == anchors_.rows;
         anchors_ = anchors;
         means_.clear();
         stats_ = AnchorStats{};
     }
 
     void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) override {
+        require(anchors.cols == anchors_.cols, "upload_anchor_rows got rows of the wrong dimension");
         for (std::uint32_t j : rows) {
+            require(j < anchors_.rows && j < anchors.rows, "upload_anchor_rows: row " + std::to_string(j) +
+                                                               " is outside the " + std::to_string(anchors_.rows) +
+                                                               " anchors");
             std::memcpy(anchors_.row(j), anchors.row(j), anchors_.cols * sizeof(float));
         }
     }
@@ -57,6 +70,8 @@ public:
     Matrix download_anchors() override { return anchors_; }
 
     AssignStats assign() override {
+        require(points_ != nullptr && anchors_.rows > 0, "assign before upload_points and upload_anchors");
+        assigned_ = true;
         AssignStats result;
         result.changed = cpu::exact_assign(*points_, norms_, anchors_, assignment_, distance_);
         result.energy = deterministic_sum(points_->rows, [&](std::size_t i) { return distance_[i]; }) /
@@ -65,12 +80,15 @@ public:
     }
 
     void robust_reduce(double trim) override {
+        require(assigned_, "robust_reduce needs an assign of the current anchors first");
+        require(trim >= 0.0 && trim < 1.0, "trim must be in [0, 1), got " + std::to_string(trim));
         cpu::robust_reduce(*points_, assignment_, distance_, anchors_, trim, means_, stats_);
     }
 
     AnchorStats download_stats() override { return stats_; }
 
     void update(double eta) override {
+        require(stats_.kept.size() == anchors_.rows, "update needs a robust_reduce of the current anchors first");
         const std::size_t d = anchors_.cols;
 #pragma omp parallel for schedule(static)
         for (std::size_t j = 0; j < anchors_.rows; ++j) {
@@ -85,7 +103,10 @@ public:
         }
     }
 
-    double energy() override { return cpu_energy(*points_, anchors_, assignment_); }
+    double energy() override {
+        require(assigned_, "energy needs an assign of the current anchors first");
+        return cpu_energy(*points_, anchors_, assignment_);
+    }
 
     std::vector<std::uint32_t> download_assignments() override { return assignment_; }
 
@@ -105,7 +126,15 @@ public:
     }
 
 private:
+    // Calls out of order are a programming error in the caller; they are reported, never undefined.
+    static void require(bool ok, const std::string& what) {
+        if (!ok) {
+            throw Error("cpu backend: " + what);
+        }
+    }
+
     const Matrix* points_ = nullptr;
+    bool assigned_ = false;
     std::vector<float> norms_;
     Matrix anchors_;
     std::vector<std::uint32_t> assignment_;
