@@ -34,26 +34,29 @@ __device__ __forceinline__ int owned(int group, int r) {
     return r < 4 ? group * 4 + r : kTileM / 2 + group * 4 + (r - 4);
 }
 
-// Orders by (distance, index), so ties go to the lowest anchor, and keeps the runner-up distance.
-__device__ __forceinline__ void offer(float dist, std::uint32_t j, float& best, float& second,
-                                      std::uint32_t& best_j) {
-    if (dist < best || (dist == best && j < best_j)) {
-        second = best;
-        best = dist;
-        best_j = j;
-    } else if (dist < second) {
-        second = dist;
+// Keeps the three smallest (distance, anchor) pairs in order, so ties go to the lowest anchor.
+__device__ __forceinline__ void offer(float dist, std::uint32_t j, Candidate& c) {
+    if (dist < c.best || (dist == c.best && j < c.best_j)) {
+        c.third = c.second;
+        c.second = c.best;
+        c.second_j = c.best_j;
+        c.best = dist;
+        c.best_j = j;
+    } else if (dist < c.second || (dist == c.second && j < c.second_j)) {
+        c.third = c.second;
+        c.second = dist;
+        c.second_j = j;
+    } else if (dist < c.third) {
+        c.third = dist;
     }
 }
 
+// The two lists cover disjoint anchors. Whatever other.third displaces, other.best and other.second
+// (no larger) have displaced first, so it can only lower the third distance.
 __device__ __forceinline__ void merge(Candidate& into, const Candidate& other) {
-    if (other.best < into.best || (other.best == into.best && other.best_j < into.best_j)) {
-        into.second = fminf(into.best, other.second);
-        into.best = other.best;
-        into.best_j = other.best_j;
-    } else {
-        into.second = fminf(into.second, other.best);
-    }
+    offer(other.best, other.best_j, into);
+    offer(other.second, other.second_j, into);
+    into.third = fminf(into.third, other.third);
 }
 
 // Rows past the end and coordinates past d load as zero, which adds nothing to the dot products.
@@ -85,14 +88,10 @@ __global__ void __launch_bounds__(kThreads)
         x_norms[r] = row0 + r < n ? point_norms[row0 + r] : 0.0f;
     }
 
-    float best[kOwn];
-    float second[kOwn];
-    std::uint32_t best_j[kOwn];
+    Candidate top[kOwn];
 #pragma unroll
     for (int i = 0; i < kOwn; ++i) {
-        best[i] = CUDART_INF_F;
-        second[i] = best[i];
-        best_j[i] = 0;
+        top[i] = Candidate{CUDART_INF_F, CUDART_INF_F, CUDART_INF_F, 0, 0};
     }
 
     const std::size_t anchor_tiles = ceil_div(m, kTileN);
@@ -158,8 +157,7 @@ __global__ void __launch_bounds__(kThreads)
                 const std::size_t col = col0 + owned(tx, j);
                 if (col < m) {
                     // The CPU's expression; the rounding bound covers any evaluation order.
-                    offer(x_norm + c_norm[j] - 2.0f * acc[i][j], static_cast<std::uint32_t>(col), best[i], second[i],
-                          best_j[i]);
+                    offer(x_norm + c_norm[j] - 2.0f * acc[i][j], static_cast<std::uint32_t>(col), top[i]);
                 }
             }
         }
@@ -168,12 +166,14 @@ __global__ void __launch_bounds__(kThreads)
     // The 16 threads that share a row group are the 16 lanes of one half warp.
 #pragma unroll
     for (int i = 0; i < kOwn; ++i) {
-        Candidate mine{best[i], second[i], best_j[i]};
+        Candidate mine = top[i];
 #pragma unroll
         for (int offset = kSide / 2; offset > 0; offset /= 2) {
             const Candidate other{__shfl_xor_sync(kFullMask, mine.best, offset),
                                   __shfl_xor_sync(kFullMask, mine.second, offset),
-                                  __shfl_xor_sync(kFullMask, mine.best_j, offset)};
+                                  __shfl_xor_sync(kFullMask, mine.third, offset),
+                                  __shfl_xor_sync(kFullMask, mine.best_j, offset),
+                                  __shfl_xor_sync(kFullMask, mine.second_j, offset)};
             merge(mine, other);
         }
         const std::size_t row = row0 + owned(ty, i);
@@ -181,6 +181,19 @@ __global__ void __launch_bounds__(kThreads)
             candidates[static_cast<std::size_t>(blockIdx.y) * n + row] = mine;
         }
     }
+}
+
+// Marks list entries whose third fast distance lies outside the bound: only the best two anchors can
+// be the nearest, so only they are re-scored. Point ids are below 2^31, so the top bit is free.
+constexpr std::uint32_t kPairOnly = 0x80000000u;
+
+__device__ __forceinline__ Candidate merged(const Candidate* __restrict__ candidates, int splits, std::size_t n,
+                                            std::size_t i) {
+    Candidate c = candidates[i];
+    for (int s = 1; s < splits; ++s) {
+        merge(c, candidates[static_cast<std::size_t>(s) * n + i]);
+    }
+    return c;
 }
 
 // Combines the splits, then applies the CPU's bound: a point is certain when no other anchor's fast
@@ -194,38 +207,48 @@ __global__ void resolve_kernel(const Candidate* __restrict__ candidates, int spl
     if (i >= n) {
         return;
     }
-    Candidate c = candidates[i];
-    for (int s = 1; s < splits; ++s) {
-        merge(c, candidates[static_cast<std::size_t>(s) * n + i]);
-    }
+    const Candidate c = merged(candidates, splits, n, i);
     const float max_anchor_norm = __uint_as_float(*max_anchor_norm_bits);
     const float threshold = c.best + factor * (2.0f * point_norms[i] + anchor_norms[c.best_j] + max_anchor_norm);
     chosen[i] = c.best_j;
     if (c.second <= threshold) {
-        uncertain[atomicAdd(uncertain_count, 1u)] = static_cast<std::uint32_t>(i);
+        const std::uint32_t pair_only = c.third > threshold ? kPairOnly : 0u;
+        uncertain[atomicAdd(uncertain_count, 1u)] = static_cast<std::uint32_t>(i) | pair_only;
     }
 }
 
-// One warp per uncertain point scores every anchor in double; strict < keeps the lowest index on
-// ties. The list's order depends on scheduling, but each point's result does not.
+// One warp per uncertain point scores its candidates in double: the best two, or every anchor;
+// strict < keeps the lowest index on ties. The list's order depends on scheduling, but each point's
+// result does not.
 __global__ void __launch_bounds__(kThreads)
     rescore_kernel(const float* __restrict__ points, const float* __restrict__ anchors, std::uint32_t m, int d,
+                   const Candidate* __restrict__ candidates, int splits, std::size_t n,
                    const std::uint32_t* __restrict__ uncertain, const unsigned* __restrict__ uncertain_count,
                    std::uint32_t* __restrict__ chosen) {
     const int lane = threadIdx.x % kWarp;
     const unsigned warps = gridDim.x * (blockDim.x / kWarp);
     const unsigned count = *uncertain_count;
     for (unsigned u = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp; u < count; u += warps) {
-        const std::uint32_t i = uncertain[u];
+        const std::uint32_t entry = uncertain[u];
+        const std::uint32_t i = entry & ~kPairOnly;
         const float* x = points + static_cast<std::size_t>(i) * d;
-        double best = CUDART_INF;
         std::uint32_t best_j = chosen[i];
-        const float* c = anchors;
-        for (std::uint32_t j = 0; j < m; ++j, c += d) {
-            const double dist = warp_squared_distance(x, c, d, lane);
-            if (dist < best) {
-                best = dist;
-                best_j = j;
+        if (entry & kPairOnly) {
+            const Candidate c = merged(candidates, splits, n, i);
+            const std::uint32_t low = min(c.best_j, c.second_j);
+            const std::uint32_t high = max(c.best_j, c.second_j);
+            const double at_low = warp_squared_distance(x, anchors + static_cast<std::size_t>(low) * d, d, lane);
+            const double at_high = warp_squared_distance(x, anchors + static_cast<std::size_t>(high) * d, d, lane);
+            best_j = at_high < at_low ? high : low;
+        } else {
+            double best = CUDART_INF;
+            const float* c = anchors;
+            for (std::uint32_t j = 0; j < m; ++j, c += d) {
+                const double dist = warp_squared_distance(x, c, d, lane);
+                if (dist < best) {
+                    best = dist;
+                    best_j = j;
+                }
             }
         }
         if (lane == 0) {
@@ -270,9 +293,9 @@ void launch_exact_assign(const AssignArgs& args, cudaStream_t stream) {
 
     // Enough warps to fill the GPU; the count of uncertain points stays on the device.
     const unsigned rescore_blocks = static_cast<unsigned>(std::max(args.multiprocessors, 1)) * 8;
-    rescore_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors,
-                                                            static_cast<std::uint32_t>(args.m), args.d, args.uncertain,
-                                                            args.uncertain_count, args.chosen);
+    rescore_kernel<<<rescore_blocks, kThreads, 0, stream>>>(
+        args.points, args.anchors, static_cast<std::uint32_t>(args.m), args.d, args.candidates, args.plan.splits,
+        args.n, args.uncertain, args.uncertain_count, args.chosen);
     check_launch("rescore_kernel", stream);
 }
 

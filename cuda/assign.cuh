@@ -1,6 +1,7 @@
-// Exact nearest-anchor assignment: a tiled float32 kernel finds each point's best and second-best
-// fast distance, and the points where the two lie within the worst-case rounding bound are re-scored
-// against every anchor in double. The result equals the argmin of the distances in double, ties to
+// Exact nearest-anchor assignment: a tiled float32 kernel finds each point's three smallest fast
+// distances, and the points whose runner-up lies within the worst-case rounding bound of the best are
+// re-scored in double: against the best two anchors when the third lies outside the bound, else
+// against every anchor. The result equals the argmin of the distances in double, ties to
 // the lowest anchor, as on the CPU.
 #pragma once
 
@@ -11,11 +12,14 @@
 
 namespace vlattice::cuda {
 
-// One point's two smallest fast distances over a range of anchors.
+// One point's three smallest fast distances over a range of anchors, ordered by (distance, anchor),
+// with the anchors of the first two.
 struct Candidate {
     float best;
     float second;
+    float third;
     std::uint32_t best_j;
+    std::uint32_t second_j;
 };
 
 // When there are few points, the anchors are split over several blocks per point tile, so that the
