@@ -71,7 +71,7 @@ def main():
 
     if not all(os.path.exists(os.path.join(SOURCE, name))
                for name in ("train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz")):
-        print("install Debian's dataset-fashion-mnist (scripts/setup does)", file=sys.stderr)
+        print("install Debian's dataset-fashion-mnist (scripts/setup --bench does)", file=sys.stderr)
         return 1
 
     train = read_images("train-images-idx3-ubyte.gz")
