@@ -39,6 +39,9 @@ void AtomicFile::commit() {
         throw Error(path_ + ": write failed (disk full or I/O error)");
     }
     out_.close();
+    if (out_.fail()) {
+        throw Error(path_ + ": closing the output failed (disk full or I/O error)");
+    }
     if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
         throw Error(path_ + ": cannot rename temporary file into place (" + std::strerror(errno) + ")");
     }

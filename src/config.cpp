@@ -2,6 +2,7 @@
 
 #include "vlattice/types.hpp"
 
+#include <cmath>
 #include <string>
 
 namespace vlattice {
@@ -22,8 +23,9 @@ void validate(const AnnealConfig& c, std::size_t n) {
     require(c.anchors <= n, "anchors (-m) is " + std::to_string(c.anchors) + " but there are only " +
                                 std::to_string(n) + " vectors; use -m <= " + std::to_string(n));
     require(c.anchors <= 0xFFFFFFFFull, "anchors (-m) must fit in 32 bits");
+    require(n <= 0xFFFFFFFFull, std::to_string(n) + " vectors: at most 2^32 - 1 fit one run (ids are 32-bit)");
     require(c.max_iters >= 1, "iters must be at least 1, got " + std::to_string(c.max_iters));
-    require(c.t0 >= 0.0, "t0 must be >= 0, got " + std::to_string(c.t0));
+    require(c.t0 >= 0.0 && std::isfinite(c.t0), "t0 must be a finite number >= 0, got " + std::to_string(c.t0));
     require(c.cooling >= 0.0 && c.cooling < 1.0, "cooling must be in [0, 1), got " + std::to_string(c.cooling));
     require(c.t_floor >= 0.0 && c.t_floor < 1.0, "t_floor must be in [0, 1), got " + std::to_string(c.t_floor));
     require(c.trim >= 0.0 && c.trim < 1.0, "trim must be in [0, 1), got " + std::to_string(c.trim));

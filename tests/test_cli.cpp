@@ -1,6 +1,8 @@
 // End to end: the built `vlattice` binary run as a user would, on files written here.
 #include "support.hpp"
 
+#include "vlattice/format.hpp"
+
 #include "vlattice/config.hpp"
 #include "vlattice/io.hpp"
 
@@ -49,7 +51,8 @@ struct Sample {
 
 CommandResult compress(const std::string& input, const std::string& output, const std::string& extra = "",
                        int threads = 2) {
-    return run_cli("compress " + quote(input) + " -o " + quote(output) + " -m 16 --iters 10 --quiet --threads " +
+    // The CPU, so that the report's backend and the timings are the same on machines with a GPU.
+    return run_cli("compress " + quote(input) + " -o " + quote(output) + " -m 16 --iters 10 --quiet --device cpu --threads " +
                    std::to_string(threads) + " " + extra);
 }
 
@@ -440,4 +443,30 @@ TEST_CASE("decompress with a reference of the wrong shape names both shapes", "[
     write_file(out, kPrecious);
     check_fails(run_cli("decompress " + quote(vlat) + " -o " + quote(out) + " --reference " + quote(other)), out,
                 {"2000 x 16", "100 x 16"});
+}
+
+TEST_CASE("info shows a file whose metadata is empty", "[cli]") {
+    ScratchDir dir;
+    VlatFile file;
+    file.n = 3;
+    file.d = 2;
+    file.anchors = Matrix(1, 2);
+    file.assignments = {0, 0, 0};
+    file.metadata_json = "{}";
+    const std::string path = dir.path("empty-meta.vlat");
+    write_vlat(path, file);
+    const CommandResult text = run_cli("info " + quote(path));
+    INFO(text.output);
+    CHECK(text.exit_code == 0);
+    CHECK_THAT(text.output, Catch::Contains("run metadata"));
+    const CommandResult json = run_cli("info --json " + quote(path));
+    CHECK(json.exit_code == 0);
+    CHECK(nlohmann::json::parse(json.output)["metadata"] == nlohmann::json::object());
+}
+
+TEST_CASE("compress --device with an unknown kind is a usage error", "[cli]") {
+    ScratchDir dir;
+    const CommandResult result = run_cli("compress x.fvecs -o " + quote(dir.path("o.vlat")) + " --device tpu");
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Catch::Contains("--device") && Catch::Contains("tpu"));
 }

@@ -143,4 +143,6 @@ TEST_CASE("exact assign with exclusions finds each anchor's nearest other anchor
 TEST_CASE("cpu: calls out of order are reported as errors", "[cpu][backend]") {
     auto cpu = make_cpu_backend(1);
     check_call_order(*cpu);
+    auto fresh = make_cpu_backend(1);
+    CHECK_THROWS_AS(fresh->gather_members(0, 4), Error);
 }

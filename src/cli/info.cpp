@@ -105,6 +105,10 @@ void print_text(const nlohmann::json& info, const std::string& path) {
     std::size_t width = 0;
     const nlohmann::json metadata = info["metadata"].flatten();
     for (const auto& field : metadata.items()) {
+        // An empty object flattens to one entry with an empty key: there is nothing to show.
+        if (field.key().empty()) {
+            continue;
+        }
         std::string key = field.key().substr(1);
         std::replace(key.begin(), key.end(), '/', '.');
         width = std::max(width, key.size());

@@ -111,6 +111,7 @@ public:
     std::vector<std::uint32_t> download_assignments() override { return assignment_; }
 
     Matrix gather_members(std::uint32_t anchor, std::size_t limit) override {
+        require(assigned_, "gather_members needs an assign of the current anchors first");
         const Matrix& x = *points_;
         std::vector<std::size_t> members;
         for (std::size_t i = 0; i < x.rows && members.size() < limit; ++i) {
