@@ -36,16 +36,21 @@ std::size_t init_sample_size(const AnnealConfig& config, std::size_t n) {
     return config.init_sample > 0 ? std::min(config.init_sample, n) : std::min(n, 32 * config.anchors);
 }
 
+// |a - b| relative to the larger magnitude; 0 when both are 0.
+double relative_difference(double a, double b) {
+    const double scale = std::max(std::abs(a), std::abs(b));
+    return scale > 0.0 ? std::abs(a - b) / scale : 0.0;
+}
+
 // Converged once the energy and the assignments both stop moving.
 bool stalled(double previous_energy, const AssignStats& now, std::size_t n, double tolerance) {
-    const double scale = std::max(std::abs(now.energy), std::abs(previous_energy));
-    const double relative = scale > 0.0 ? std::abs(previous_energy - now.energy) / scale : 0.0;
+    const double relative = relative_difference(previous_energy, now.energy);
     return relative < tolerance && static_cast<double>(now.changed) < tolerance * static_cast<double>(n);
 }
 
 // Anchors that ended with no members carry no information; they are removed and the points
 // re-assigned so that ids stay dense. Returns how many were removed.
-int drop_empty_anchors(Backend& backend, std::size_t n) {
+int drop_empty_anchors(Backend& backend) {
     const std::vector<std::uint32_t> assignment = backend.download_assignments();
     const Matrix anchors = backend.download_anchors();
     std::vector<bool> used(anchors.rows, false);
@@ -53,7 +58,7 @@ int drop_empty_anchors(Backend& backend, std::size_t n) {
         used[a] = true;
     }
     const std::size_t live = static_cast<std::size_t>(std::count(used.begin(), used.end(), true));
-    if (live == anchors.rows || n == 0) {
+    if (live == anchors.rows) {
         return 0;
     }
     Matrix kept(live, anchors.cols);
@@ -74,8 +79,7 @@ void check_energy(const Matrix& points, const Matrix& anchors, const std::vector
                   double backend_energy, const char* backend, const AnnealConfig& config, Validation& validation,
                   const std::string& when) {
     const double recomputed = cpu_energy(points, anchors, assignments);
-    const double scale = std::max(std::abs(recomputed), std::abs(backend_energy));
-    const double difference = scale > 0.0 ? std::abs(recomputed - backend_energy) / scale : 0.0;
+    const double difference = relative_difference(recomputed, backend_energy);
     ++validation.checks;
     validation.recomputed_energy = recomputed;
     validation.relative_difference = std::max(validation.relative_difference, difference);
@@ -108,7 +112,7 @@ double trim_at(const AnnealConfig& config, double temperature) {
 
 // Hot anchors move only part of the way to their robust mean, so one noisy early reduce cannot throw
 // them far; at T = 0 the step is the full Lloyd step.
-double eta_at(const AnnealConfig& /*config*/, double temperature) {
+double eta_at(double temperature) {
     return 1.0 / (1.0 + temperature);
 }
 
@@ -160,7 +164,7 @@ FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend
         }
         record.temperature = temperature;
         record.trim = trim_at(config, temperature);
-        record.eta = eta_at(config, temperature);
+        record.eta = eta_at(temperature);
         if (!result.converged) {
             {
                 Stopwatch watch(result.seconds.reduce);
@@ -211,7 +215,7 @@ FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend
         if (anchors_moved_since_assign) {
             backend.assign();
         }
-        result.dropped_empty = drop_empty_anchors(backend, n);
+        result.dropped_empty = drop_empty_anchors(backend);
     }
     {
         Stopwatch watch(result.seconds.energy);

@@ -39,7 +39,17 @@ BackendChoice make_backend(DeviceKind kind, int gpu, int threads) {
     const GpuStatus status = gpu_status(gpu);
 #ifdef VLATTICE_HAVE_CUDA
     if (status.usable) {
-        return {make_cuda_backend(gpu), ""};
+        if (kind == DeviceKind::cuda) {
+            return {make_cuda_backend(gpu), ""};
+        }
+        // `auto` promises a run: a GPU that is present but cannot start one (too little memory,
+        // an architecture this build has no code for) sends it to the CPU, with the reason.
+        try {
+            return {make_cuda_backend(gpu), ""};
+        } catch (const Error& e) {
+            return {make_cpu_backend(threads), std::string("GPU ") + status.description + " unusable (" + e.what() +
+                                                   "); running on the CPU"};
+        }
     }
 #endif
     const std::string why = "no usable GPU: " + status.description;

@@ -72,6 +72,10 @@ ScratchDir::~ScratchDir() {
     std::filesystem::remove_all(dir_, ignored);
 }
 
+std::string quote(const std::string& path) {
+    return "'" + path + "'";
+}
+
 CommandResult run_command(const std::string& command_line) {
     CommandResult result;
     FILE* pipe = ::popen((command_line + " 2>&1").c_str(), "r");

@@ -38,6 +38,9 @@ private:
     std::string dir_;
 };
 
+// A path in single quotes, for command lines run through the shell.
+std::string quote(const std::string& path);
+
 struct CommandResult {
     int exit_code = -1;
     std::string output;  // stdout and stderr together

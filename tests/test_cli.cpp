@@ -23,10 +23,6 @@ constexpr std::size_t kN = 2000;
 constexpr std::size_t kD = 16;
 const std::string kPrecious = "an existing file that a failed run must not touch\n";
 
-std::string quote(const std::string& path) {
-    return "'" + path + "'";
-}
-
 // .fvecs written byte by byte, so the test does not depend on the writer it checks against.
 std::string fvecs_bytes(const Matrix& points) {
     std::string bytes;

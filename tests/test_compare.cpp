@@ -34,10 +34,6 @@ std::string write_sample(const ScratchDir& dir, std::uint64_t run_seed) {
     return path;
 }
 
-std::string quote(const std::string& path) {
-    return "'" + path + "'";
-}
-
 }  // namespace
 
 TEST_CASE("equal_assignment_share counts the points both runs give the same id", "[pipeline][compare]") {

@@ -57,7 +57,7 @@ FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend
 
 // The schedule, exposed for tests and reports.
 double trim_at(const AnnealConfig& config, double temperature);
-double eta_at(const AnnealConfig& config, double temperature);
+double eta_at(double temperature);
 
 // E = (1/n) sum ||x_i - c_a(i)||^2 in double on the CPU, whatever backend produced the inputs.
 double cpu_energy(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments);

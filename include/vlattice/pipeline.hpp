@@ -44,7 +44,7 @@ nlohmann::json config_json(const AnnealConfig& config);
 
 // Metadata stored in the .vlat. Only what decides or describes the result goes in (no timings,
 // dates, paths, thread count or backend), so the same input and seed give a byte-identical file on
-// any machine.
+// any machine with the same backend (the CPU and the GPU differ in the last bits of their sums).
 nlohmann::json run_metadata(const AnnealConfig& config, const FitResult& result, const RunInput& input);
 
 // The share of the n points two runs put on the same anchor id, in [0, 1]; 1 for n = 0. Ids only

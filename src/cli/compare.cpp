@@ -78,10 +78,6 @@ void add_options(po::options_description& options, CompareArgs& a) {
         ("quiet", po::bool_switch(&a.quiet), "no progress display and no warnings; the table or JSON still prints");
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // Asked before the CPU run, so that a machine without a GPU fails at once, with the reason.
 std::unique_ptr<Backend> make_gpu_backend(int gpu, int threads) {
     const GpuStatus status = gpu_status(gpu);

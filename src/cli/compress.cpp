@@ -13,7 +13,6 @@
 #include "vlattice/report.hpp"
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -59,10 +58,6 @@ void add_options(po::options_description& options, CompressArgs& a) {
         ("report", po::value(&a.report)->value_name("FILE"),
          "also write a JSON run report: config, every iteration, seconds per phase")
         ("quiet", po::bool_switch(&a.quiet), "print nothing but errors");
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void print_summary(const RunInput& input, const AnnealConfig& config, const FitResult& result,
@@ -115,7 +110,6 @@ int compress(int argc, char** argv) {
     const LoadedPoints loaded = load_input(kHelp.name, args.input, args.anneal, args.quiet);
     context.load_seconds = seconds_since(start);
     context.input = {args.input, loaded.points.rows, loaded.points.cols, metric};
-    validate(config, loaded.points.rows);
 
     ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), config.max_iters, loaded.points.rows);
     const FitResult result =

@@ -22,7 +22,8 @@ const CommandHelp kHelp{
     "Writes every vector of IN.vlat as its anchor (float32). With --reference, also\n"
     "prints the mean squared distance between the reconstruction and the original\n"
     "vectors (normalised first when the file's metric is angular); for the input the\n"
-    "file was made from, that is the energy of the run.",
+    "file was made from, that is the energy of the run (with f16 anchor storage, up\n"
+    "to the anchors' rounding to half precision).",
 };
 
 struct DecompressArgs {

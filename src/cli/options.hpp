@@ -6,6 +6,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <chrono>
 #include <functional>
 #include <sstream>
 #include <stdexcept>
@@ -42,6 +43,11 @@ bool parse_command_line(int argc, char** argv, const CommandHelp& help, po::opti
 // Runs a sub-command's body and maps what it throws to "vlattice <command>: error: <message>" on
 // stderr and the exit status: usage errors 2, everything else 1.
 int run_guarded(const std::string& command, const std::function<int()>& body);
+
+// Wall seconds since `start`, for the phase times commands report.
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // "vlattice <command>: <kind>: <message>" on stderr, for notes and warnings that are not errors.
 void print_notice(const std::string& command, const std::string& kind, const std::string& message);

@@ -9,7 +9,6 @@
 #include <cblas.h>
 #include <omp.h>
 
-#include <algorithm>
 #include <cstring>
 #include <limits>
 
