@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -57,6 +58,22 @@ Matrix anchors_near(const Matrix& x, std::size_t m, std::mt19937_64& rng) {
         }
     }
     return c;
+}
+
+NearTie near_tie(std::mt19937_64& rng) {
+    constexpr std::size_t n = 513;
+    constexpr std::size_t d = 19;
+    std::uniform_real_distribution<float> jitter(-1e-3f, 1e-3f);
+    NearTie tie{Matrix(n, d), Matrix(3, d)};
+    std::fill(tie.anchors.data.begin(), tie.anchors.data.end(), 1000.0f);
+    tie.anchors.row(1)[0] = 1000.5f;
+    tie.anchors.row(2)[0] = 1000.5f;
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t k = 0; k < d; ++k) {
+            tie.points.row(i)[k] = 1000.0f + (k == 0 ? 0.25f : 0.0f) + jitter(rng);
+        }
+    }
+    return tie;
 }
 
 ScratchDir::ScratchDir() {

@@ -24,6 +24,15 @@ Matrix duplicated_points(std::size_t n, std::size_t d, std::mt19937_64& rng);
 // before it, so that exact ties in distance occur.
 Matrix anchors_near(const Matrix& x, std::size_t m, std::mt19937_64& rng);
 
+// 513 points of 19 dimensions on the perpendicular bisector of two anchors far from the origin,
+// where float32 distances lose the difference; anchor 2 is an exact copy of anchor 1, so some
+// double distances tie exactly and must go to the lower index.
+struct NearTie {
+    Matrix points;
+    Matrix anchors;
+};
+NearTie near_tie(std::mt19937_64& rng);
+
 // A new empty folder under the system temp folder, removed with everything in it on destruction.
 class ScratchDir {
 public:

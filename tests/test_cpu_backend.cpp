@@ -63,25 +63,14 @@ TEST_CASE("assign, robust reduce, update and energy match the double reference",
 
 TEST_CASE("assign is exact where the fast float distances nearly tie", "[cpu][backend]") {
     // Points on the perpendicular bisector of two anchors far from the origin: the float32 GEMM form
-    // loses the difference entirely, the double re-scoring must still find the nearer anchor.
+    // loses the difference entirely, the double re-scoring must still find the nearer anchor, and the
+    // lower one on an exact tie.
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
-    std::uniform_real_distribution<float> jitter(-1e-3f, 1e-3f);
-    const std::size_t d = 19;
-    const std::size_t n = 513;
-    Matrix c(2, d);
-    for (std::size_t k = 0; k < d; ++k) {
-        c.row(0)[k] = 1000.0f;
-        c.row(1)[k] = 1000.0f;
-    }
-    c.row(1)[0] = 1000.5f;
-    Matrix x(n, d);
-    for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t k = 0; k < d; ++k) {
-            x.row(i)[k] = 1000.0f + (k == 0 ? 0.25f : 0.0f) + jitter(rng);
-        }
-    }
+    const NearTie tie = near_tie(rng);
+    const Matrix& x = tie.points;
+    const Matrix& c = tie.anchors;
     auto backend = make_cpu_backend(1);
     backend->upload_points(x);
     backend->upload_anchors(c);
