@@ -72,7 +72,8 @@ __device__ __forceinline__ void load_stage(const float* __restrict__ rows, std::
 __global__ void __launch_bounds__(kThreads)
     fast_assign_kernel(const float* __restrict__ points, const float* __restrict__ point_norms,
                        const float* __restrict__ anchors, const float* __restrict__ anchor_norms, std::size_t n,
-                       std::size_t m, int d, int tiles_per_split, Candidate* __restrict__ candidates) {
+                       std::size_t m, int d, bool exclude_self, int tiles_per_split,
+                       Candidate* __restrict__ candidates) {
     __shared__ __align__(16) float xs[kTileK][kTileM + kPad];
     __shared__ __align__(16) float cs[kTileK][kTileN + kPad];
     __shared__ float x_norms[kTileM];
@@ -152,10 +153,11 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int i = 0; i < kOwn; ++i) {
             const float x_norm = x_norms[owned(ty, i)];
+            const std::size_t row = row0 + owned(ty, i);
 #pragma unroll
             for (int j = 0; j < kOwn; ++j) {
                 const std::size_t col = col0 + owned(tx, j);
-                if (col < m) {
+                if (col < m && !(exclude_self && col == row)) {
                     // The CPU's expression; the rounding bound covers any evaluation order.
                     offer(x_norm + c_norm[j] - 2.0f * acc[i][j], static_cast<std::uint32_t>(col), top[i]);
                 }
@@ -183,10 +185,6 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// Marks list entries whose third fast distance lies outside the bound: only the best two anchors can
-// be the nearest, so only they are re-scored. Point ids are below 2^31, so the top bit is free.
-constexpr std::uint32_t kPairOnly = 0x80000000u;
-
 __device__ __forceinline__ Candidate merged(const Candidate* __restrict__ candidates, int splits, std::size_t n,
                                             std::size_t i) {
     Candidate c = candidates[i];
@@ -197,12 +195,14 @@ __device__ __forceinline__ Candidate merged(const Candidate* __restrict__ candid
 }
 
 // Combines the splits, then applies the CPU's bound: a point is certain when no other anchor's fast
-// distance lies within the bound of the best; the others go to the double re-scoring.
+// distance lies within the bound of the best. The others are re-scored in double: against the best
+// two when the third lies outside the bound (listed from the front of `uncertain`), else against
+// every anchor (listed from the back).
 __global__ void resolve_kernel(const Candidate* __restrict__ candidates, int splits, std::size_t n,
                                const float* __restrict__ point_norms, const float* __restrict__ anchor_norms,
                                const unsigned* __restrict__ max_anchor_norm_bits, float factor,
                                std::uint32_t* __restrict__ chosen, std::uint32_t* __restrict__ uncertain,
-                               unsigned* __restrict__ uncertain_count) {
+                               unsigned* __restrict__ uncertain_counts) {
     const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n) {
         return;
@@ -212,48 +212,97 @@ __global__ void resolve_kernel(const Candidate* __restrict__ candidates, int spl
     const float threshold = c.best + factor * (2.0f * point_norms[i] + anchor_norms[c.best_j] + max_anchor_norm);
     chosen[i] = c.best_j;
     if (c.second <= threshold) {
-        const std::uint32_t pair_only = c.third > threshold ? kPairOnly : 0u;
-        uncertain[atomicAdd(uncertain_count, 1u)] = static_cast<std::uint32_t>(i) | pair_only;
+        if (c.third > threshold) {
+            uncertain[atomicAdd(&uncertain_counts[0], 1u)] = static_cast<std::uint32_t>(i);
+        } else {
+            uncertain[n - 1 - atomicAdd(&uncertain_counts[1], 1u)] = static_cast<std::uint32_t>(i);
+        }
     }
 }
 
-// One warp per uncertain point scores its candidates in double: the best two, or every anchor;
-// strict < keeps the lowest index on ties. The list's order depends on scheduling, but each point's
-// result does not.
+// One warp per pair point scores its best two anchors in double; on a tie the lower anchor wins, as
+// on the CPU. The list's order depends on scheduling, but each point's result does not.
 __global__ void __launch_bounds__(kThreads)
-    rescore_kernel(const float* __restrict__ points, const float* __restrict__ anchors, std::uint32_t m, int d,
-                   const Candidate* __restrict__ candidates, int splits, std::size_t n,
-                   const std::uint32_t* __restrict__ uncertain, const unsigned* __restrict__ uncertain_count,
-                   std::uint32_t* __restrict__ chosen) {
+    rescore_pairs_kernel(const float* __restrict__ points, const float* __restrict__ anchors, int d,
+                         const Candidate* __restrict__ candidates, int splits, std::size_t n,
+                         const std::uint32_t* __restrict__ uncertain, const unsigned* __restrict__ uncertain_counts,
+                         std::uint32_t* __restrict__ chosen) {
     const int lane = threadIdx.x % kWarp;
     const unsigned warps = gridDim.x * (blockDim.x / kWarp);
-    const unsigned count = *uncertain_count;
+    const unsigned count = uncertain_counts[0];
     for (unsigned u = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp; u < count; u += warps) {
-        const std::uint32_t entry = uncertain[u];
-        const std::uint32_t i = entry & ~kPairOnly;
+        const std::uint32_t i = uncertain[u];
+        const Candidate c = merged(candidates, splits, n, i);
+        const std::uint32_t low = min(c.best_j, c.second_j);
+        const std::uint32_t high = max(c.best_j, c.second_j);
+        const float* const rows[2] = {anchors + static_cast<std::size_t>(low) * d,
+                                      anchors + static_cast<std::size_t>(high) * d};
+        double dist[2];
+        warp_squared_distances<2>(points + static_cast<std::size_t>(i) * d, rows, d, lane, dist);
+        if (lane == 0) {
+            chosen[i] = dist[1] < dist[0] ? high : low;
+        }
+    }
+}
+
+// One block per point with three or more anchors within the bound: its warps share the anchors,
+// a few at a time so that their loads overlap, in double; then the block takes the smallest
+// (distance, anchor).
+constexpr int kAnchorsAtOnce = 4;
+
+__global__ void __launch_bounds__(kThreads)
+    rescore_all_kernel(const float* __restrict__ points, const float* __restrict__ anchors, std::uint32_t m, int d,
+                       bool exclude_self, std::size_t n, const std::uint32_t* __restrict__ uncertain,
+                       const unsigned* __restrict__ uncertain_counts, std::uint32_t* __restrict__ chosen) {
+    constexpr int kWarps = kThreads / kWarp;
+    __shared__ double warp_best[kWarps];
+    __shared__ std::uint32_t warp_best_j[kWarps];
+    const int lane = threadIdx.x % kWarp;
+    const int warp = threadIdx.x / kWarp;
+    const unsigned count = uncertain_counts[1];
+    for (unsigned u = blockIdx.x; u < count; u += gridDim.x) {
+        const std::uint32_t i = uncertain[n - 1 - u];
         const float* x = points + static_cast<std::size_t>(i) * d;
-        std::uint32_t best_j = chosen[i];
-        if (entry & kPairOnly) {
-            const Candidate c = merged(candidates, splits, n, i);
-            const std::uint32_t low = min(c.best_j, c.second_j);
-            const std::uint32_t high = max(c.best_j, c.second_j);
-            const double at_low = warp_squared_distance(x, anchors + static_cast<std::size_t>(low) * d, d, lane);
-            const double at_high = warp_squared_distance(x, anchors + static_cast<std::size_t>(high) * d, d, lane);
-            best_j = at_high < at_low ? high : low;
-        } else {
-            double best = CUDART_INF;
-            const float* c = anchors;
-            for (std::uint32_t j = 0; j < m; ++j, c += d) {
-                const double dist = warp_squared_distance(x, c, d, lane);
-                if (dist < best) {
-                    best = dist;
-                    best_j = j;
+        double best = CUDART_INF;
+        std::uint32_t best_j = m;
+        for (std::uint32_t j0 = static_cast<std::uint32_t>(warp) * kAnchorsAtOnce; j0 < m;
+             j0 += kWarps * kAnchorsAtOnce) {
+            // Past the end, a group repeats its first anchor, which cannot change the outcome.
+            const float* rows[kAnchorsAtOnce];
+            std::uint32_t ids[kAnchorsAtOnce];
+#pragma unroll
+            for (int s = 0; s < kAnchorsAtOnce; ++s) {
+                ids[s] = j0 + s < m ? j0 + s : j0;
+                rows[s] = anchors + static_cast<std::size_t>(ids[s]) * d;
+            }
+            double dist[kAnchorsAtOnce];
+            warp_squared_distances<kAnchorsAtOnce>(x, rows, d, lane, dist);
+#pragma unroll
+            for (int s = 0; s < kAnchorsAtOnce; ++s) {
+                if (exclude_self && ids[s] == i) {
+                    continue;
+                }
+                if (dist[s] < best || (dist[s] == best && ids[s] < best_j)) {
+                    best = dist[s];
+                    best_j = ids[s];
                 }
             }
         }
         if (lane == 0) {
+            warp_best[warp] = best;
+            warp_best_j[warp] = best_j;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (int w = 1; w < kWarps; ++w) {
+                if (warp_best[w] < best || (warp_best[w] == best && warp_best_j[w] < best_j)) {
+                    best = warp_best[w];
+                    best_j = warp_best_j[w];
+                }
+            }
             chosen[i] = best_j;
         }
+        __syncthreads();  // warp_best is rewritten for the next point
     }
 }
 
@@ -281,22 +330,27 @@ void launch_exact_assign(const AssignArgs& args, cudaStream_t stream) {
     }
     const dim3 tiles(static_cast<unsigned>(ceil_div(args.n, kTileM)), static_cast<unsigned>(args.plan.splits));
     fast_assign_kernel<<<tiles, kThreads, 0, stream>>>(args.points, args.point_norms, args.anchors, args.anchor_norms,
-                                                       args.n, args.m, args.d, args.plan.tiles_per_split,
-                                                       args.candidates);
+                                                       args.n, args.m, args.d, args.exclude_self,
+                                                       args.plan.tiles_per_split, args.candidates);
     check_launch("fast_assign_kernel", stream);
 
     constexpr int kResolveThreads = 256;
     resolve_kernel<<<static_cast<unsigned>(ceil_div(args.n, kResolveThreads)), kResolveThreads, 0, stream>>>(
         args.candidates, args.plan.splits, args.n, args.point_norms, args.anchor_norms, args.max_anchor_norm_bits,
-        rounding_factor(args.d), args.chosen, args.uncertain, args.uncertain_count);
+        rounding_factor(args.d), args.chosen, args.uncertain, args.uncertain_counts);
     check_launch("resolve_kernel", stream);
 
-    // Enough warps to fill the GPU; the count of uncertain points stays on the device.
+    // Enough warps to fill the GPU; the counts of uncertain points stay on the device.
     const unsigned rescore_blocks = static_cast<unsigned>(std::max(args.multiprocessors, 1)) * 8;
-    rescore_kernel<<<rescore_blocks, kThreads, 0, stream>>>(
-        args.points, args.anchors, static_cast<std::uint32_t>(args.m), args.d, args.candidates, args.plan.splits,
-        args.n, args.uncertain, args.uncertain_count, args.chosen);
-    check_launch("rescore_kernel", stream);
+    rescore_pairs_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors, args.d, args.candidates,
+                                                                  args.plan.splits, args.n, args.uncertain,
+                                                                  args.uncertain_counts, args.chosen);
+    check_launch("rescore_pairs_kernel", stream);
+    rescore_all_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors,
+                                                                static_cast<std::uint32_t>(args.m), args.d,
+                                                                args.exclude_self, args.n, args.uncertain,
+                                                                args.uncertain_counts, args.chosen);
+    check_launch("rescore_all_kernel", stream);
 }
 
 }  // namespace vlattice::cuda

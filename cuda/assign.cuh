@@ -1,7 +1,7 @@
 // Exact nearest-anchor assignment: a tiled float32 kernel finds each point's three smallest fast
 // distances, and the points whose runner-up lies within the worst-case rounding bound of the best are
-// re-scored in double: against the best two anchors when the third lies outside the bound, else
-// against every anchor. The result equals the argmin of the distances in double, ties to
+// re-scored in double: against the best two anchors (a warp per point) when the third lies outside
+// the bound, else against every anchor (a block per point). The result equals the argmin of the distances in double, ties to
 // the lowest anchor, as on the CPU.
 #pragma once
 
@@ -40,11 +40,14 @@ struct AssignArgs {
     std::size_t n = 0;
     std::size_t m = 0;
     int d = 0;
+    // The points are the anchors themselves: point i may not take anchor i (nearest other anchor;
+    // needs m >= 2).
+    bool exclude_self = false;
     AssignPlan plan;
     Candidate* candidates = nullptr;        // plan.splits * n
     std::uint32_t* chosen = nullptr;        // n: receives the exact argmin
-    std::uint32_t* uncertain = nullptr;     // n: scratch list of the points re-scored in double
-    unsigned* uncertain_count = nullptr;    // zeroed by the caller; receives the list's length
+    std::uint32_t* uncertain = nullptr;     // n: scratch lists of the points re-scored in double
+    unsigned* uncertain_counts = nullptr;   // 2, zeroed by the caller: pair and all-anchor re-scores
     int multiprocessors = 1;
 };
 

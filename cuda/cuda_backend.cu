@@ -160,7 +160,7 @@ public:
         require_anchors("assign");
         const cudaStream_t s = stream_.get();
         CUDA_CHECK(cudaMemsetAsync(max_anchor_norm_bits_.data(), 0, max_anchor_norm_bits_.bytes(), s));
-        CUDA_CHECK(cudaMemsetAsync(uncertain_count_.data(), 0, uncertain_count_.bytes(), s));
+        CUDA_CHECK(cudaMemsetAsync(uncertain_counts_.data(), 0, uncertain_counts_.bytes(), s));
         CUDA_CHECK(cudaMemsetAsync(changed_.data(), 0, changed_.bytes(), s));
         // Anchors change between assigns (update, uploads), so their norms are taken afresh here.
         cuda::launch_squared_norms(anchors_.data(), m_, dim(), anchor_norms_.data(), max_anchor_norm_bits_.data(), s);
@@ -178,7 +178,7 @@ public:
         args.candidates = candidates_.data();
         args.chosen = chosen_.data();
         args.uncertain = uncertain_.data();
-        args.uncertain_count = uncertain_count_.data();
+        args.uncertain_counts = uncertain_counts_.data();
         args.multiprocessors = multiprocessors_;
         cuda::launch_exact_assign(args, s);
 
@@ -317,7 +317,104 @@ public:
         return out;
     }
 
+    // The rows go up into buffers of their own, so nothing the run keeps on the device is touched.
+    NearestRows nearest_rows(const Matrix& rows) override {
+        use_device();
+        require_points("nearest_rows");
+        const std::size_t count = rows.rows;
+        if (count < 2 || rows.cols != d_ || rows.data.size() != count * d_) {
+            throw Error("cuda backend: nearest_rows needs at least two rows of " + std::to_string(d_) + " values, got " +
+                        std::to_string(count) + " x " + std::to_string(rows.cols));
+        }
+        if (count >= kMaxRows) {
+            throw Error("cuda backend: nearest_rows got " + std::to_string(count) + " rows, more than 2^31");
+        }
+        const cuda::AssignPlan plan = cuda::plan_assign(count, count, multiprocessors_);
+        nearest_scratch_.reserve(count, d_, static_cast<std::size_t>(plan.splits) * count,
+                                 cuda::distance_block_count(count));
+        NearestScratch& k = nearest_scratch_;
+        const cudaStream_t s = stream_.get();
+        CUDA_CHECK(cudaMemcpyAsync(k.rows.data(), rows.data.data(), count * d_ * sizeof(float), cudaMemcpyHostToDevice,
+                                   s));
+        CUDA_CHECK(cudaMemsetAsync(k.max_norm_bits.data(), 0, k.max_norm_bits.bytes(), s));
+        CUDA_CHECK(cudaMemsetAsync(k.uncertain_counts.data(), 0, k.uncertain_counts.bytes(), s));
+        cuda::launch_squared_norms(k.rows.data(), count, dim(), k.norms.data(), k.max_norm_bits.data(), s);
+
+        cuda::AssignArgs args;
+        args.points = k.rows.data();
+        args.point_norms = k.norms.data();
+        args.anchors = k.rows.data();
+        args.anchor_norms = k.norms.data();
+        args.max_anchor_norm_bits = k.max_norm_bits.data();
+        args.n = count;
+        args.m = count;
+        args.d = dim();
+        args.exclude_self = true;
+        args.plan = plan;
+        args.candidates = k.candidates.data();
+        args.chosen = k.chosen.data();
+        args.uncertain = k.uncertain.data();
+        args.uncertain_counts = k.uncertain_counts.data();
+        args.multiprocessors = multiprocessors_;
+        cuda::launch_exact_assign(args, s);
+
+        cuda::PointDistanceArgs distances;
+        distances.points = k.rows.data();
+        distances.anchors = k.rows.data();
+        distances.n = count;
+        distances.d = dim();
+        distances.source = k.chosen.data();
+        distances.distance = k.distance.data();
+        distances.block_sums = k.block_sums.data();
+        cuda::launch_point_distances(distances, s);
+
+        NearestRows out;
+        out.index.resize(count);
+        out.distance.resize(count);
+        CUDA_CHECK(cudaMemcpyAsync(out.index.data(), k.chosen.data(), count * sizeof(std::uint32_t),
+                                   cudaMemcpyDeviceToHost, s));
+        CUDA_CHECK(cudaMemcpyAsync(out.distance.data(), k.distance.data(), count * sizeof(double),
+                                   cudaMemcpyDeviceToHost, s));
+        stream_.synchronize();
+        return out;
+    }
+
 private:
+    // Buffers of nearest_rows, grown on demand and kept for the next maintenance.
+    struct NearestScratch {
+        DeviceBuffer<float> rows;
+        DeviceBuffer<float> norms;
+        DeviceBuffer<unsigned> max_norm_bits;
+        DeviceBuffer<cuda::Candidate> candidates;
+        DeviceBuffer<std::uint32_t> chosen;
+        DeviceBuffer<std::uint32_t> uncertain;
+        DeviceBuffer<unsigned> uncertain_counts;
+        DeviceBuffer<double> distance;
+        DeviceBuffer<double> block_sums;
+
+        void reserve(std::size_t count, std::size_t d, std::size_t candidate_count, std::size_t block_count) {
+            if (rows.size() < count * d) {
+                rows = DeviceBuffer<float>(count * d);
+            }
+            if (chosen.size() < count) {
+                norms = DeviceBuffer<float>(count);
+                chosen = DeviceBuffer<std::uint32_t>(count);
+                uncertain = DeviceBuffer<std::uint32_t>(count);
+                distance = DeviceBuffer<double>(count);
+            }
+            if (candidates.size() < candidate_count) {
+                candidates = DeviceBuffer<cuda::Candidate>(candidate_count);
+            }
+            if (block_sums.size() < block_count) {
+                block_sums = DeviceBuffer<double>(block_count);
+            }
+            if (max_norm_bits.size() == 0) {
+                max_norm_bits = DeviceBuffer<unsigned>(1);
+                uncertain_counts = DeviceBuffer<unsigned>(2);
+            }
+        }
+    };
+
     int dim() const { return static_cast<int>(d_); }
 
     // The current device is per host thread, and the caller may have changed it since the last call.
@@ -388,7 +485,7 @@ private:
         }
         if (changed_.size() == 0) {
             changed_ = DeviceBuffer<unsigned long long>(1);
-            uncertain_count_ = DeviceBuffer<unsigned>(1);
+            uncertain_counts_ = DeviceBuffer<unsigned>(2);
             max_anchor_norm_bits_ = DeviceBuffer<unsigned>(1);
             energy_sum_ = DeviceBuffer<double>(1);
             selected_ = DeviceBuffer<std::int64_t>(1);
@@ -530,10 +627,11 @@ private:
     DeviceBuffer<std::uint32_t> row_ids_;
     DeviceBuffer<unsigned char> temp_;
     DeviceBuffer<float> gathered_;
+    NearestScratch nearest_scratch_;
 
     // Scalars: what crosses the bus per iteration.
     DeviceBuffer<unsigned long long> changed_;
-    DeviceBuffer<unsigned> uncertain_count_;
+    DeviceBuffer<unsigned> uncertain_counts_;
     DeviceBuffer<unsigned> max_anchor_norm_bits_;
     DeviceBuffer<double> energy_sum_;
     DeviceBuffer<std::int64_t> selected_;

@@ -24,16 +24,37 @@ __device__ inline double warp_sum(double value) {
     return value;
 }
 
-// ||a - b||^2 in double; lanes stride over the coordinates, so loads are coalesced across the warp.
-// Every lane returns the same value.
+// ||x - rows[r]||^2 in double for several rows at once, so that their loads overlap; lanes stride over
+// the coordinates, so loads are coalesced across the warp. Each row's sum takes the same steps
+// whatever the count, and every lane returns the same values.
+template <int kCount>
+__device__ inline void warp_squared_distances(const float* __restrict__ x, const float* const (&rows)[kCount], int d,
+                                              int lane, double (&out)[kCount]) {
+    double sum[kCount];
+#pragma unroll
+    for (int r = 0; r < kCount; ++r) {
+        sum[r] = 0.0;
+    }
+    for (int k = lane; k < d; k += kWarp) {
+        const double xk = static_cast<double>(x[k]);
+#pragma unroll
+        for (int r = 0; r < kCount; ++r) {
+            const double diff = xk - static_cast<double>(rows[r][k]);
+            sum[r] = fma(diff, diff, sum[r]);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < kCount; ++r) {
+        out[r] = warp_sum(sum[r]);
+    }
+}
+
 __device__ inline double warp_squared_distance(const float* __restrict__ a, const float* __restrict__ b, int d,
                                                int lane) {
-    double sum = 0.0;
-    for (int k = lane; k < d; k += kWarp) {
-        const double diff = static_cast<double>(a[k]) - static_cast<double>(b[k]);
-        sum += diff * diff;
-    }
-    return warp_sum(sum);
+    const float* const rows[1] = {b};
+    double out[1];
+    warp_squared_distances<1>(a, rows, d, lane, out);
+    return out[0];
 }
 
 __device__ inline double warp_squared_norm(const float* __restrict__ a, int d, int lane) {
