@@ -29,8 +29,9 @@ private:
     std::chrono::steady_clock::time_point start_;
 };
 
-// Enough members for a 2-means to find the two halves of an anchor, few enough to split it cheaply.
-constexpr std::size_t kSplitSampleMembers = 1024;
+// Enough members for a 2-means to find the two halves of an anchor, few enough to split it cheaply:
+// the annealing refines both halves afterwards.
+constexpr std::size_t kSplitSampleMembers = 256;
 
 std::size_t init_sample_size(const AnnealConfig& config, std::size_t n) {
     return config.init_sample > 0 ? std::min(config.init_sample, n) : std::min(n, 32 * config.anchors);
@@ -182,7 +183,8 @@ FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend
                 Matrix anchors = backend.download_anchors();
                 const MaintenanceResult changes =
                     maintain(anchors, backend.download_stats(), config,
-                             [&](std::uint32_t j) { return backend.gather_members(j, kSplitSampleMembers); });
+                             [&](std::uint32_t j) { return backend.gather_members(j, kSplitSampleMembers); },
+                             [&](const Matrix& rows) { return backend.nearest_rows(rows); });
                 backend.upload_anchor_rows(anchors, changes.changed_rows);
                 record.merged = changes.merged;
                 record.split = changes.split;

@@ -1,6 +1,5 @@
 #include "maintenance.hpp"
 
-#include "cpu/exact_assign.hpp"
 #include "numeric.hpp"
 
 #include <algorithm>
@@ -96,10 +95,9 @@ TwoMeans two_means(const Matrix& x, double total_count) {
     return result;
 }
 
-// Squared distance from each non-empty anchor to its nearest other non-empty anchor, and which: the
-// CPU backend's exact assign of the live anchors to themselves, each barred from choosing itself.
-void nearest_anchors(const Matrix& anchors, const std::vector<double>& count, std::vector<double>& distance,
-                     std::vector<std::size_t>& nearest) {
+// Squared distance from each non-empty anchor to its nearest other non-empty anchor, and which.
+void nearest_anchors(const Matrix& anchors, const std::vector<double>& count, const NearestSource& nearest_rows,
+                     std::vector<double>& distance, std::vector<std::size_t>& nearest) {
     const std::size_t m = anchors.rows;
     distance.assign(m, std::numeric_limits<double>::infinity());
     nearest.assign(m, m);
@@ -113,19 +111,13 @@ void nearest_anchors(const Matrix& anchors, const std::vector<double>& count, st
         return;
     }
     Matrix live_anchors(live.size(), anchors.cols);
-    std::vector<float> norms(live.size());
     for (std::size_t r = 0; r < live.size(); ++r) {
         std::copy(anchors.row(live[r]), anchors.row(live[r]) + anchors.cols, live_anchors.row(r));
-        norms[r] = static_cast<float>(squared_norm(live_anchors.row(r), anchors.cols));
     }
-    std::vector<std::uint32_t> self(live.size());
-    std::iota(self.begin(), self.end(), std::uint32_t{0});
-    std::vector<std::uint32_t> other(live.size(), 0);
-    std::vector<double> gap(live.size());
-    cpu::exact_assign(live_anchors, norms, live_anchors, other, gap, &self);
+    const NearestRows found = nearest_rows(live_anchors);
     for (std::size_t r = 0; r < live.size(); ++r) {
-        distance[live[r]] = gap[r];
-        nearest[live[r]] = live[other[r]];
+        distance[live[r]] = found.distance[r];
+        nearest[live[r]] = live[found.index[r]];
     }
 }
 
@@ -141,7 +133,8 @@ std::vector<std::size_t> order_by(const std::vector<double>& keys, bool descendi
 
 class Maintenance {
 public:
-    Maintenance(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config, const MemberSource& members)
+    Maintenance(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config, const MemberSource& members,
+                const NearestSource& nearest_rows)
         : anchors_(anchors), config_(config), members_(members), touched_(anchors.rows, false) {
         const std::size_t m = anchors.rows;
         count_.resize(m);
@@ -154,7 +147,7 @@ public:
                 free_.insert(j);
             }
         }
-        nearest_anchors(anchors_, count_, nn_distance_, nearest_);
+        nearest_anchors(anchors_, count_, nearest_rows, nn_distance_, nearest_);
     }
 
     void merge() {
@@ -305,8 +298,8 @@ private:
 }  // namespace
 
 MaintenanceResult maintain(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config,
-                           const MemberSource& members) {
-    Maintenance maintenance(anchors, stats, config, members);
+                           const MemberSource& members, const NearestSource& nearest_rows) {
+    Maintenance maintenance(anchors, stats, config, members, nearest_rows);
     maintenance.merge();
     maintenance.split_outliers();
     maintenance.reseed();

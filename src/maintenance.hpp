@@ -2,6 +2,7 @@
 // backend's downloaded anchors and per-anchor statistics (m-sized data only).
 #pragma once
 
+#include "cpu/exact_assign.hpp"
 #include "vlattice/backend.hpp"
 #include "vlattice/config.hpp"
 #include "vlattice/types.hpp"
@@ -22,6 +23,9 @@ struct MaintenanceResult {
 // Up to a few thousand members of one anchor, for 2-means splits.
 using MemberSource = std::function<Matrix(std::uint32_t anchor)>;
 
+// Each row's nearest other row, exact (Backend::nearest_rows; the CPU's by default).
+using NearestSource = std::function<NearestRows(const Matrix& rows)>;
+
 // Rewrites `anchors` in place; the number of anchors never changes here:
 //  1. merge: an anchor closer to its nearest neighbour than merge_factor times the count-weighted
 //     mean nearest-anchor spacing merges into it (count-weighted mean), freeing its slot;
@@ -31,6 +35,6 @@ using MemberSource = std::function<Matrix(std::uint32_t anchor)>;
 //  3. re-seed: slots still free are filled by splitting the anchors of largest squared error.
 // Anchors whose members are all identical cannot be split; their free slots stay empty.
 MaintenanceResult maintain(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config,
-                           const MemberSource& members);
+                           const MemberSource& members, const NearestSource& nearest_rows = cpu::nearest_rows);
 
 }  // namespace vlattice

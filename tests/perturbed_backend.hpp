@@ -32,6 +32,7 @@ public:
     Matrix gather_members(std::uint32_t anchor, std::size_t limit) override {
         return inner_->gather_members(anchor, limit);
     }
+    NearestRows nearest_rows(const Matrix& rows) override { return inner_->nearest_rows(rows); }
 
 private:
     std::unique_ptr<Backend> inner_;

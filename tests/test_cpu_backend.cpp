@@ -4,7 +4,6 @@
 #include "reference.hpp"
 #include "support.hpp"
 
-#include "cpu/exact_assign.hpp"
 #include "vlattice/cpu_backend.hpp"
 
 #include <catch2/catch.hpp>
@@ -99,21 +98,15 @@ TEST_CASE("gather_members returns the first members of an anchor in point order"
     CHECK(members.rows == r);
 }
 
-TEST_CASE("exact assign with exclusions finds each anchor's nearest other anchor", "[cpu][backend]") {
+TEST_CASE("cpu: nearest_rows finds each row's nearest other row", "[cpu][backend]") {
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
     const auto m = GENERATE(as<std::size_t>{}, 2, 3, 257);
     const Matrix c = random_points(m, 11, rng, 4);
-    std::vector<float> norms(m);
-    std::vector<std::uint32_t> self(m);
-    for (std::size_t j = 0; j < m; ++j) {
-        norms[j] = static_cast<float>(reference_distance(c, j, Matrix(1, 11), 0));
-        self[j] = static_cast<std::uint32_t>(j);
-    }
-    std::vector<std::uint32_t> other(m, 0);
-    std::vector<double> gap(m);
-    cpu::exact_assign(c, norms, c, other, gap, &self);
+    const NearestRows found = make_cpu_backend(1)->nearest_rows(c);
+    REQUIRE(found.index.size() == m);
+    REQUIRE(found.distance.size() == m);
     for (std::size_t j = 0; j < m; ++j) {
         double best = std::numeric_limits<double>::infinity();
         std::uint32_t best_k = 0;
@@ -124,9 +117,10 @@ TEST_CASE("exact assign with exclusions finds each anchor's nearest other anchor
                 best_k = static_cast<std::uint32_t>(k);
             }
         }
-        CHECK(other[j] == best_k);
-        CHECK(close(gap[j], best, 1e-12));
+        CHECK(found.index[j] == best_k);
+        CHECK(close(found.distance[j], best, 1e-12));
     }
+    CHECK_THROWS_WITH(make_cpu_backend(1)->nearest_rows(Matrix(1, 11)), Catch::Contains("at least two rows"));
 }
 
 TEST_CASE("cpu: calls out of order are reported as errors", "[cpu][backend]") {

@@ -189,6 +189,35 @@ TEST_CASE("cuda: gather_members returns the CPU's rows", "[gpu][backend][quick]"
     }
 }
 
+TEST_CASE("cuda: nearest_rows matches the CPU's, duplicate rows included", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    const auto [count, d] = GENERATE(std::pair<std::size_t, std::size_t>{2, 1}, std::pair<std::size_t, std::size_t>{7, 3},
+                                     std::pair<std::size_t, std::size_t>{333, 129},
+                                     std::pair<std::size_t, std::size_t>{1500, 784});
+    INFO("rows " << count << " d " << d);
+    std::mt19937_64 rng(run_seed ^ (count * 1009 + d));
+    // Duplicates make exact ties at distance 0: the lower index of the copies must win.
+    const Matrix rows = duplicated_points(count, d, rng);
+    auto gpu = make_cuda_backend(0);
+    gpu->upload_points(rows);
+    const NearestRows got = gpu->nearest_rows(rows);
+    const NearestRows want = make_cpu_backend(0)->nearest_rows(rows);
+    CHECK(got.index == want.index);
+    REQUIRE(got.distance.size() == want.distance.size());
+    std::size_t far = 0;
+    std::size_t self = 0;
+    for (std::size_t r = 0; r < count; ++r) {
+        far += close(got.distance[r], want.distance[r], 1e-12, 0.0) ? 0 : 1;
+        self += got.index[r] == r ? 1 : 0;
+    }
+    CHECK(far == 0);
+    CHECK(self == 0);
+}
+
 TEST_CASE("cuda: upload_anchor_rows changes only the listed rows", "[gpu][backend][quick]") {
     if (!gpu_usable()) {
         return;

@@ -24,6 +24,13 @@ struct AnchorStats {
     std::vector<double> variance;      // mean squared distance of the kept members to their mean
 };
 
+// For each of a set of rows, the nearest other row of the set, as an index into the set, and the
+// squared distance to it in double.
+struct NearestRows {
+    std::vector<std::uint32_t> index;
+    std::vector<double> distance;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -54,6 +61,9 @@ public:
     virtual std::vector<std::uint32_t> download_assignments() = 0;
     // Up to `limit` members of one anchor (the first by point index), for maintenance splits.
     virtual Matrix gather_members(std::uint32_t anchor, std::size_t limit) = 0;
+    // Each row's nearest other row of `rows` (at least two), exact and with ties to the lowest index,
+    // as assign; for maintenance, which measures the spacing of the anchors.
+    virtual NearestRows nearest_rows(const Matrix& rows) = 0;
 };
 
 }  // namespace vlattice

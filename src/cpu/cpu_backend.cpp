@@ -125,6 +125,8 @@ public:
         return out;
     }
 
+    NearestRows nearest_rows(const Matrix& rows) override { return cpu::nearest_rows(rows); }
+
 private:
     // Calls out of order are a programming error in the caller; they are reported, never undefined.
     static void require(bool ok, const std::string& what) {

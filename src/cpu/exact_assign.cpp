@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
+#include <string>
 
 namespace vlattice::cpu {
 
@@ -84,6 +86,23 @@ std::size_t exact_assign(const Matrix& points, const std::vector<float>& point_n
         }
     }
     return changed;
+}
+
+NearestRows nearest_rows(const Matrix& rows) {
+    if (rows.rows < 2) {
+        throw Error("nearest_rows needs at least two rows, got " + std::to_string(rows.rows));
+    }
+    std::vector<float> norms(rows.rows);
+    for (std::size_t r = 0; r < rows.rows; ++r) {
+        norms[r] = static_cast<float>(squared_norm(rows.row(r), rows.cols));
+    }
+    std::vector<std::uint32_t> self(rows.rows);
+    std::iota(self.begin(), self.end(), std::uint32_t{0});
+    NearestRows nearest;
+    nearest.index.assign(rows.rows, 0);
+    nearest.distance.assign(rows.rows, 0.0);
+    exact_assign(rows, norms, rows, nearest.index, nearest.distance, &self);
+    return nearest;
 }
 
 }  // namespace vlattice::cpu

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "vlattice/backend.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstdint>
@@ -16,5 +17,9 @@ namespace vlattice::cpu {
 std::size_t exact_assign(const Matrix& points, const std::vector<float>& point_norms, const Matrix& anchors,
                          std::vector<std::uint32_t>& assignment, std::vector<double>& distance,
                          const std::vector<std::uint32_t>* excluded = nullptr);
+
+// Each row's nearest other row (at least two rows): exact_assign of the rows to themselves, each
+// barred from choosing itself.
+NearestRows nearest_rows(const Matrix& rows);
 
 }  // namespace vlattice::cpu
