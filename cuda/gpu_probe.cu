@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace vlattice::cuda {
 
@@ -23,6 +24,10 @@ std::string reason(cudaError_t status) {
 }  // namespace
 
 GpuProbe probe_gpu(int index) {
+    // Load every kernel when the context is created rather than at its first launch, so that the
+    // first iterations of a run do not pay for it; a user's own setting wins. This call is the
+    // first to touch the driver, which reads the variable once.
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     GpuProbe probe;
     int count = 0;
     const cudaError_t status = cudaGetDeviceCount(&count);
