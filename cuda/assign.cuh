@@ -1,9 +1,12 @@
-// Exact nearest-anchor assignment: a tiled float32 kernel finds each point's three smallest fast
-// distances, and the points whose runner-up lies within the worst-case rounding bound of the best are
-// re-scored in double: against the best two anchors (a warp per point) when the third lies outside
-// the bound, else against every anchor (a block per point). The result equals the argmin of the distances in double, ties to
+// Exact nearest-anchor assignment: a fast kernel (fast_assign.cuh: float32 FMAs or tf32 tensor
+// cores) finds each point's three smallest fast distances, and the points whose runner-up lies
+// within the kernel's worst-case rounding bound of the best are re-scored in double: against the
+// best two anchors (a warp per point) when the third lies outside the bound, else against every
+// anchor (a block per point). The result equals the argmin of the distances in double, ties to
 // the lowest anchor, as on the CPU.
 #pragma once
+
+#include "fast_assign.cuh"
 
 #include <cuda_runtime.h>
 
@@ -11,16 +14,6 @@
 #include <cstdint>
 
 namespace vlattice::cuda {
-
-// One point's three smallest fast distances over a range of anchors, ordered by (distance, anchor),
-// with the anchors of the first two.
-struct Candidate {
-    float best;
-    float second;
-    float third;
-    std::uint32_t best_j;
-    std::uint32_t second_j;
-};
 
 // When there are few points, the anchors are split over several blocks per point tile, so that the
 // GPU has enough blocks; each split leaves one Candidate per point.
@@ -43,6 +36,8 @@ struct AssignArgs {
     // The points are the anchors themselves: point i may not take anchor i (nearest other anchor;
     // needs m >= 2).
     bool exclude_self = false;
+    // Which fast kernel; either way the result is exact, only the share of points re-scored differs.
+    FastPath path = FastPath::fp32;
     AssignPlan plan;
     Candidate* candidates = nullptr;        // plan.splits * n
     std::uint32_t* chosen = nullptr;        // n: receives the exact argmin

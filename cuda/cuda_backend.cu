@@ -22,6 +22,8 @@ using cuda::PinnedBuffer;
 
 // Point ids, segment offsets and chunk counts are 32-bit on the device.
 constexpr std::size_t kMaxRows = std::size_t{1} << 31;
+// The tensor-core fast path is given up when more than 1/16 of the points need every anchor re-scored.
+constexpr std::size_t kMaxAllAnchorShare = 16;
 // Each half of the double-buffered upload: large enough for full PCIe speed, small enough to pin cheaply.
 constexpr std::size_t kStagingFloats = std::size_t{4} << 20;
 
@@ -58,7 +60,8 @@ int multiprocessor_count(int gpu) {
 
 class CudaBackend final : public Backend {
 public:
-    explicit CudaBackend(int gpu) : gpu_(select_device(gpu)), multiprocessors_(multiprocessor_count(gpu)) {}
+    CudaBackend(int gpu, FastKernel kernel)
+        : gpu_(select_device(gpu)), multiprocessors_(multiprocessor_count(gpu)), kernel_(kernel) {}
 
     // Frees the buffers on this backend's GPU, whatever device the thread uses by then.
     ~CudaBackend() override { static_cast<void>(cudaSetDevice(gpu_)); }
@@ -90,6 +93,7 @@ public:
         CUDA_CHECK(cudaMemsetAsync(assignment_.data(), 0xff, assignment_.bytes(), s));
         stream_.synchronize();
         assigned_ = false;
+        fast_path_ = kernel_ == FastKernel::fp32 ? cuda::FastPath::fp32 : cuda::FastPath::tf32;
     }
 
     void upload_anchors(const Matrix& anchors) override {
@@ -180,6 +184,7 @@ public:
         args.uncertain = uncertain_.data();
         args.uncertain_counts = uncertain_counts_.data();
         args.multiprocessors = multiprocessors_;
+        args.path = fast_path_;
         cuda::launch_exact_assign(args, s);
 
         cuda::PointDistanceArgs distances;
@@ -195,8 +200,17 @@ public:
         cuda::launch_point_distances(distances, s);
         const double total = sum_block_sums();
         CUDA_CHECK(cudaMemcpyAsync(host_changed_.data(), changed_.data(), changed_.bytes(), cudaMemcpyDeviceToHost, s));
+        CUDA_CHECK(cudaMemcpyAsync(host_uncertain_counts_.data(), uncertain_counts_.data(), uncertain_counts_.bytes(),
+                                   cudaMemcpyDeviceToHost, s));
         stream_.synchronize();
         assigned_ = true;
+        // The tensor cores' window of uncertainty is ~20x the float32 one. Where anchors crowd around
+        // the points (many nearly equidistant), too many points fall back to the all-anchor re-score
+        // and the float32 kernel is faster; the run keeps it from then on. The assignments are exact
+        // either way.
+        if (kernel_ == FastKernel::automatic && host_uncertain_counts_[1] > n_ / kMaxAllAnchorShare) {
+            fast_path_ = cuda::FastPath::fp32;
+        }
 
         AssignStats stats;
         stats.changed = static_cast<std::size_t>(host_changed_[0]);
@@ -350,6 +364,8 @@ public:
         args.m = count;
         args.d = dim();
         args.exclude_self = true;
+        // Anchors crowd each other: in the tf32 window most rows would need every anchor re-scored.
+        args.path = cuda::FastPath::fp32;
         args.plan = plan;
         args.candidates = k.candidates.data();
         args.chosen = k.chosen.data();
@@ -490,6 +506,7 @@ private:
             energy_sum_ = DeviceBuffer<double>(1);
             selected_ = DeviceBuffer<std::int64_t>(1);
             host_changed_ = PinnedBuffer<unsigned long long>(1);
+            host_uncertain_counts_ = PinnedBuffer<unsigned>(2);
             host_energy_sum_ = PinnedBuffer<double>(1);
             host_selected_ = PinnedBuffer<std::int64_t>(1);
         }
@@ -589,6 +606,7 @@ private:
 
     int gpu_;
     int multiprocessors_;
+    FastKernel kernel_;
     cuda::Stream stream_;
 
     std::size_t n_ = 0;
@@ -596,6 +614,7 @@ private:
     std::size_t m_ = 0;
     cuda::AssignPlan plan_;
     bool assigned_ = false;    // assignment_ holds ids valid for the current anchor count
+    cuda::FastPath fast_path_ = cuda::FastPath::tf32;
     bool have_stats_ = false;  // a robust_reduce ran since the anchors were last replaced
 
     // Per point, for the whole run.
@@ -636,14 +655,15 @@ private:
     DeviceBuffer<double> energy_sum_;
     DeviceBuffer<std::int64_t> selected_;
     PinnedBuffer<unsigned long long> host_changed_;
+    PinnedBuffer<unsigned> host_uncertain_counts_;
     PinnedBuffer<double> host_energy_sum_;
     PinnedBuffer<std::int64_t> host_selected_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(int gpu) {
-    return std::make_unique<CudaBackend>(gpu);
+std::unique_ptr<Backend> make_cuda_backend(int gpu, FastKernel kernel) {
+    return std::make_unique<CudaBackend>(gpu, kernel);
 }
 
 }  // namespace vlattice

@@ -68,7 +68,9 @@ TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend"
     const Case c = GENERATE(Case{1, 3, 1, 0.1}, Case{333, 1, 7, 0.35}, Case{333, 129, 333, 0.1},
                             Case{10007, 3, 1000, 0.1}, Case{10007, 129, 7, 0.0}, Case{10007, 784, 1000, 0.1},
                             Case{70001, 1, 7, 0.35}, Case{70001, 129, 5000, 0.1}, Case{70001, 784, 1, 0.0});
-    INFO("n " << c.n << " d " << c.d << " m " << c.m << " trim " << c.trim);
+    // Both fast kernels: their windows of uncertainty differ, their assignments may not.
+    const FastKernel kernel = GENERATE(FastKernel::tf32, FastKernel::fp32);
+    INFO("n " << c.n << " d " << c.d << " m " << c.m << " trim " << c.trim << " tf32 " << (kernel == FastKernel::tf32));
     std::mt19937_64 rng(run_seed ^ (c.n * 1000003 + c.d * 1009 + c.m));
     const Matrix x = duplicated_points(c.n, c.d, rng);
     const Matrix anchors = anchors_near(x, c.m, rng);
@@ -76,7 +78,7 @@ TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend"
     const bool small = c.n * c.m * c.d <= 50'000'000;
 
     auto cpu = make_cpu_backend(0);
-    auto gpu = make_cuda_backend(0);
+    auto gpu = make_cuda_backend(0, kernel);
     cpu->upload_points(x);
     gpu->upload_points(x);
     cpu->upload_anchors(anchors);
@@ -145,7 +147,9 @@ TEST_CASE("cuda: assign is exact where the fast float distances nearly tie", "[g
     const NearTie tie = near_tie(rng);
     const Matrix& x = tie.points;
     const Matrix& c = tie.anchors;
-    auto gpu = make_cuda_backend(0);
+    const FastKernel kernel = GENERATE(FastKernel::tf32, FastKernel::fp32);
+    INFO("tf32 " << (kernel == FastKernel::tf32));
+    auto gpu = make_cuda_backend(0, kernel);
     gpu->upload_points(x);
     gpu->upload_anchors(c);
     gpu->assign();

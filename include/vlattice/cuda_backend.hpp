@@ -11,6 +11,11 @@ namespace vlattice {
 // (assignments exactly, sums to rounding). Defined only in builds with VLATTICE_HAVE_CUDA, so include
 // and call it under that macro. Throws Error when the GPU cannot be used. Its methods make `gpu` the
 // calling thread's current CUDA device.
-std::unique_ptr<Backend> make_cuda_backend(int gpu = 0);
+//
+// The fast half of its exact assign runs on tensor cores (tf32) unless too many points then need
+// every anchor re-scored, when it drops to float32 FMAs for the rest of the run (`automatic`). The
+// other settings pin one kernel, for tests and measurements; the assignments are the same.
+enum class FastKernel { automatic, tf32, fp32 };
+std::unique_ptr<Backend> make_cuda_backend(int gpu = 0, FastKernel kernel = FastKernel::automatic);
 
 }  // namespace vlattice

@@ -1,0 +1,166 @@
+#include "fast_assign.cuh"
+
+#include "cuda_check.hpp"
+
+#include <cfloat>
+
+namespace vlattice::cuda {
+
+namespace {
+
+// The fast kernel is a register-tiled SGEMM whose epilogue keeps, per point, the best and the
+// second-best distance instead of writing the n x m matrix of distances.
+constexpr int kTileM = kFastTile;  // points per block
+constexpr int kTileN = kFastTile;  // anchors per tile
+constexpr int kTileK = 16;     // coordinates per shared-memory stage
+constexpr int kThreads = 256;  // 16 x 16 threads, each owning 8 points x 8 anchors of the tile
+constexpr int kSide = 16;
+constexpr int kOwn = 8;
+// Keeps every shared row 16-byte aligned for the float4 reads, and spreads the transposed stores of
+// one warp over more banks.
+constexpr int kPad = 4;
+constexpr int kRowsPerPass = kThreads / kTileK;         // rows one load pass covers
+constexpr int kLoads = kTileM / kRowsPerPass;           // elements per thread per stage, per operand
+static_assert(kTileM == kTileN && kTileM == kSide * kOwn, "square tiles of 16 x 16 threads");
+static_assert(kSide * kSide == kThreads, "one thread per (row group, column group)");
+
+// Rows (and columns) a thread owns: two groups of four, half a tile apart, so that the float4 reads
+// of a quarter warp cover 128 consecutive bytes of shared memory (no bank conflicts).
+__device__ __forceinline__ int owned(int group, int r) {
+    return r < 4 ? group * 4 + r : kTileM / 2 + group * 4 + (r - 4);
+}
+
+// Rows past the end and coordinates past d load as zero, which adds nothing to the dot products.
+__device__ __forceinline__ void load_stage(const float* __restrict__ rows, std::size_t count, int d,
+                                           std::size_t row0, int k, int load_row, float (&out)[kLoads]) {
+#pragma unroll
+    for (int e = 0; e < kLoads; ++e) {
+        const std::size_t row = row0 + load_row + e * kRowsPerPass;
+        out[e] = (row < count && k < d) ? rows[row * d + k] : 0.0f;
+    }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    fast_assign_kernel(const float* __restrict__ points, const float* __restrict__ point_norms,
+                       const float* __restrict__ anchors, const float* __restrict__ anchor_norms, std::size_t n,
+                       std::size_t m, int d, bool exclude_self, int tiles_per_split,
+                       Candidate* __restrict__ candidates) {
+    __shared__ __align__(16) float xs[kTileK][kTileM + kPad];
+    __shared__ __align__(16) float cs[kTileK][kTileN + kPad];
+    __shared__ float x_norms[kTileM];
+
+    const int tid = threadIdx.x;
+    const int tx = tid % kSide;  // column group: anchors
+    const int ty = tid / kSide;  // row group: points
+    const int load_k = tid % kTileK;
+    const int load_row = tid / kTileK;
+    const std::size_t row0 = static_cast<std::size_t>(blockIdx.x) * kTileM;
+
+    for (int r = tid; r < kTileM; r += kThreads) {
+        x_norms[r] = row0 + r < n ? point_norms[row0 + r] : 0.0f;
+    }
+
+    Candidate top[kOwn];
+#pragma unroll
+    for (int i = 0; i < kOwn; ++i) {
+        top[i] = empty_candidate();
+    }
+
+    const std::size_t anchor_tiles = ceil_div(m, kTileN);
+    const std::size_t tile_begin = static_cast<std::size_t>(blockIdx.y) * tiles_per_split;
+    const std::size_t tile_end =
+        tile_begin + tiles_per_split < anchor_tiles ? tile_begin + tiles_per_split : anchor_tiles;
+    for (std::size_t tile = tile_begin; tile < tile_end; ++tile) {
+        const std::size_t col0 = tile * kTileN;
+        float acc[kOwn][kOwn];
+#pragma unroll
+        for (int i = 0; i < kOwn; ++i) {
+#pragma unroll
+            for (int j = 0; j < kOwn; ++j) {
+                acc[i][j] = 0.0f;
+            }
+        }
+        // The next stage is loaded into registers while the current one is multiplied.
+        float x_next[kLoads];
+        float c_next[kLoads];
+        load_stage(points, n, d, row0, load_k, load_row, x_next);
+        load_stage(anchors, m, d, col0, load_k, load_row, c_next);
+        for (int k0 = 0; k0 < d; k0 += kTileK) {
+            __syncthreads();  // the previous stage is read by everyone; x_norms is written
+#pragma unroll
+            for (int e = 0; e < kLoads; ++e) {
+                xs[load_k][load_row + e * kRowsPerPass] = x_next[e];
+                cs[load_k][load_row + e * kRowsPerPass] = c_next[e];
+            }
+            __syncthreads();
+            if (k0 + kTileK < d) {
+                load_stage(points, n, d, row0, k0 + kTileK + load_k, load_row, x_next);
+                load_stage(anchors, m, d, col0, k0 + kTileK + load_k, load_row, c_next);
+            }
+#pragma unroll
+            for (int kk = 0; kk < kTileK; ++kk) {
+                const float4 a_lo = *reinterpret_cast<const float4*>(&xs[kk][ty * 4]);
+                const float4 a_hi = *reinterpret_cast<const float4*>(&xs[kk][kTileM / 2 + ty * 4]);
+                const float4 b_lo = *reinterpret_cast<const float4*>(&cs[kk][tx * 4]);
+                const float4 b_hi = *reinterpret_cast<const float4*>(&cs[kk][kTileN / 2 + tx * 4]);
+                const float a[kOwn] = {a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w};
+                const float b[kOwn] = {b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w};
+#pragma unroll
+                for (int i = 0; i < kOwn; ++i) {
+#pragma unroll
+                    for (int j = 0; j < kOwn; ++j) {
+                        acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                    }
+                }
+            }
+        }
+
+        float c_norm[kOwn];
+#pragma unroll
+        for (int j = 0; j < kOwn; ++j) {
+            const std::size_t col = col0 + owned(tx, j);
+            c_norm[j] = col < m ? anchor_norms[col] : 0.0f;
+        }
+#pragma unroll
+        for (int i = 0; i < kOwn; ++i) {
+            const float x_norm = x_norms[owned(ty, i)];
+            const std::size_t row = row0 + owned(ty, i);
+#pragma unroll
+            for (int j = 0; j < kOwn; ++j) {
+                const std::size_t col = col0 + owned(tx, j);
+                if (col < m && !(exclude_self && col == row)) {
+                    // The CPU's expression; the rounding bound covers any evaluation order.
+                    offer(x_norm + c_norm[j] - 2.0f * acc[i][j], static_cast<std::uint32_t>(col), top[i]);
+                }
+            }
+        }
+    }
+
+    // The 16 threads that share a row group are the 16 lanes of one half warp.
+#pragma unroll
+    for (int i = 0; i < kOwn; ++i) {
+        merge_lanes(top[i], kSide / 2);
+        const std::size_t row = row0 + owned(ty, i);
+        if (tx == 0 && row < n) {
+            candidates[static_cast<std::size_t>(blockIdx.y) * n + row] = top[i];
+        }
+    }
+}
+
+}  // namespace
+
+void launch_fast_assign_fp32(const FastAssignArgs& a, cudaStream_t stream) {
+    const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, kTileM)), static_cast<unsigned>(a.splits));
+    fast_assign_kernel<<<tiles, kThreads, 0, stream>>>(a.points, a.point_norms, a.anchors, a.anchor_norms, a.n, a.m,
+                                                       a.d, a.exclude_self, a.tiles_per_split, a.candidates);
+    check_launch("fast_assign_fp32_kernel", stream);
+}
+
+// The dot product of length d is off by at most d*u*||x||*||c|| <= d*u*(||x||^2 + ||c||^2)/2 for any
+// summation order, and the rounded norms and the two additions add a few more units of u: exactly
+// the bound of src/cpu/exact_assign.cpp.
+float fp32_rounding_factor(int d) {
+    return static_cast<float>(d + 8) * FLT_EPSILON * 0.5f;
+}
+
+}  // namespace vlattice::cuda
