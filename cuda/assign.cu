@@ -23,13 +23,25 @@ __device__ __forceinline__ Candidate merged(const Candidate* __restrict__ candid
     return c;
 }
 
-// Combines the splits, then applies the CPU's bound: a point is certain when no other anchor's fast
-// distance lies within the bound of the best. The others are re-scored in double: against the best
-// two when the third lies outside the bound (listed from the front of `uncertain`), else against
-// every anchor (listed from the back).
-__global__ void resolve_kernel(const Candidate* __restrict__ candidates, int splits, std::size_t n,
-                               const float* __restrict__ point_norms, const float* __restrict__ anchor_norms,
-                               const unsigned* __restrict__ max_anchor_norm_bits, float factor,
+struct Bound {
+    const float* point_norms;
+    const float* anchor_norms;
+    const unsigned* max_anchor_norm_bits;
+    float factor;  // the fast kernel's rounding factor
+};
+
+// Any anchor whose fast distance exceeds this cannot be nearer than the best in exact arithmetic:
+// the CPU's bound, with the fast kernel's factor.
+__device__ __forceinline__ float threshold_of(const Candidate& c, std::size_t i, const Bound& bound) {
+    const float max_anchor_norm = __uint_as_float(*bound.max_anchor_norm_bits);
+    return c.dist[0] +
+           bound.factor * (2.0f * bound.point_norms[i] + bound.anchor_norms[c.id[0]] + max_anchor_norm);
+}
+
+// Combines the splits, then sorts each point: certain (no other anchor within the bound of the best),
+// short list (every anchor within the bound is among the kept ones; listed from the front of
+// `uncertain`), or all anchors (listed from the back).
+__global__ void resolve_kernel(const Candidate* __restrict__ candidates, int splits, std::size_t n, Bound bound,
                                std::uint32_t* __restrict__ chosen, std::uint32_t* __restrict__ uncertain,
                                unsigned* __restrict__ uncertain_counts) {
     const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -37,11 +49,10 @@ __global__ void resolve_kernel(const Candidate* __restrict__ candidates, int spl
         return;
     }
     const Candidate c = merged(candidates, splits, n, i);
-    const float max_anchor_norm = __uint_as_float(*max_anchor_norm_bits);
-    const float threshold = c.best + factor * (2.0f * point_norms[i] + anchor_norms[c.best_j] + max_anchor_norm);
-    chosen[i] = c.best_j;
-    if (c.second <= threshold) {
-        if (c.third > threshold) {
+    const float threshold = threshold_of(c, i, bound);
+    chosen[i] = c.id[0];
+    if (c.dist[1] <= threshold) {
+        if (c.next > threshold) {
             uncertain[atomicAdd(&uncertain_counts[0], 1u)] = static_cast<std::uint32_t>(i);
         } else {
             uncertain[n - 1 - atomicAdd(&uncertain_counts[1], 1u)] = static_cast<std::uint32_t>(i);
@@ -49,11 +60,12 @@ __global__ void resolve_kernel(const Candidate* __restrict__ candidates, int spl
     }
 }
 
-// One warp per pair point scores its best two anchors in double; on a tie the lower anchor wins, as
-// on the CPU. The list's order depends on scheduling, but each point's result does not.
+// One warp per short-list point scores the kept anchors within the bound in double, all at once;
+// (distance, anchor) order keeps the lowest anchor on ties, as on the CPU. The list's order depends
+// on scheduling, but each point's result does not.
 __global__ void __launch_bounds__(kThreads)
-    rescore_pairs_kernel(const float* __restrict__ points, const float* __restrict__ anchors, int d,
-                         const Candidate* __restrict__ candidates, int splits, std::size_t n,
+    rescore_short_kernel(const float* __restrict__ points, const float* __restrict__ anchors, int d,
+                         const Candidate* __restrict__ candidates, int splits, std::size_t n, Bound bound,
                          const std::uint32_t* __restrict__ uncertain, const unsigned* __restrict__ uncertain_counts,
                          std::uint32_t* __restrict__ chosen) {
     const int lane = threadIdx.x % kWarp;
@@ -62,19 +74,33 @@ __global__ void __launch_bounds__(kThreads)
     for (unsigned u = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp; u < count; u += warps) {
         const std::uint32_t i = uncertain[u];
         const Candidate c = merged(candidates, splits, n, i);
-        const std::uint32_t low = min(c.best_j, c.second_j);
-        const std::uint32_t high = max(c.best_j, c.second_j);
-        const float* const rows[2] = {anchors + static_cast<std::size_t>(low) * d,
-                                      anchors + static_cast<std::size_t>(high) * d};
-        double dist[2];
-        warp_squared_distances<2>(points + static_cast<std::size_t>(i) * d, rows, d, lane, dist);
+        const float threshold = threshold_of(c, i, bound);
+        // Kept anchors past the bound are replaced by the best, which cannot change the outcome.
+        const float* rows[kKeep];
+        std::uint32_t ids[kKeep];
+#pragma unroll
+        for (int s = 0; s < kKeep; ++s) {
+            ids[s] = c.dist[s] <= threshold && c.id[s] != kNoAnchor ? c.id[s] : c.id[0];
+            rows[s] = anchors + static_cast<std::size_t>(ids[s]) * d;
+        }
+        double dist[kKeep];
+        warp_squared_distances<kKeep>(points + static_cast<std::size_t>(i) * d, rows, d, lane, dist);
+        double best = dist[0];
+        std::uint32_t best_j = ids[0];
+#pragma unroll
+        for (int s = 1; s < kKeep; ++s) {
+            if (dist[s] < best || (dist[s] == best && ids[s] < best_j)) {
+                best = dist[s];
+                best_j = ids[s];
+            }
+        }
         if (lane == 0) {
-            chosen[i] = dist[1] < dist[0] ? high : low;
+            chosen[i] = best_j;
         }
     }
 }
 
-// One block per point with three or more anchors within the bound: its warps share the anchors,
+// One block per point with more than kKeep anchors within the bound: its warps share the anchors,
 // a few at a time so that their loads overlap, in double; then the block takes the smallest
 // (distance, anchor).
 constexpr int kAnchorsAtOnce = 4;
@@ -170,20 +196,20 @@ void launch_exact_assign(const AssignArgs& args, cudaStream_t stream) {
     } else {
         launch_fast_assign_fp32(fast, stream);
     }
-    const float factor = tensor ? tf32_rounding_factor(args.d) : fp32_rounding_factor(args.d);
+    const Bound bound{args.point_norms, args.anchor_norms, args.max_anchor_norm_bits,
+                      tensor ? tf32_rounding_factor(args.d) : fp32_rounding_factor(args.d)};
 
     constexpr int kResolveThreads = 256;
     resolve_kernel<<<static_cast<unsigned>(ceil_div(args.n, kResolveThreads)), kResolveThreads, 0, stream>>>(
-        args.candidates, args.plan.splits, args.n, args.point_norms, args.anchor_norms, args.max_anchor_norm_bits,
-        factor, args.chosen, args.uncertain, args.uncertain_counts);
+        args.candidates, args.plan.splits, args.n, bound, args.chosen, args.uncertain, args.uncertain_counts);
     check_launch("resolve_kernel", stream);
 
     // Enough warps to fill the GPU; the counts of uncertain points stay on the device.
     const unsigned rescore_blocks = static_cast<unsigned>(std::max(args.multiprocessors, 1)) * 8;
-    rescore_pairs_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors, args.d, args.candidates,
-                                                                  args.plan.splits, args.n, args.uncertain,
+    rescore_short_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors, args.d, args.candidates,
+                                                                  args.plan.splits, args.n, bound, args.uncertain,
                                                                   args.uncertain_counts, args.chosen);
-    check_launch("rescore_pairs_kernel", stream);
+    check_launch("rescore_short_kernel", stream);
     rescore_all_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors,
                                                                 static_cast<std::uint32_t>(args.m), args.d,
                                                                 args.exclude_self, args.n, args.uncertain,

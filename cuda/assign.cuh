@@ -1,8 +1,8 @@
 // Exact nearest-anchor assignment: a fast kernel (fast_assign.cuh: float32 FMAs or tf32 tensor
-// cores) finds each point's three smallest fast distances, and the points whose runner-up lies
-// within the kernel's worst-case rounding bound of the best are re-scored in double: against the
-// best two anchors (a warp per point) when the third lies outside the bound, else against every
-// anchor (a block per point). The result equals the argmin of the distances in double, ties to
+// cores) keeps each point's kKeep smallest fast distances and the next one, and the points whose
+// runner-up lies within the kernel's worst-case rounding bound of the best are re-scored in double:
+// against the kept anchors within the bound (a warp per point) when the next distance lies outside
+// it, else against every anchor (a block per point). The result equals the argmin of the distances in double, ties to
 // the lowest anchor, as on the CPU.
 #pragma once
 
@@ -42,7 +42,7 @@ struct AssignArgs {
     Candidate* candidates = nullptr;        // plan.splits * n
     std::uint32_t* chosen = nullptr;        // n: receives the exact argmin
     std::uint32_t* uncertain = nullptr;     // n: scratch lists of the points re-scored in double
-    unsigned* uncertain_counts = nullptr;   // 2, zeroed by the caller: pair and all-anchor re-scores
+    unsigned* uncertain_counts = nullptr;   // 2, zeroed by the caller: short-list and all-anchor re-scores
     int multiprocessors = 1;
 };
 

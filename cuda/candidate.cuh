@@ -10,59 +10,75 @@
 
 namespace vlattice::cuda {
 
-// One point's three smallest fast distances over a range of anchors, ordered by (distance, anchor),
-// with the anchors of the first two.
+// How many of the smallest fast distances a point keeps with their anchors.
+constexpr int kKeep = 4;
+
+// One point's kKeep smallest fast distances over a range of anchors, ordered by (distance, anchor),
+// and the next smallest distance after them.
 struct Candidate {
-    float best;
-    float second;
-    float third;
-    std::uint32_t best_j;
-    std::uint32_t second_j;
+    float dist[kKeep];
+    std::uint32_t id[kKeep];
+    float next;
 };
 
+constexpr std::uint32_t kNoAnchor = 0xffffffffu;
+
 __device__ __forceinline__ Candidate empty_candidate() {
-    return Candidate{__int_as_float(0x7f800000), __int_as_float(0x7f800000), __int_as_float(0x7f800000), 0, 0};
+    Candidate c;
+#pragma unroll
+    for (int s = 0; s < kKeep; ++s) {
+        c.dist[s] = __int_as_float(0x7f800000);
+        c.id[s] = kNoAnchor;
+    }
+    c.next = __int_as_float(0x7f800000);
+    return c;
 }
 
-// Keeps the two smallest (distance, anchor) pairs in order, so ties go to the lowest anchor, and the
-// third smallest distance. A distance no smaller than the third changes nothing the repair reads:
-// the only thing it could change is which of two equal distances is kept, and equal distances
-// within the bound send the point to the all-anchor re-score anyway. Most offers stop at that test.
+__device__ __forceinline__ bool before(float dist, std::uint32_t j, float other, std::uint32_t other_j) {
+    return dist < other || (dist == other && j < other_j);
+}
+
+// Inserts (dist, j) in order, so ties go to the lowest anchor; what falls off the end lowers `next`.
+// A distance no smaller than `next` changes nothing the repair reads: at most which of several equal
+// distances is kept, and equal distances within the bound send the point to the all-anchor
+// re-score anyway. Most offers stop at that one comparison.
 __device__ __forceinline__ void offer(float dist, std::uint32_t j, Candidate& c) {
-    if (!(dist < c.third)) {
+    if (!(dist < c.next)) {
         return;
     }
-    if (dist < c.best || (dist == c.best && j < c.best_j)) {
-        c.third = c.second;
-        c.second = c.best;
-        c.second_j = c.best_j;
-        c.best = dist;
-        c.best_j = j;
-    } else if (dist < c.second || (dist == c.second && j < c.second_j)) {
-        c.third = c.second;
-        c.second = dist;
-        c.second_j = j;
-    } else {
-        c.third = dist;
+#pragma unroll
+    for (int s = 0; s < kKeep; ++s) {
+        if (before(dist, j, c.dist[s], c.id[s])) {
+            const float moved = c.dist[s];
+            const std::uint32_t moved_j = c.id[s];
+            c.dist[s] = dist;
+            c.id[s] = j;
+            dist = moved;
+            j = moved_j;
+        }
     }
+    c.next = fminf(c.next, dist);
 }
 
-// The two lists cover disjoint anchors. Whatever other.third displaces, other.best and other.second
-// (no larger) have displaced first, so it can only lower the third distance.
+// The two lists cover disjoint anchors: what either left out is no smaller than its `next`.
 __device__ __forceinline__ void merge(Candidate& into, const Candidate& other) {
-    offer(other.best, other.best_j, into);
-    offer(other.second, other.second_j, into);
-    into.third = fminf(into.third, other.third);
+#pragma unroll
+    for (int s = 0; s < kKeep; ++s) {
+        offer(other.dist[s], other.id[s], into);
+    }
+    into.next = fminf(into.next, other.next);
 }
 
 // Merges the lists of the lanes whose ids differ in the bits of `mask` (a power of two and below).
 __device__ __forceinline__ void merge_lanes(Candidate& mine, int mask) {
     for (int offset = mask; offset > 0; offset /= 2) {
-        const Candidate other{__shfl_xor_sync(kFullMask, mine.best, offset),
-                              __shfl_xor_sync(kFullMask, mine.second, offset),
-                              __shfl_xor_sync(kFullMask, mine.third, offset),
-                              __shfl_xor_sync(kFullMask, mine.best_j, offset),
-                              __shfl_xor_sync(kFullMask, mine.second_j, offset)};
+        Candidate other;
+#pragma unroll
+        for (int s = 0; s < kKeep; ++s) {
+            other.dist[s] = __shfl_xor_sync(kFullMask, mine.dist[s], offset);
+            other.id[s] = __shfl_xor_sync(kFullMask, mine.id[s], offset);
+        }
+        other.next = __shfl_xor_sync(kFullMask, mine.next, offset);
         merge(mine, other);
     }
 }

@@ -8,8 +8,8 @@ namespace vlattice::cuda {
 
 namespace {
 
-// The fast kernel is a register-tiled SGEMM whose epilogue keeps, per point, the best and the
-// second-best distance instead of writing the n x m matrix of distances.
+// A register-tiled SGEMM whose epilogue offers each distance to its point's Candidate instead of
+// writing the n x m matrix of distances.
 constexpr int kTileM = kFastTile;  // points per block
 constexpr int kTileN = kFastTile;  // anchors per tile
 constexpr int kTileK = 16;     // coordinates per shared-memory stage

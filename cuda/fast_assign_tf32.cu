@@ -1,6 +1,7 @@
-// The tensor-core fast assign: mma.sync m16n8k8 with tf32 operands and float32 accumulators. The
-// operands are rounded to tf32 once, as they are staged into shared memory, in the order in which
-// the mma fragments read them, so that every fragment is one 16-byte load.
+// The tensor-core fast assign: mma.sync m16n8k8 with tf32 operands and float32 accumulators. Tiles
+// of points and anchors stream into shared memory through a three-stage cp.async pipeline, so that
+// global loads run two stages ahead of the tensor cores without holding registers; ldmatrix reads
+// each mma fragment in one instruction, and the operands are rounded to tf32 in registers.
 #include "fast_assign.cuh"
 
 #include "cuda_check.hpp"
@@ -13,74 +14,101 @@ namespace vlattice::cuda {
 namespace {
 
 constexpr int kTile = kFastTile;  // points per block, and anchors per tile
-constexpr int kChunk = 16;        // coordinates per shared-memory stage: two mma k-steps
-constexpr int kThreads = 256;     // 8 warps: 4 along the points, 2 along the anchors
+constexpr int kChunk = 32;        // coordinates per stage: four mma k-steps
+constexpr int kStages = 3;
+constexpr int kStride = kChunk + 4;  // floats per staged row: ldmatrix's 8 rows fall on 32 different banks
+constexpr int kThreads = 256;        // 8 warps: 4 along the points, 2 along the anchors
 constexpr int kWarpRows = 32;
 constexpr int kWarpCols = 64;
 constexpr int kMmaM = 16;
 constexpr int kMmaN = 8;
 constexpr int kMmaK = 8;
-constexpr int kSteps = kChunk / kMmaK;
 constexpr int kRowTiles = kWarpRows / kMmaM;  // per warp
 constexpr int kColTiles = kWarpCols / kMmaN;  // per warp
-constexpr int kStageFloats = kTile * kChunk;
-constexpr int kRowsPerPass = kThreads / kChunk;
-constexpr int kLoads = kTile / kRowsPerPass;  // elements per thread per stage, per operand
+constexpr int kOwnedRows = 2 * kRowTiles;     // each lane holds two rows of every mma tile
+constexpr int kStageFloats = kTile * kStride;
+constexpr std::size_t kSharedBytes = std::size_t{2} * kStages * kStageFloats * sizeof(float);
 static_assert(kTile == 4 * kWarpRows && kTile == 2 * kWarpCols && kThreads == 8 * kWarp, "8 warps, 4 x 2");
-static_assert(kChunk % kMmaK == 0 && kColTiles % 2 == 0, "whole k-steps, column tiles in pairs");
+static_assert(kColTiles % 2 == 0 && kChunk % kMmaK == 0, "column tiles in pairs, whole k-steps");
 
-// Where element (r, k) of a staged point tile goes: A fragment of row tile r / 16 and k-step k / 8,
-// lane (r % 8) * 4 + k % 4, register (r % 16) / 8 + 2 * ((k % 8) / 4), as mma.m16n8k8 reads it.
-__device__ __forceinline__ int a_slot(int r, int k) {
-    const int lane = (r % 8) * 4 + k % 4;
-    const int reg = (r % 16) / 8 + 2 * ((k % 8) / 4);
-    return (((r / 16) * kSteps + k / kMmaK) * kWarp + lane) * 4 + reg;
+__device__ __forceinline__ unsigned shared_address(const void* pointer) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
 }
 
-// Element (c, k) of a staged anchor tile: B fragments of column tiles 2p and 2p + 1 (p = c / 16)
-// share one 16-byte slot per lane, registers (c / 8) % 2 * 2 + (k % 8) / 4.
-__device__ __forceinline__ int b_slot(int c, int k) {
-    const int lane = (c % 8) * 4 + k % 4;
-    const int reg = (c / 8) % 2 * 2 + (k % 8) / 4;
-    return (((c / 16) * kSteps + k / kMmaK) * kWarp + lane) * 4 + reg;
+// Copies `bytes` (4 or 16) from global to shared memory asynchronously; with `valid` false it writes
+// zeros instead, which add nothing to the dot products.
+template <int kBytes>
+__device__ __forceinline__ void copy_async(float* to, const float* from, bool valid) {
+    const unsigned source_bytes = valid ? kBytes : 0;
+    if constexpr (kBytes == 16) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(to)), "l"(from),
+                     "r"(source_bytes));
+    } else {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(shared_address(to)), "l"(from),
+                     "r"(source_bytes));
+    }
 }
 
-// Round to nearest (ties away) onto tf32's 10-bit significand: the operand error the bound assumes.
-__device__ __forceinline__ float to_tf32(float value) {
-    std::uint32_t bits;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(value));
-    return __uint_as_float(bits);
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;"); }
+
+template <int kPending>
+__device__ __forceinline__ void wait_copies() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(kPending));
 }
 
-__device__ __forceinline__ void mma(float (&acc)[4], const float4& a, float b0, float b1) {
+// Stages coordinates [k0, k0 + kChunk) of rows [row0, row0 + kTile): 16-byte copies when every row
+// starts 16-byte aligned (d % 4 == 0), else 4-byte ones. Rows past `count`, coordinates past d are zero.
+template <int kBytes>
+__device__ __forceinline__ void stage_rows(float* to, const float* __restrict__ rows, std::size_t count, int d,
+                                           std::size_t row0, int k0, int tid) {
+    constexpr int kPerRow = kChunk * 4 / kBytes;
+    constexpr int kCopies = kTile * kPerRow / kThreads;
+#pragma unroll
+    for (int e = 0; e < kCopies; ++e) {
+        const int item = tid + e * kThreads;
+        const int r = item / kPerRow;
+        const int k = (item % kPerRow) * (kBytes / 4);
+        const std::size_t row = row0 + r;
+        const bool valid = row < count && k0 + k < d;
+        copy_async<kBytes>(to + r * kStride + k, valid ? rows + row * d + k0 + k : rows, valid);
+    }
+}
+
+__device__ __forceinline__ void load_matrices(unsigned address, float (&out)[4]) {
+    std::uint32_t r0, r1, r2, r3;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(address));
+    const std::uint32_t raw[4] = {r0, r1, r2, r3};
+    // Round to nearest (ties away) onto tf32's 10-bit significand: the operand error the bound assumes.
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        std::uint32_t rounded;
+        asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(rounded) : "f"(__uint_as_float(raw[e])));
+        out[e] = __uint_as_float(rounded);
+    }
+}
+
+__device__ __forceinline__ void mma(float (&acc)[4], const float (&a)[4], float b0, float b1) {
     asm volatile(
         "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%0, %1, %2, %3};"
         : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-        : "r"(__float_as_uint(a.x)), "r"(__float_as_uint(a.y)), "r"(__float_as_uint(a.z)), "r"(__float_as_uint(a.w)),
-          "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)));
+        : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
+          "r"(__float_as_uint(a[3])), "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)));
 }
 
-// Rows past the end and coordinates past d load as zero, which adds nothing to the dot products.
-__device__ __forceinline__ void load_stage(const float* __restrict__ rows, std::size_t count, int d,
-                                           std::size_t row0, int k, int load_row, float (&out)[kLoads]) {
-#pragma unroll
-    for (int e = 0; e < kLoads; ++e) {
-        const std::size_t row = row0 + load_row + e * kRowsPerPass;
-        out[e] = (row < count && k < d) ? rows[row * d + k] : 0.0f;
-    }
-}
-
+template <int kBytes>
 __global__ void __launch_bounds__(kThreads, 1)
     fast_assign_kernel(const float* __restrict__ points, const float* __restrict__ point_norms,
                        const float* __restrict__ anchors, const float* __restrict__ anchor_norms, std::size_t n,
                        std::size_t m, int d, bool exclude_self, int tiles_per_split,
                        Candidate* __restrict__ candidates) {
-    // Two stages, so that one barrier per stage separates the writes of one from the reads of the other.
-    __shared__ __align__(16) float xs[2][kStageFloats];
-    __shared__ __align__(16) float cs[2][kStageFloats];
+    extern __shared__ __align__(16) float staged[];  // kStages point stages, then kStages anchor stages
     __shared__ float x_norms[kTile];
     __shared__ Candidate exchange[kTile];
+    float* const xs = staged;
+    float* const cs = staged + kStages * kStageFloats;
 
     const int tid = threadIdx.x;
     const int lane = tid % kWarp;
@@ -89,21 +117,27 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int warp_col = (warp % 2) * kWarpCols;
     const int group = lane / 4;  // row of the accumulator fragments
     const int quad = lane % 4;   // column pair of the accumulator fragments
-    const int load_k = tid % kChunk;
-    const int load_row = tid / kChunk;
     const std::size_t row0 = static_cast<std::size_t>(blockIdx.x) * kTile;
 
     for (int r = tid; r < kTile; r += kThreads) {
         x_norms[r] = row0 + r < n ? point_norms[row0 + r] : 0.0f;
     }
 
+    // ldmatrix: lane l addresses row l % 8 of matrix l / 8. For A the matrices are (rows 0-7, k 0-3),
+    // (rows 8-15, k 0-3), (rows 0-7, k 4-7), (rows 8-15, k 4-7) of a row tile: a0..a3. For B they are
+    // (anchors 0-7, k 0-3), (0-7, k 4-7), (8-15, k 0-3), (8-15, k 4-7) of a column-tile pair.
+    const int matrix = lane / 8;
+    const int a_offset = (warp_row + lane % 8 + (matrix % 2) * 8) * kStride + (matrix / 2) * 4;
+    const int b_offset = (warp_col + lane % 8 + (matrix / 2) * 8) * kStride + (matrix % 2) * 4;
+
     // Owned row o is row (o / 2) * 16 + (o % 2) * 8 + group of the warp's rows.
-    Candidate top[2 * kRowTiles];
+    Candidate top[kOwnedRows];
 #pragma unroll
-    for (int o = 0; o < 2 * kRowTiles; ++o) {
+    for (int o = 0; o < kOwnedRows; ++o) {
         top[o] = empty_candidate();
     }
 
+    const int chunks = static_cast<int>(ceil_div(static_cast<std::size_t>(d), kChunk));
     const std::size_t anchor_tiles = ceil_div(m, kTile);
     const std::size_t tile_begin = static_cast<std::size_t>(blockIdx.y) * tiles_per_split;
     const std::size_t tile_end =
@@ -121,53 +155,47 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
             }
         }
-        float x_next[kLoads];
-        float c_next[kLoads];
-        load_stage(points, n, d, row0, load_k, load_row, x_next);
-        load_stage(anchors, m, d, col0, load_k, load_row, c_next);
-        __syncthreads();  // the previous tile's last stage is read by everyone; x_norms is written
-        int stage = 0;
+        // Every thread commits one group per stage, empty past the end, so that waiting for all but
+        // the last kStages - 2 groups always means "the current stage has landed".
+        __syncthreads();  // the previous tile's stages are read by everyone; x_norms is written
 #pragma unroll
-        for (int e = 0; e < kLoads; ++e) {
-            xs[0][a_slot(load_row + e * kRowsPerPass, load_k)] = to_tf32(x_next[e]);
-            cs[0][b_slot(load_row + e * kRowsPerPass, load_k)] = to_tf32(c_next[e]);
-        }
-        __syncthreads();
-        for (int k0 = 0; k0 < d; k0 += kChunk) {
-            const bool more = k0 + kChunk < d;
-            // The next stage travels from global memory while this one is multiplied.
-            if (more) {
-                load_stage(points, n, d, row0, k0 + kChunk + load_k, load_row, x_next);
-                load_stage(anchors, m, d, col0, k0 + kChunk + load_k, load_row, c_next);
+        for (int s = 0; s < kStages - 1; ++s) {
+            if (s < chunks) {
+                stage_rows<kBytes>(xs + s * kStageFloats, points, n, d, row0, s * kChunk, tid);
+                stage_rows<kBytes>(cs + s * kStageFloats, anchors, m, d, col0, s * kChunk, tid);
             }
-            const float4* a_frags = reinterpret_cast<const float4*>(xs[stage]);
-            const float4* b_frags = reinterpret_cast<const float4*>(cs[stage]);
+            commit_copies();
+        }
+        for (int c = 0; c < chunks; ++c) {
+            wait_copies<kStages - 2>();
+            __syncthreads();  // stage c is in for everyone, and stage c - 1 is no longer read
+            const int ahead = c + kStages - 1;
+            if (ahead < chunks) {
+                const int slot = ahead % kStages;
+                stage_rows<kBytes>(xs + slot * kStageFloats, points, n, d, row0, ahead * kChunk, tid);
+                stage_rows<kBytes>(cs + slot * kStageFloats, anchors, m, d, col0, ahead * kChunk, tid);
+            }
+            commit_copies();
+            const unsigned a_base = shared_address(xs + (c % kStages) * kStageFloats + a_offset);
+            const unsigned b_base = shared_address(cs + (c % kStages) * kStageFloats + b_offset);
 #pragma unroll
-            for (int s = 0; s < kSteps; ++s) {
-                float4 a[kRowTiles];
+            for (int kk = 0; kk < kChunk; kk += kMmaK) {
+                float a[kRowTiles][4];
 #pragma unroll
                 for (int i = 0; i < kRowTiles; ++i) {
-                    a[i] = a_frags[((warp_row / kMmaM + i) * kSteps + s) * kWarp + lane];
+                    load_matrices(a_base + (i * kMmaM * kStride + kk) * sizeof(float), a[i]);
                 }
 #pragma unroll
                 for (int p = 0; p < kColTiles / 2; ++p) {
-                    const float4 b = b_frags[((warp_col / (2 * kMmaN) + p) * kSteps + s) * kWarp + lane];
+                    float b[4];
+                    load_matrices(b_base + (p * 2 * kMmaN * kStride + kk) * sizeof(float), b);
 #pragma unroll
                     for (int i = 0; i < kRowTiles; ++i) {
-                        mma(acc[i][2 * p], a[i], b.x, b.y);
-                        mma(acc[i][2 * p + 1], a[i], b.z, b.w);
+                        mma(acc[i][2 * p], a[i], b[0], b[1]);
+                        mma(acc[i][2 * p + 1], a[i], b[2], b[3]);
                     }
                 }
             }
-            if (more) {
-#pragma unroll
-                for (int e = 0; e < kLoads; ++e) {
-                    xs[stage ^ 1][a_slot(load_row + e * kRowsPerPass, load_k)] = to_tf32(x_next[e]);
-                    cs[stage ^ 1][b_slot(load_row + e * kRowsPerPass, load_k)] = to_tf32(c_next[e]);
-                }
-            }
-            __syncthreads();
-            stage ^= 1;
         }
 
         // Accumulator e of tile (i, j) is row i * 16 + (e / 2) * 8 + group, column j * 8 + quad * 2 + e % 2.
@@ -179,7 +207,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if (col < m) {
                     const float c_norm = anchor_norms[col];
 #pragma unroll
-                    for (int o = 0; o < 2 * kRowTiles; ++o) {
+                    for (int o = 0; o < kOwnedRows; ++o) {
                         const int r = warp_row + (o / 2) * kMmaM + (o % 2) * 8 + group;
                         if (!(exclude_self && col == row0 + r)) {
                             // The CPU's expression; the rounding bound covers any evaluation order.
@@ -191,22 +219,23 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
         }
     }
+    wait_copies<0>();  // only empty groups are left; nothing may be in flight when the block exits
 
     // The four lanes of a group hold the same rows; then the two warps of a row band meet in shared memory.
 #pragma unroll
-    for (int o = 0; o < 2 * kRowTiles; ++o) {
+    for (int o = 0; o < kOwnedRows; ++o) {
         merge_lanes(top[o], 2);
     }
     if (warp_col != 0 && quad == 0) {
 #pragma unroll
-        for (int o = 0; o < 2 * kRowTiles; ++o) {
+        for (int o = 0; o < kOwnedRows; ++o) {
             exchange[warp_row + (o / 2) * kMmaM + (o % 2) * 8 + group] = top[o];
         }
     }
     __syncthreads();
     if (warp_col == 0 && quad == 0) {
 #pragma unroll
-        for (int o = 0; o < 2 * kRowTiles; ++o) {
+        for (int o = 0; o < kOwnedRows; ++o) {
             const int r = warp_row + (o / 2) * kMmaM + (o % 2) * 8 + group;
             merge(top[o], exchange[r]);
             if (row0 + r < n) {
@@ -216,13 +245,26 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 }
 
+template <int kBytes>
+void launch(const FastAssignArgs& a, cudaStream_t stream) {
+    // More than the default 48 KiB of dynamic shared memory needs the kernel's consent on the current device.
+    CUDA_CHECK(cudaFuncSetAttribute(fast_assign_kernel<kBytes>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(kSharedBytes)));
+    const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, kTile)), static_cast<unsigned>(a.splits));
+    fast_assign_kernel<kBytes><<<tiles, kThreads, kSharedBytes, stream>>>(
+        a.points, a.point_norms, a.anchors, a.anchor_norms, a.n, a.m, a.d, a.exclude_self, a.tiles_per_split,
+        a.candidates);
+    check_launch("fast_assign_tf32_kernel", stream);
+}
+
 }  // namespace
 
 void launch_fast_assign_tf32(const FastAssignArgs& a, cudaStream_t stream) {
-    const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, kTile)), static_cast<unsigned>(a.splits));
-    fast_assign_kernel<<<tiles, kThreads, 0, stream>>>(a.points, a.point_norms, a.anchors, a.anchor_norms, a.n, a.m,
-                                                       a.d, a.exclude_self, a.tiles_per_split, a.candidates);
-    check_launch("fast_assign_tf32_kernel", stream);
+    if (a.d % 4 == 0) {
+        launch<16>(a, stream);
+    } else {
+        launch<4>(a, stream);
+    }
 }
 
 // Each operand is rounded to tf32 (relative error 2^-11), so a product is off by at most
