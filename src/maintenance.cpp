@@ -65,21 +65,26 @@ TwoMeans two_means(const Matrix& x, double total_count) {
         before += squared_distance(x.row(i), mean.data(), d);
     }
     double after = 0.0;
+    std::vector<int> side_of(r, -1);
     for (int step = 0; step <= kSteps; ++step) {
         std::vector<double> side_sum[2] = {std::vector<double>(d, 0.0), std::vector<double>(d, 0.0)};
         std::size_t size[2] = {0, 0};
+        std::size_t moved = 0;
         after = 0.0;
         for (std::size_t i = 0; i < r; ++i) {
             const double dist[2] = {squared_distance(x.row(i), centre[0].data(), d),
                                     squared_distance(x.row(i), centre[1].data(), d)};
             const int side = dist[1] < dist[0] ? 1 : 0;
+            moved += side != side_of[i] ? 1 : 0;
+            side_of[i] = side;
             after += dist[side];
             ++size[side];
             for (std::size_t k = 0; k < d; ++k) {
                 side_sum[side][k] += x.row(i)[k];
             }
         }
-        if (step == kSteps) {
+        // The same halves give the same centres: the remaining steps would change nothing.
+        if (step == kSteps || moved == 0) {
             break;
         }
         for (int s = 0; s < 2; ++s) {
