@@ -34,7 +34,7 @@ private:
 constexpr std::size_t kSplitSampleMembers = 256;
 
 std::size_t init_sample_size(const AnnealConfig& config, std::size_t n) {
-    return config.init_sample > 0 ? std::min(config.init_sample, n) : std::min(n, 32 * config.anchors);
+    return config.init_sample > 0 ? std::min(config.init_sample, n) : std::min(n, 8 * config.anchors);
 }
 
 // |a - b| relative to the larger magnitude; 0 when both are 0.

@@ -240,7 +240,7 @@ TEST_CASE("every command's --help lists its options and their defaults", "[cli]"
     CHECK(help.exit_code == 0);
     for (const std::string option :
          {"--output", "--anchors", "--iters", "--t0", "--cooling", "--trim", "--trim-final", "--maintenance-every",
-          "--seed", "--metric", "--threads", "--device", "--gpu", "--dataset", "--anchor-storage", "--report",
+          "--init-sample", "--seed", "--metric", "--threads", "--device", "--gpu", "--dataset", "--anchor-storage", "--report",
           "--quiet", "--help"}) {
         CHECK_THAT(help.output, Contains(option + " "));
     }
@@ -338,6 +338,7 @@ TEST_CASE("compress rejects bad input and bad options, leaving the output untouc
         check_fails(result, out, {"--trim must be in [0, 1), got 1.5"});
         CHECK(result.exit_code == 2);
         check_fails(compress(good, out, "--validate-every -1"), out, {"--validate-every must be >= 0"});
+        check_fails(compress(good, out, "--init-sample -5"), out, {"--init-sample must be >= 0, got -5"});
     }
     SECTION("value of the wrong type") {
         const CommandResult result = compress(good, out, "--t0 hot");

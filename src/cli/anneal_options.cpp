@@ -38,6 +38,8 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
         ("maintenance-every", po::value(&a.config.maintenance_every)
                                   ->default_value(c.maintenance_every, show(c.maintenance_every))->value_name("P"),
          "merge close anchors, split crowded ones and re-seed empty ones every P iterations while hot; 0 turns it off")
+        ("init-sample", po::value(&a.init_sample)->default_value(0)->value_name("S"),
+         "k-means++ picks the first anchors from a random sample of S points; 0: min(n, 8 * M)")
         ("seed", po::value(&a.config.seed)->default_value(c.seed, show(c.seed))->value_name("S"),
          "seeds every random choice; the same input, seed and backend give the same result on any machine "
          "(compress: a byte-identical file)")
@@ -66,7 +68,9 @@ void check_anneal_args(AnnealArgs& a) {
     require(c.validate_every >= 0, "--validate-every", ">= 0", c.validate_every);
     require(c.threads >= 0, "--threads", ">= 0", c.threads);
     require(a.gpu >= 0, "--gpu", ">= 0", a.gpu);
+    require(a.init_sample >= 0, "--init-sample", ">= 0", a.init_sample);
     a.config.anchors = static_cast<std::size_t>(a.anchors);
+    a.config.init_sample = static_cast<std::size_t>(a.init_sample);
 }
 
 Metric metric_of(const AnnealArgs& args) {

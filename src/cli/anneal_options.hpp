@@ -16,6 +16,7 @@ namespace vlattice::cli {
 struct AnnealArgs {
     AnnealConfig config;
     long long anchors = 0;  // signed, so that -m -1 is reported rather than wrapped
+    long long init_sample = 0;  // checked, then copied into config
     std::string metric;
     int gpu = 0;
     std::string dataset;
