@@ -152,10 +152,12 @@ public:
     Matrix download_anchors() override {
         use_device();
         require_anchors("download_anchors");
-        Matrix out(m_, d_);
-        CUDA_CHECK(cudaMemcpyAsync(out.data.data(), anchors_.data(), anchors_.bytes(), cudaMemcpyDeviceToHost,
+        // Through pinned memory: a pageable copy of m x d floats ran at 1.5 GB/s on the H100 machine.
+        CUDA_CHECK(cudaMemcpyAsync(host_anchors_.data(), anchors_.data(), anchors_.bytes(), cudaMemcpyDeviceToHost,
                                    stream_.get()));
         stream_.synchronize();
+        Matrix out(m_, d_);
+        std::memcpy(out.data.data(), host_anchors_.data(), anchors_.bytes());
         return out;
     }
 
@@ -530,6 +532,7 @@ private:
         partial_sums_ = {};
         partial_distance_ = {};
         row_staging_ = {};
+        host_anchors_ = {};
         row_ids_ = {};
         temp_ = {};
         gathered_ = {};
@@ -565,6 +568,7 @@ private:
         partial_sums_ = DeviceBuffer<double>(chunks * d);
         partial_distance_ = DeviceBuffer<double>(chunks);
         row_staging_ = DeviceBuffer<float>(m * d);
+        host_anchors_ = PinnedBuffer<float>(m * d);
         row_ids_ = DeviceBuffer<std::uint32_t>(m);
         temp_ = DeviceBuffer<unsigned char>(temp_bytes);
         plan_ = plan;
@@ -643,6 +647,7 @@ private:
     DeviceBuffer<double> partial_sums_;
     DeviceBuffer<double> partial_distance_;
     DeviceBuffer<float> row_staging_;
+    PinnedBuffer<float> host_anchors_;
     DeviceBuffer<std::uint32_t> row_ids_;
     DeviceBuffer<unsigned char> temp_;
     DeviceBuffer<float> gathered_;

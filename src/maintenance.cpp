@@ -217,9 +217,16 @@ public:
         }
         const std::vector<std::size_t> victims = order_by(removal_cost, false);
         std::size_t next_victim = 0;
+        std::vector<std::size_t> flagged;
         for (std::size_t j : order_by(sse_, true)) {
-            const bool flagged = count_[j] > count_limit || (variance_limit > 0 && variance_[j] > variance_limit);
-            if (!flagged || touched_[j]) {
+            if (!touched_[j] && (count_[j] > count_limit || (variance_limit > 0 && variance_[j] > variance_limit))) {
+                flagged.push_back(j);
+            }
+        }
+        const std::vector<TwoMeans> splits = split_many(flagged);
+        for (std::size_t t = 0; t < flagged.size(); ++t) {
+            const std::size_t j = flagged[t];
+            if (touched_[j]) {
                 continue;
             }
             // A split gains at most the anchor's whole squared error: when even the cheapest removal
@@ -233,7 +240,7 @@ public:
                     break;
                 }
             }
-            const TwoMeans split = two_means(members_(static_cast<std::uint32_t>(j)), count_[j]);
+            const TwoMeans& split = splits[t];
             if (!split.ok) {
                 continue;
             }
@@ -253,21 +260,28 @@ public:
     }
 
     void reseed() {
-        for (std::size_t j : order_by(sse_, true)) {
-            if (free_.empty()) {
-                return;
+        const std::vector<std::size_t> order = order_by(sse_, true);
+        std::size_t next = 0;
+        // In batches of as many candidates as there are free slots: a candidate whose members are
+        // all one point cannot be split, and the next one takes its turn.
+        while (!free_.empty() && next < order.size()) {
+            std::vector<std::size_t> batch;
+            while (batch.size() < free_.size() && next < order.size()) {
+                const std::size_t j = order[next++];
+                if (!touched_[j] && count_[j] > 0) {
+                    batch.push_back(j);
+                }
             }
-            if (touched_[j] || count_[j] == 0) {
-                continue;
+            const std::vector<TwoMeans> splits = split_many(batch);
+            for (std::size_t t = 0; t < batch.size() && !free_.empty(); ++t) {
+                if (!splits[t].ok) {
+                    continue;
+                }
+                const std::size_t slot = *free_.begin();
+                free_.erase(free_.begin());
+                apply(batch[t], slot, splits[t]);
+                ++result_.reseeded;
             }
-            const TwoMeans split = two_means(members_(static_cast<std::uint32_t>(j)), count_[j]);
-            if (!split.ok) {
-                continue;
-            }
-            const std::size_t slot = *free_.begin();
-            free_.erase(free_.begin());
-            apply(j, slot, split);
-            ++result_.reseeded;
         }
     }
 
@@ -277,6 +291,23 @@ public:
     }
 
 private:
+    // The 2-means of several anchors: their members are gathered one by one (the source may be a
+    // GPU), then split in parallel, each by one thread, so the results do not depend on the thread
+    // count. Within one pass the members and counts of the listed anchors do not change.
+    std::vector<TwoMeans> split_many(const std::vector<std::size_t>& anchors) const {
+        std::vector<Matrix> members;
+        members.reserve(anchors.size());
+        for (std::size_t j : anchors) {
+            members.push_back(members_(static_cast<std::uint32_t>(j)));
+        }
+        std::vector<TwoMeans> splits(anchors.size());
+#pragma omp parallel for schedule(dynamic, 1)
+        for (std::size_t t = 0; t < anchors.size(); ++t) {
+            splits[t] = two_means(members[t], count_[anchors[t]]);
+        }
+        return splits;
+    }
+
     void mark(std::size_t j) {
         touched_[j] = true;
         changed_.insert(static_cast<std::uint32_t>(j));
