@@ -41,23 +41,37 @@ __global__ void __launch_bounds__(kThreads) point_distance_kernel(PointDistanceA
                               static_cast<std::size_t>(warp) * kWarp;
     double sum = 0.0;
     unsigned changed = 0;
-    for (int p = 0; p < kWarp; ++p) {
-        const std::size_t i = first + p;
-        if (i >= args.n) {
-            break;
+    // Four points at a time, so that their loads overlap; past the end a slot repeats the warp's
+    // first point and is not counted.
+    constexpr int kAtOnce = 4;
+    for (int p0 = 0; p0 < kWarp && first + p0 < args.n; p0 += kAtOnce) {
+        const float* xs[kAtOnce];
+        const float* cs[kAtOnce];
+        std::uint32_t anchor[kAtOnce];
+#pragma unroll
+        for (int q = 0; q < kAtOnce; ++q) {
+            const std::size_t i = first + p0 + q < args.n ? first + p0 + q : first;
+            anchor[q] = args.source[i];
+            xs[q] = args.points + i * args.d;
+            cs[q] = args.anchors + static_cast<std::size_t>(anchor[q]) * args.d;
         }
-        const std::uint32_t a = args.source[i];
-        const double dist =
-            warp_squared_distance(args.points + i * args.d, args.anchors + static_cast<std::size_t>(a) * args.d,
-                                  args.d, lane);
-        sum += dist;
-        if (lane == 0) {
-            if (args.distance != nullptr) {
-                args.distance[i] = dist;
+        double dist[kAtOnce];
+        warp_squared_distances<kAtOnce>(xs, cs, args.d, lane, dist);
+#pragma unroll
+        for (int q = 0; q < kAtOnce; ++q) {
+            const std::size_t i = first + p0 + q;
+            if (i >= args.n) {
+                break;
             }
-            if (args.assignment != nullptr) {
-                changed += args.assignment[i] != a ? 1u : 0u;
-                args.assignment[i] = a;
+            sum += dist[q];
+            if (lane == 0) {
+                if (args.distance != nullptr) {
+                    args.distance[i] = dist[q];
+                }
+                if (args.assignment != nullptr) {
+                    changed += args.assignment[i] != anchor[q] ? 1u : 0u;
+                    args.assignment[i] = anchor[q];
+                }
             }
         }
     }

@@ -24,11 +24,11 @@ __device__ inline double warp_sum(double value) {
     return value;
 }
 
-// ||x - rows[r]||^2 in double for several rows at once, so that their loads overlap; lanes stride over
-// the coordinates, so loads are coalesced across the warp. Each row's sum takes the same steps
-// whatever the count, and every lane returns the same values.
+// ||a[r] - b[r]||^2 in double for several pairs of rows at once, so that their loads overlap; lanes
+// stride over the coordinates, so loads are coalesced across the warp. Each pair's sum takes the
+// same steps whatever the count, and every lane returns the same values.
 template <int kCount>
-__device__ inline void warp_squared_distances(const float* __restrict__ x, const float* const (&rows)[kCount], int d,
+__device__ inline void warp_squared_distances(const float* const (&a)[kCount], const float* const (&b)[kCount], int d,
                                               int lane, double (&out)[kCount]) {
     double sum[kCount];
 #pragma unroll
@@ -36,10 +36,9 @@ __device__ inline void warp_squared_distances(const float* __restrict__ x, const
         sum[r] = 0.0;
     }
     for (int k = lane; k < d; k += kWarp) {
-        const double xk = static_cast<double>(x[k]);
 #pragma unroll
         for (int r = 0; r < kCount; ++r) {
-            const double diff = xk - static_cast<double>(rows[r][k]);
+            const double diff = static_cast<double>(a[r][k]) - static_cast<double>(b[r][k]);
             sum[r] = fma(diff, diff, sum[r]);
         }
     }
@@ -47,6 +46,18 @@ __device__ inline void warp_squared_distances(const float* __restrict__ x, const
     for (int r = 0; r < kCount; ++r) {
         out[r] = warp_sum(sum[r]);
     }
+}
+
+// One row x against several rows.
+template <int kCount>
+__device__ inline void warp_squared_distances(const float* __restrict__ x, const float* const (&rows)[kCount], int d,
+                                              int lane, double (&out)[kCount]) {
+    const float* xs[kCount];
+#pragma unroll
+    for (int r = 0; r < kCount; ++r) {
+        xs[r] = x;
+    }
+    warp_squared_distances<kCount>(xs, rows, d, lane, out);
 }
 
 __device__ inline double warp_squared_distance(const float* __restrict__ a, const float* __restrict__ b, int d,

@@ -115,11 +115,15 @@ void nearest_anchors(const Matrix& anchors, const std::vector<double>& count, co
     if (live.size() < 2) {
         return;
     }
-    Matrix live_anchors(live.size(), anchors.cols);
-    for (std::size_t r = 0; r < live.size(); ++r) {
-        std::copy(anchors.row(live[r]), anchors.row(live[r]) + anchors.cols, live_anchors.row(r));
+    // Usually every anchor is live, and the copy (m x d) is not needed.
+    Matrix live_anchors;
+    if (live.size() < m) {
+        live_anchors = Matrix(live.size(), anchors.cols);
+        for (std::size_t r = 0; r < live.size(); ++r) {
+            std::copy(anchors.row(live[r]), anchors.row(live[r]) + anchors.cols, live_anchors.row(r));
+        }
     }
-    const NearestRows found = nearest_rows(live_anchors);
+    const NearestRows found = nearest_rows(live.size() < m ? live_anchors : anchors);
     for (std::size_t r = 0; r < live.size(); ++r) {
         distance[live[r]] = found.distance[r];
         nearest[live[r]] = live[found.index[r]];
