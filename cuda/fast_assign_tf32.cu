@@ -30,6 +30,7 @@ constexpr int kStageFloats = kTile * kStride;
 constexpr std::size_t kSharedBytes = std::size_t{2} * kStages * kStageFloats * sizeof(float);
 static_assert(kTile == 4 * kWarpRows && kTile == 2 * kWarpCols && kThreads == 8 * kWarp, "8 warps, 4 x 2");
 static_assert(kColTiles % 2 == 0 && kChunk % kMmaK == 0, "column tiles in pairs, whole k-steps");
+static_assert(kTile * sizeof(Candidate) <= kSharedBytes, "the row exchange fits in the staging buffers");
 
 __device__ __forceinline__ unsigned shared_address(const void* pointer) {
     return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
@@ -99,14 +100,13 @@ __device__ __forceinline__ void mma(float (&acc)[4], const float (&a)[4], float 
 }
 
 template <int kBytes>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, kBytes == 16 ? 2 : 1)
     fast_assign_kernel(const float* __restrict__ points, const float* __restrict__ point_norms,
                        const float* __restrict__ anchors, const float* __restrict__ anchor_norms, std::size_t n,
                        std::size_t m, int d, bool exclude_self, int tiles_per_split,
                        Candidate* __restrict__ candidates) {
     extern __shared__ __align__(16) float staged[];  // kStages point stages, then kStages anchor stages
     __shared__ float x_norms[kTile];
-    __shared__ Candidate exchange[kTile];
     float* const xs = staged;
     float* const cs = staged + kStages * kStageFloats;
 
@@ -221,11 +221,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     wait_copies<0>();  // only empty groups are left; nothing may be in flight when the block exits
 
-    // The four lanes of a group hold the same rows; then the two warps of a row band meet in shared memory.
+    // The four lanes of a group hold the same rows; then the two warps of a row band meet in shared
+    // memory, in the staging buffers once everyone is done with them.
 #pragma unroll
     for (int o = 0; o < kOwnedRows; ++o) {
         merge_lanes(top[o], 2);
     }
+    __syncthreads();
+    Candidate* const exchange = reinterpret_cast<Candidate*>(staged);
     if (warp_col != 0 && quad == 0) {
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
