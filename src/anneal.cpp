@@ -223,10 +223,13 @@ FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend
         Stopwatch watch(result.seconds.energy);
         result.energy = backend.energy();
     }
-    result.anchors = backend.download_anchors();
-    result.assignments = backend.download_assignments();
-    check_energy(points, result.anchors, result.assignments, result.energy, backend.name(), config, result.validation,
-                 "at the end of the run");
+    {
+        Stopwatch watch(result.seconds.validation);
+        result.anchors = backend.download_anchors();
+        result.assignments = backend.download_assignments();
+        check_energy(points, result.anchors, result.assignments, result.energy, backend.name(), config,
+                     result.validation, "at the end of the run");
+    }
     result.seconds.total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
 }

@@ -40,6 +40,7 @@ nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, c
         {"update", fit.update},
         {"maintenance", fit.maintenance},
         {"energy", fit.energy},
+        {"validation", fit.validation},
         {"write", context.write_seconds},
         {"fit", fit.total},  // init and every iteration: the span a k-means library times
         {"total", context.load_seconds + fit.total + context.write_seconds},

@@ -105,7 +105,7 @@ TEST_CASE("compare on a GPU: both runs land on the same energy and assignments",
     for (const char* side : {"cpu", "gpu"}) {
         INFO(side);
         const nlohmann::json& seconds = c[side]["seconds"];
-        for (const char* phase : {"init", "assign", "reduce", "update", "maintenance", "energy", "total"}) {
+        for (const char* phase : {"init", "assign", "reduce", "update", "maintenance", "energy", "validation", "total"}) {
             CHECK(seconds.contains(phase));
         }
         CHECK(seconds["total"].get<double>() > 0.0);
@@ -117,7 +117,7 @@ TEST_CASE("compare on a GPU: both runs land on the same energy and assignments",
     const CommandResult table = run_cli("compare " + quote(dir.path("points.fvecs")) + " -m 24 --iters 20 --quiet");
     INFO(table.output);
     CHECK(table.exit_code == 0);
-    for (const char* row : {"load", "init", "assign", "reduce", "update", "maintenance", "energy", "total (fit)",
+    for (const char* row : {"load", "init", "assign", "reduce", "update", "maintenance", "energy", "validation", "total (fit)",
                             "iterations", "anchors", "energy relative difference", "equal assignments"}) {
         CHECK_THAT(table.output, Contains(row));
     }

@@ -25,7 +25,9 @@ struct IterationRecord {
 };
 
 struct PhaseSeconds {
-    double init = 0, assign = 0, reduce = 0, update = 0, maintenance = 0, energy = 0, total = 0;
+    // validation: bringing the final anchors and assignments back and the CPU's recomputation of
+    // the energy from them (checks during the run count with their iterations' phases).
+    double init = 0, assign = 0, reduce = 0, update = 0, maintenance = 0, energy = 0, validation = 0, total = 0;
 };
 
 // The CPU's double-precision recomputation of a backend's energy.

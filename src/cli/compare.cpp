@@ -57,6 +57,7 @@ constexpr Phase kPhases[] = {
     {"update", "update", &PhaseSeconds::update},
     {"maintenance", "maintenance", &PhaseSeconds::maintenance},
     {"energy", "energy", &PhaseSeconds::energy},
+    {"validation", "validation", &PhaseSeconds::validation},
     {"total", "total (fit)", &PhaseSeconds::total},
 };
 
