@@ -1,11 +1,14 @@
 #include "vlattice/cuda_backend.hpp"
 
+#include "init.hpp"
+
 #include "anchor_rows.cuh"
 #include "assign.cuh"
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
 #include "point_distance.cuh"
 #include "robust_reduce.cuh"
+#include "seed_anchors.cuh"
 #include "stream.hpp"
 
 #include <algorithm>
@@ -116,6 +119,67 @@ public:
                                    stream_.get()));
         stream_.synchronize();
         have_stats_ = false;
+    }
+
+    // k-means++ on the device, pick for pick the CPU's; only a sample where every weight reaches zero
+    // (fewer distinct points than anchors) takes the CPU's path, which then draws differently.
+    void seed_anchors(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) override {
+        use_device();
+        require_points("seed_anchors");
+        if (points.rows != n_ || points.cols != d_) {
+            throw Error("cuda backend: seed_anchors got " + std::to_string(points.rows) + " x " +
+                        std::to_string(points.cols) + " points, not the uploaded " + std::to_string(n_) + " x " +
+                        std::to_string(d_));
+        }
+        if (m == 0 || m >= kMaxRows) {
+            throw Error("cuda backend: seed_anchors needs 1 to 2^31 anchors, got " + std::to_string(m));
+        }
+        const SeedingDraws draws = draw_seeding(n_, m, sample_size, seed);
+        const std::size_t s = draws.sample.size();
+        if (m != m_) {
+            release_anchor_buffers();
+            allocate_anchor_buffers(m);
+            assigned_ = false;  // old ids may point past the new anchors
+        }
+        const std::vector<std::uint32_t> sample(draws.sample.begin(), draws.sample.end());
+        DeviceBuffer<std::uint32_t> sample_ids(s);
+        DeviceBuffer<double> uniforms(std::max<std::size_t>(draws.uniforms.size(), 1));
+        DeviceBuffer<double> nearest(s);
+        DeviceBuffer<std::uint32_t> owner(s);
+        DeviceBuffer<double> gap(m);
+        DeviceBuffer<double> block_sums(cuda::seed_block_count(s));
+        DeviceBuffer<std::uint32_t> chosen(1);
+        DeviceBuffer<int> degenerate(1);
+        const cudaStream_t st = stream_.get();
+        const auto first = static_cast<std::uint32_t>(draws.first);
+        CUDA_CHECK(cudaMemcpyAsync(sample_ids.data(), sample.data(), s * sizeof(std::uint32_t), cudaMemcpyHostToDevice, st));
+        CUDA_CHECK(cudaMemcpyAsync(uniforms.data(), draws.uniforms.data(), draws.uniforms.size() * sizeof(double),
+                                   cudaMemcpyHostToDevice, st));
+        CUDA_CHECK(cudaMemcpyAsync(chosen.data(), &first, sizeof first, cudaMemcpyHostToDevice, st));
+        CUDA_CHECK(cudaMemsetAsync(degenerate.data(), 0, degenerate.bytes(), st));
+
+        cuda::SeedArgs args;
+        args.points = points_.data();
+        args.d = dim();
+        args.sample = sample_ids.data();
+        args.s = s;
+        args.m = m;
+        args.uniforms = uniforms.data();
+        args.anchors = anchors_.data();
+        args.nearest = nearest.data();
+        args.owner = owner.data();
+        args.gap = gap.data();
+        args.block_sums = block_sums.data();
+        args.chosen = chosen.data();
+        args.degenerate = degenerate.data();
+        cuda::launch_seed_anchors(args, st);
+        int fell_through = 0;
+        CUDA_CHECK(cudaMemcpyAsync(&fell_through, degenerate.data(), sizeof fell_through, cudaMemcpyDeviceToHost, st));
+        stream_.synchronize();
+        have_stats_ = false;
+        if (fell_through != 0) {
+            upload_anchors(kmeans_plus_plus(points, m, sample_size, seed));
+        }
     }
 
     void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) override {

@@ -3,7 +3,6 @@
 // the Backend; this file only schedules, and never includes a CUDA header.
 #include "vlattice/anneal.hpp"
 
-#include "init.hpp"
 #include "maintenance.hpp"
 #include "numeric.hpp"
 
@@ -126,7 +125,7 @@ FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend
     {
         Stopwatch watch(result.seconds.init);
         backend.upload_points(points);
-        backend.upload_anchors(kmeans_plus_plus(points, config.anchors, init_sample_size(config, n), config.seed));
+        backend.seed_anchors(points, config.anchors, init_sample_size(config, n), config.seed);
     }
 
     double temperature = config.t0;

@@ -80,7 +80,7 @@ private:
         const float* anchor = anchors_.row(0);
 #pragma omp parallel for schedule(static) if (parallel_)
         for (std::size_t i = 0; i < s; ++i) {
-            nearest_[i] = squared_distance_fast(points_.row(sample_[i]), anchor, anchors_.cols);
+            nearest_[i] = ordered_squared_distance(points_.row(sample_[i]), anchor, anchors_.cols);
         }
         members_[0].resize(s);
         std::iota(members_[0].begin(), members_[0].end(), std::uint32_t{0});
@@ -95,7 +95,7 @@ private:
         std::vector<double> gap(j);
 #pragma omp parallel for schedule(static) if (parallel_)
         for (std::size_t a = 0; a < j; ++a) {
-            gap[a] = std::sqrt(squared_distance(anchors_.row(a), anchors_.row(j), d));
+            gap[a] = std::sqrt(ordered_squared_distance(anchors_.row(a), anchors_.row(j), d));
         }
         // Per previous anchor: the members that move to j. Each anchor's list is filtered by one
         // thread, so the outcome does not depend on the schedule.
@@ -111,7 +111,7 @@ private:
             for (std::uint32_t i : list) {
                 const double current = nearest_[i];
                 if (gap[a] < 2.0 * std::sqrt(current)) {
-                    const double dist = squared_distance_fast(points_.row(sample_[i]), anchors_.row(j), d);
+                    const double dist = ordered_squared_distance(points_.row(sample_[i]), anchors_.row(j), d);
                     if (dist < current) {
                         nearest_[i] = dist;
                         moved[a].push_back(i);
@@ -175,6 +175,18 @@ std::vector<std::size_t> draw_sample(std::size_t n, std::size_t size, Random& ra
     }
     index.resize(size);
     return index;
+}
+
+SeedingDraws draw_seeding(std::size_t n, std::size_t m, std::size_t sample_size, std::uint64_t seed) {
+    Random random(seed);
+    SeedingDraws draws;
+    draws.sample = draw_sample(n, std::max(sample_size, m), random);
+    draws.first = random.below(draws.sample.size());
+    draws.uniforms.resize(m > 0 ? m - 1 : 0);
+    for (double& u : draws.uniforms) {
+        u = random.uniform();
+    }
+    return draws;
 }
 
 Matrix kmeans_plus_plus(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) {

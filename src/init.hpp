@@ -19,4 +19,16 @@ std::vector<std::size_t> draw_sample(std::size_t n, std::size_t size, Random& ra
 // cannot lower a point's weight.
 Matrix kmeans_plus_plus(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed);
 
+// kmeans_plus_plus's random draws made ahead, for a backend that runs the same D^2 sampling
+// elsewhere: the sample, the first anchor's place in it, and the uniform that picks each later
+// anchor (the target is uniform * total weight). They are kmeans_plus_plus's own draws as long as
+// no round finds every weight zero; there it draws an index instead, and the backend must fall
+// back to kmeans_plus_plus.
+struct SeedingDraws {
+    std::vector<std::size_t> sample;
+    std::size_t first = 0;
+    std::vector<double> uniforms;  // m - 1
+};
+SeedingDraws draw_seeding(std::size_t n, std::size_t m, std::size_t sample_size, std::uint64_t seed);
+
 }  // namespace vlattice

@@ -19,16 +19,32 @@ inline double squared_distance(const float* a, const float* b, std::size_t d) {
     return sum;
 }
 
-// Float accumulation, for weights that only steer random choices (k-means++): twice the SIMD width
-// of the double version, and relative error far below what sampling can notice.
-inline float squared_distance_fast(const float* a, const float* b, std::size_t d) {
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (std::size_t k = 0; k < d; ++k) {
-        const float diff = a[k] - b[k];
-        sum += diff * diff;
+// ||a - b||^2 for k-means++ weights, in float and in an order written out rather than left to the
+// compiler: lane l of kDistanceLanes sums coordinates l, l + 16, ... in turn (the last, partial
+// group fills lanes 0, 1, ...), then the lanes are added in a fixed tree. The compiler still
+// vectorises the lanes, and the GPU's k-means++ (cuda/seed_anchors.cu) repeats exactly these
+// roundings, so both pick the same anchors. Float is plenty for weights that only steer random
+// choices.
+constexpr std::size_t kDistanceLanes = 16;
+inline double ordered_squared_distance(const float* a, const float* b, std::size_t d) {
+    float lane[kDistanceLanes] = {};
+    std::size_t k = 0;
+    for (; k + kDistanceLanes <= d; k += kDistanceLanes) {
+        for (std::size_t l = 0; l < kDistanceLanes; ++l) {
+            const float diff = a[k + l] - b[k + l];
+            lane[l] += diff * diff;
+        }
     }
-    return sum;
+    for (std::size_t l = 0; k < d; ++k, ++l) {
+        const float diff = a[k] - b[k];
+        lane[l] += diff * diff;
+    }
+    for (std::size_t width = kDistanceLanes / 2; width > 0; width /= 2) {
+        for (std::size_t l = 0; l < width; ++l) {
+            lane[l] += lane[l + width];
+        }
+    }
+    return lane[0];
 }
 
 inline double squared_norm(const float* a, std::size_t d) {

@@ -29,6 +29,9 @@ public:
     void update(double eta) override { inner_->update(eta); }
     double energy() override { return inner_->energy(); }
     std::vector<std::uint32_t> download_assignments() override { return inner_->download_assignments(); }
+    void seed_anchors(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) override {
+        inner_->seed_anchors(points, m, sample_size, seed);
+    }
     Matrix gather_members(std::uint32_t anchor, std::size_t limit) override {
         return inner_->gather_members(anchor, limit);
     }

@@ -90,7 +90,7 @@ TEST_CASE("the pruned k-means++ picks what plain D^2 sampling picks", "[anneal][
         std::memcpy(expected.row(j), x.row(sample[chosen]), d * sizeof(float));
         double total = 0.0;
         for (std::size_t i = 0; i < sample.size(); ++i) {
-            nearest[i] = std::min<double>(nearest[i], squared_distance_fast(x.row(sample[i]), expected.row(j), d));
+            nearest[i] = std::min<double>(nearest[i], ordered_squared_distance(x.row(sample[i]), expected.row(j), d));
             total += nearest[i];
         }
         const double target = random.uniform() * total;

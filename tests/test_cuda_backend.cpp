@@ -162,6 +162,50 @@ TEST_CASE("cuda: assign is exact where the fast float distances nearly tie", "[g
     CHECK(assignment == cpu->download_assignments());
 }
 
+TEST_CASE("cuda: k-means++ on the device picks the CPU's anchors, bit for bit", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    const Case c = GENERATE(Case{1, 3, 1, 0.0}, Case{333, 1, 7, 0.0}, Case{10007, 129, 333, 0.0},
+                            Case{10007, 784, 1000, 0.0}, Case{70001, 17, 256, 0.0});
+    const std::size_t sample = GENERATE(as<std::size_t>{}, 0, 2048);
+    INFO("n " << c.n << " d " << c.d << " m " << c.m << " sample " << sample);
+    std::mt19937_64 rng(run_seed ^ (c.n * 1000003 + c.d * 1009 + c.m));
+    const Matrix x = duplicated_points(c.n, c.d, rng);
+    auto cpu = make_cpu_backend(0);
+    auto gpu = make_cuda_backend(0);
+    cpu->upload_points(x);
+    gpu->upload_points(x);
+    // sample 0 here means every point; the driver's default is applied before this call.
+    const std::size_t size = sample == 0 ? c.n : sample;
+    cpu->seed_anchors(x, c.m, size, run_seed);
+    gpu->seed_anchors(x, c.m, size, run_seed);
+    CHECK(gpu->download_anchors().data == cpu->download_anchors().data);
+}
+
+TEST_CASE("cuda: k-means++ with fewer distinct points than anchors still matches the CPU", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // Five distinct points: from the sixth pick on every weight is zero, and the device hands over
+    // to the CPU's path, which then draws uniformly.
+    Matrix x(500, 3);
+    for (std::size_t i = 0; i < x.rows; ++i) {
+        for (std::size_t k = 0; k < x.cols; ++k) {
+            x.row(i)[k] = static_cast<float>((i % 5) * 10 + k);
+        }
+    }
+    auto cpu = make_cpu_backend(0);
+    auto gpu = make_cuda_backend(0);
+    cpu->upload_points(x);
+    gpu->upload_points(x);
+    cpu->seed_anchors(x, 8, x.rows, 7);
+    gpu->seed_anchors(x, 8, x.rows, 7);
+    CHECK(gpu->download_anchors().data == cpu->download_anchors().data);
+}
+
 TEST_CASE("cuda: gather_members returns the CPU's rows", "[gpu][backend][quick]") {
     if (!gpu_usable()) {
         return;

@@ -42,6 +42,9 @@ public:
     virtual void upload_points(const Matrix& points) = 0;
     // Replaces all anchors (their number may change between calls).
     virtual void upload_anchors(const Matrix& anchors) = 0;
+    // Replaces all anchors with m picked by k-means++ from `points` (the uploaded points): the same
+    // anchors on every backend, those of the CPU's kmeans_plus_plus with this sample size and seed.
+    virtual void seed_anchors(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) = 0;
     // Replaces only the listed rows of the current anchors with the same rows of `anchors`.
     virtual void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) = 0;
     virtual Matrix download_anchors() = 0;

@@ -4,6 +4,7 @@
 
 #include "cpu/exact_assign.hpp"
 #include "cpu/robust_reduce.hpp"
+#include "init.hpp"
 #include "numeric.hpp"
 
 #include <cblas.h>
@@ -54,6 +55,10 @@ public:
         anchors_ = anchors;
         means_.clear();
         stats_ = AnchorStats{};
+    }
+
+    void seed_anchors(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) override {
+        upload_anchors(kmeans_plus_plus(points, m, sample_size, seed));
     }
 
     void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) override {
