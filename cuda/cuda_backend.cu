@@ -27,6 +27,9 @@ using cuda::PinnedBuffer;
 constexpr std::size_t kMaxRows = std::size_t{1} << 31;
 // The tensor-core fast path is given up when more than 1/16 of the points need every anchor re-scored.
 constexpr std::size_t kMaxAllAnchorShare = 16;
+// Points up to this size are uploaded without pinned staging: allocating and pinning the staging
+// costs more than a pageable copy of a small set (10k x 128 on the H100 machine: init 17 -> 9 ms).
+constexpr std::size_t kPageableUploadBytes = std::size_t{64} << 20;
 // Each half of the double-buffered upload: large enough for full PCIe speed, small enough to pin cheaply.
 constexpr std::size_t kStagingFloats = std::size_t{4} << 20;
 
@@ -645,8 +648,15 @@ private:
     }
 
     // Through pinned staging in two halves: the CPU fills one half while the DMA engine drains the other.
+    // Small sets go straight from pageable memory: pinning the staging would take longer than the copy.
     void copy_points_up(const Matrix& points) {
         const std::size_t total = points.data.size();
+        if (total * sizeof(float) <= kPageableUploadBytes) {
+            CUDA_CHECK(cudaMemcpyAsync(points_.data(), points.data.data(), total * sizeof(float),
+                                       cudaMemcpyHostToDevice, stream_.get()));
+            stream_.synchronize();
+            return;
+        }
         const std::size_t chunk = std::min(total, kStagingFloats);
         PinnedBuffer<float> staging(2 * chunk);
         cuda::Event drained[2];

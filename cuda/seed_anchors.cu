@@ -35,13 +35,17 @@ __device__ __forceinline__ std::size_t half_warp_row() {
     return static_cast<std::size_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kLanes;
 }
 
-// Pick j is the sample point at *chosen.
-__global__ void copy_pick_kernel(SeedArgs a, std::size_t j) {
+// Anchor j becomes a copy of the sample point at *chosen, by the threads of one block.
+__device__ void copy_pick(const SeedArgs& a, std::size_t j) {
     const float* from = a.points + static_cast<std::size_t>(a.sample[*a.chosen]) * a.d;
     float* to = a.anchors + j * a.d;
     for (int k = threadIdx.x; k < a.d; k += blockDim.x) {
         to[k] = from[k];
     }
+}
+
+__global__ void first_pick_kernel(SeedArgs a) {
+    copy_pick(a, 0);
 }
 
 __global__ void first_weights_kernel(SeedArgs a) {
@@ -88,22 +92,8 @@ __global__ void lower_weights_kernel(SeedArgs a, std::size_t j) {
     }
 }
 
-// One block: each thread sums whole blocks of weights in order, then thread 0 adds the block sums in
-// order and walks to the target as DSquaredSampler::pick does.
-__global__ void __launch_bounds__(kThreads) pick_kernel(SeedArgs a, std::size_t j) {
+__device__ void pick_next(const SeedArgs& a, std::size_t j) {
     const std::size_t blocks = seed_block_count(a.s);
-    for (std::size_t b = threadIdx.x; b < blocks; b += blockDim.x) {
-        const std::size_t end = (b + 1) * kSeedBlock < a.s ? (b + 1) * kSeedBlock : a.s;
-        double sum = 0.0;
-        for (std::size_t i = b * kSeedBlock; i < end; ++i) {
-            sum = __dadd_rn(sum, a.nearest[i]);
-        }
-        a.block_sums[b] = sum;
-    }
-    __syncthreads();
-    if (threadIdx.x != 0) {
-        return;
-    }
     double total = 0.0;
     for (std::size_t b = 0; b < blocks; ++b) {
         total = __dadd_rn(total, a.block_sums[b]);
@@ -135,6 +125,26 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(SeedArgs a, std::size_t 
     *a.chosen = static_cast<std::uint32_t>(last_positive);
 }
 
+// One block: each thread sums whole blocks of weights in order, then thread 0 adds the block sums in
+// order and walks to the target as DSquaredSampler::pick does; then the block copies pick j + 1.
+__global__ void __launch_bounds__(kThreads) pick_kernel(SeedArgs a, std::size_t j) {
+    const std::size_t blocks = seed_block_count(a.s);
+    for (std::size_t b = threadIdx.x; b < blocks; b += blockDim.x) {
+        const std::size_t end = (b + 1) * kSeedBlock < a.s ? (b + 1) * kSeedBlock : a.s;
+        double sum = 0.0;
+        for (std::size_t i = b * kSeedBlock; i < end; ++i) {
+            sum = __dadd_rn(sum, a.nearest[i]);
+        }
+        a.block_sums[b] = sum;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        pick_next(a, j);
+    }
+    __syncthreads();
+    copy_pick(a, j + 1);
+}
+
 unsigned half_warp_blocks(std::size_t rows) {
     return static_cast<unsigned>(ceil_div(rows, kRowsPerBlock));
 }
@@ -142,9 +152,9 @@ unsigned half_warp_blocks(std::size_t rows) {
 }  // namespace
 
 void launch_seed_anchors(const SeedArgs& a, cudaStream_t stream) {
+    first_pick_kernel<<<1, kThreads, 0, stream>>>(a);
+    check_launch("first_pick_kernel", stream);
     for (std::size_t j = 0; j < a.m; ++j) {
-        copy_pick_kernel<<<1, kThreads, 0, stream>>>(a, j);
-        check_launch("copy_pick_kernel", stream);
         if (j == 0) {
             first_weights_kernel<<<half_warp_blocks(a.s), kThreads, 0, stream>>>(a);
             check_launch("first_weights_kernel", stream);

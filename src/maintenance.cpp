@@ -22,7 +22,7 @@ std::size_t farthest_from(const Matrix& x, const std::vector<float>& from) {
     std::size_t best = 0;
     double best_distance = -1.0;
     for (std::size_t i = 0; i < x.rows; ++i) {
-        const double dist = squared_distance(x.row(i), from.data(), x.cols);
+        const double dist = ordered_squared_distance(x.row(i), from.data(), x.cols);
         if (dist > best_distance) {
             best_distance = dist;
             best = i;
@@ -67,7 +67,7 @@ TwoMeans two_means(const Matrix& x, double total_count) {
 
     double before = 0.0;
     for (std::size_t i = 0; i < r; ++i) {
-        before += squared_distance(x.row(i), mean.data(), d);
+        before += ordered_squared_distance(x.row(i), mean.data(), d);
     }
     double after = 0.0;
     std::vector<int> side_of(r, -1);
@@ -77,8 +77,8 @@ TwoMeans two_means(const Matrix& x, double total_count) {
         std::size_t moved = 0;
         after = 0.0;
         for (std::size_t i = 0; i < r; ++i) {
-            const double dist[2] = {squared_distance(x.row(i), centre[0].data(), d),
-                                    squared_distance(x.row(i), centre[1].data(), d)};
+            const double dist[2] = {ordered_squared_distance(x.row(i), centre[0].data(), d),
+                                    ordered_squared_distance(x.row(i), centre[1].data(), d)};
             const int side = dist[1] < dist[0] ? 1 : 0;
             moved += side != side_of[i] ? 1 : 0;
             side_of[i] = side;

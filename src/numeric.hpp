@@ -24,7 +24,7 @@ inline double squared_distance(const float* a, const float* b, std::size_t d) {
 // group fills lanes 0, 1, ...), then the lanes are added in a fixed tree. The compiler still
 // vectorises the lanes, and the GPU's k-means++ (cuda/seed_anchors.cu) repeats exactly these
 // roundings, so both pick the same anchors. Float is plenty for weights that only steer random
-// choices.
+// choices, and for the 2-means that seeds a split (maintenance), which the annealing refines.
 constexpr std::size_t kDistanceLanes = 16;
 inline double ordered_squared_distance(const float* a, const float* b, std::size_t d) {
     float lane[kDistanceLanes] = {};
