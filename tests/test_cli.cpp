@@ -179,6 +179,33 @@ TEST_CASE("the same seed gives a byte-identical file, whatever the thread count"
     CHECK(read_file(a) == read_file(c));
 }
 
+TEST_CASE("an HDF5 input's 'distance' attribute sets the metric unless --metric says otherwise", "[cli]") {
+    ScratchDir dir;
+    const auto input_with = [&](const std::string& name, const std::string& distance) {
+        const std::string path = dir.path(name);
+        run_python("import h5py, numpy as np\n"
+                   "with h5py.File(" + quote(path) + ", 'w') as f:\n"
+                   "    f['train'] = np.random.default_rng(3).normal(size=(300, 8)).astype('<f4')\n"
+                   "    f.attrs['distance'] = '" + distance + "'\n");
+        return path;
+    };
+    const std::string angular = input_with("angular.hdf5", "angular");
+    const std::string by_attribute = dir.path("auto.vlat");
+    REQUIRE(compress(angular, by_attribute).exit_code == 0);
+    CHECK(info_json(by_attribute)["metric"] == "angular");
+    const std::string overridden = dir.path("l2.vlat");
+    REQUIRE(compress(angular, overridden, "--metric l2").exit_code == 0);
+    CHECK(info_json(overridden)["metric"] == "l2");
+
+    const std::string jaccard = input_with("jaccard.hdf5", "jaccard");
+    const std::string out = dir.path("never.vlat");
+    const CommandResult refused = compress(jaccard, out);
+    CHECK(refused.exit_code != 0);
+    CHECK_THAT(refused.output, Contains(jaccard) && Contains("'distance' is 'jaccard'"));
+    CHECK_FALSE(std::filesystem::exists(out));
+    CHECK(compress(jaccard, out, "--metric l2").exit_code == 0);
+}
+
 TEST_CASE("compress --metric angular and --anchor-storage f16 reach the file", "[cli]") {
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
@@ -247,7 +274,7 @@ TEST_CASE("every command's --help lists its options and their defaults", "[cli]"
     for (const std::string& value :
          {std::to_string(defaults.anchors), std::to_string(defaults.max_iters), text(defaults.t0), text(defaults.cooling),
           text(defaults.trim), text(defaults.trim_final), std::to_string(defaults.maintenance_every),
-          std::to_string(defaults.seed), std::to_string(defaults.threads), std::string("l2"), std::string("auto"),
+          std::to_string(defaults.seed), std::to_string(defaults.threads), std::string("auto"),
           std::string("train"), std::string("f32")}) {
         CHECK_THAT(help.output, Contains("(=" + value + ")"));
     }

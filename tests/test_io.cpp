@@ -19,6 +19,8 @@ using vlattice::ReadOptions;
 using vlattice::read_vectors;
 using vlattice::test::ScratchDir;
 using vlattice::test::run_python;
+using vlattice::Metric;
+using vlattice::input_metric;
 using vlattice::test::write_file;
 
 namespace {
@@ -211,6 +213,58 @@ TEST_CASE("HDF5: the dataset is chosen by name and converted to float32", "[io]"
     CHECK_THROWS_WITH(read_vectors(path, ReadOptions{"packed/missing"}), Contains("no dataset 'packed/missing'"));
     CHECK_THROWS_WITH(read_vectors(path, ReadOptions{"packed"}),
                       Contains("dataset 'packed'") && Contains("cannot be opened as a dataset"));
+}
+
+TEST_CASE("HDF5: float16, float64, uint8 and int8 datasets, chunked and compressed, read as float32", "[io]") {
+    ScratchDir dir;
+    const std::string path = dir.path("types.h5");
+    // Small integers and halves of them are exact in every one of these types.
+    run_python("import h5py, numpy as np\n"
+               "x = (np.arange(600).reshape(100, 6) % 97 - 40).astype('<f4') / 2\n"
+               "with h5py.File(" + quoted(path) + ", 'w') as f:\n"
+               "    f['f16'] = x.astype('<f2')\n"
+               "    f.create_dataset('f16_gzip', data=x.astype('<f2'), chunks=(7, 6), compression='gzip')\n"
+               "    f['f64'] = x.astype('<f8')\n"
+               "    f.create_dataset('u8', data=(x + 20).astype('u1'), chunks=(33, 3), compression='gzip', shuffle=True)\n"
+               "    f['i8'] = np.floor(x).astype('i1')\n");
+    Matrix expected(100, 6);
+    for (std::size_t e = 0; e < expected.data.size(); ++e) {
+        expected.data[e] = static_cast<float>(static_cast<int>(e) % 97 - 40) / 2.0f;
+    }
+    require_same(read_vectors(path, ReadOptions{"f16"}), expected);
+    require_same(read_vectors(path, ReadOptions{"f16_gzip"}), expected);
+    require_same(read_vectors(path, ReadOptions{"f64"}), expected);
+    Matrix shifted = expected;
+    Matrix floored = expected;
+    for (std::size_t e = 0; e < expected.data.size(); ++e) {
+        shifted.data[e] = static_cast<float>(static_cast<int>(expected.data[e] + 20.0f));
+        floored.data[e] = std::floor(expected.data[e]);
+    }
+    require_same(read_vectors(path, ReadOptions{"u8"}), shifted);
+    require_same(read_vectors(path, ReadOptions{"i8"}), floored);
+}
+
+TEST_CASE("HDF5: the 'distance' attribute names the input's metric", "[io]") {
+    ScratchDir dir;
+    const auto file_with = [&](const std::string& name, const std::string& attribute) {
+        const std::string path = dir.path(name);
+        run_python("import h5py, numpy as np\n"
+                   "with h5py.File(" + quoted(path) + ", 'w') as f:\n"
+                   "    f['train'] = np.ones((3, 2), dtype='<f4')\n" +
+                   (attribute.empty() ? "" : "    f.attrs['distance'] = " + attribute + "\n"));
+        return path;
+    };
+    CHECK(input_metric(file_with("e.h5", "'euclidean'")) == Metric::l2);
+    CHECK(input_metric(file_with("a.hdf5", "'angular'")) == Metric::angular);
+    // Fixed-length byte strings, as some writers store them.
+    CHECK(input_metric(file_with("fixed.h5", "np.bytes_(b'angular')")) == Metric::angular);
+    CHECK_FALSE(input_metric(file_with("none.h5", "")).has_value());
+    const std::string jaccard = file_with("j.h5", "'jaccard'");
+    CHECK_THROWS_WITH(input_metric(jaccard), Contains(jaccard) && Contains("attribute 'distance' is 'jaccard'") &&
+                                                 Contains("--metric"));
+    CHECK_THROWS_WITH(input_metric(file_with("n.h5", "3")), Contains("attribute 'distance' is not text"));
+    // Other formats carry no metric and are not opened for one.
+    CHECK_FALSE(input_metric(dir.path("absent.fvecs")).has_value());
 }
 
 TEST_CASE("HDF5 datasets that are not a readable (n, d) matrix", "[io]") {

@@ -7,6 +7,7 @@
 
 #include "vlattice/types.hpp"
 
+#include <optional>
 #include <string>
 
 namespace vlattice {
@@ -17,6 +18,11 @@ struct ReadOptions {
 
 // Reads the whole file as float32 rows (narrower element types are widened).
 Matrix read_vectors(const std::string& path, const ReadOptions& options = {});
+
+// The metric an input names itself: an HDF5 file's `distance` attribute (the ann-benchmarks layout:
+// euclidean or angular). Other inputs, and HDF5 files without it, name none (nullopt). Throws Error
+// naming the file and the attribute when it holds a distance vlattice does not handle.
+std::optional<Metric> input_metric(const std::string& path);
 
 // Throws Error naming the file, the row and the column of the first NaN or Inf.
 void check_finite(const Matrix& points, const std::string& path);

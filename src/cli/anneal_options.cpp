@@ -43,8 +43,9 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
         ("seed", po::value(&a.config.seed)->default_value(c.seed, show(c.seed))->value_name("S"),
          "seeds every random choice; the same input, seed and backend give the same result on any machine "
          "(compress: a byte-identical file)")
-        ("metric", po::value(&a.metric)->default_value(metric_name(Metric::l2))->value_name("NAME"),
-         "l2, or angular (every vector scaled to unit length on load)")
+        ("metric", po::value(&a.metric)->default_value("auto")->value_name("NAME"),
+         "l2, or angular (every vector scaled to unit length on load); auto: an HDF5 input's 'distance' "
+         "attribute (euclidean or angular) when it has one, else l2")
         ("validate-every", po::value(&a.config.validate_every)
                                ->default_value(c.validate_every, show(c.validate_every))->value_name("K"),
          "also check the energy against the CPU's double-precision recomputation after every K-th assign "
@@ -73,14 +74,18 @@ void check_anneal_args(AnnealArgs& a) {
     a.config.init_sample = static_cast<std::size_t>(a.init_sample);
 }
 
-Metric metric_of(const AnnealArgs& args) {
+Metric metric_of(const AnnealArgs& args, const std::string& input) {
+    if (args.metric == "auto") {
+        return input_metric(input).value_or(Metric::l2);
+    }
     return parse_option_value([&] { return parse_metric(args.metric); });
 }
 
-LoadedPoints load_input(const std::string& command, const std::string& path, const AnnealArgs& args, bool quiet) {
+LoadedPoints load_input(const std::string& command, const std::string& path, const AnnealArgs& args, Metric metric,
+                        bool quiet) {
     ReadOptions options;
     options.dataset = args.dataset;
-    LoadedPoints loaded = load_points(path, options, metric_of(args));
+    LoadedPoints loaded = load_points(path, options, metric);
     if (loaded.zero_rows > 0 && !quiet) {
         print_notice(command, "warning",
                      std::to_string(loaded.zero_rows) + " vectors are all zero; with --metric angular they have no "

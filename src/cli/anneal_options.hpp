@@ -28,10 +28,12 @@ void add_anneal_options(po::options_description& options, AnnealArgs& args);
 // vlattice::validate once n is known); then copies M into the config. Throws UsageError.
 void check_anneal_args(AnnealArgs& args);
 
-Metric metric_of(const AnnealArgs& args);
+// --metric, where `auto` asks the input (an HDF5 file's `distance` attribute) and falls back to l2.
+Metric metric_of(const AnnealArgs& args, const std::string& input);
 
-// Loads `path` as the options say (--dataset, --metric). Unless `quiet`, warns on stderr, as
+// Loads `path` as the options say (--dataset) with `metric`. Unless `quiet`, warns on stderr, as
 // `command`, about all-zero vectors that angular cannot give a direction.
-LoadedPoints load_input(const std::string& command, const std::string& path, const AnnealArgs& args, bool quiet);
+LoadedPoints load_input(const std::string& command, const std::string& path, const AnnealArgs& args, Metric metric,
+                        bool quiet);
 
 }  // namespace vlattice::cli

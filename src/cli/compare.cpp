@@ -186,14 +186,14 @@ int compare(int argc, char** argv) {
     c.input = values["input"].as<std::string>();
     check_anneal_args(args.anneal);
     c.config = args.anneal.config;
-    c.metric = metric_of(args.anneal);
+    c.metric = metric_of(args.anneal, c.input);
 
     // The GPU is asked for first, so that a machine without one fails before the long CPU run.
     const std::unique_ptr<Backend> gpu = make_gpu_backend(args.anneal.gpu, c.config.threads);
     const std::unique_ptr<Backend> cpu = make_cpu_backend(c.config.threads);
 
     const auto start = std::chrono::steady_clock::now();
-    const LoadedPoints loaded = load_input(kHelp.name, c.input, args.anneal, args.quiet);
+    const LoadedPoints loaded = load_input(kHelp.name, c.input, args.anneal, c.metric, args.quiet);
     c.load_seconds = seconds_since(start);
     c.n = loaded.points.rows;
     c.d = loaded.points.cols;

@@ -86,7 +86,7 @@ int compress(int argc, char** argv) {
     args.input = values["input"].as<std::string>();
     check_anneal_args(args.anneal);
     AnnealConfig& config = args.anneal.config;
-    const Metric metric = metric_of(args.anneal);
+    const Metric metric = metric_of(args.anneal, args.input);
     const AnchorStorage storage = parse_option_value([&] { return parse_anchor_storage(args.anchor_storage); });
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
 
@@ -107,7 +107,7 @@ int compress(int argc, char** argv) {
     context.backend = choice.backend->name();
     context.threads = config.threads;
     auto start = std::chrono::steady_clock::now();
-    const LoadedPoints loaded = load_input(kHelp.name, args.input, args.anneal, args.quiet);
+    const LoadedPoints loaded = load_input(kHelp.name, args.input, args.anneal, metric, args.quiet);
     context.load_seconds = seconds_since(start);
     context.input = {args.input, loaded.points.rows, loaded.points.cols, metric};
 

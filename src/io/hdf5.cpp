@@ -152,4 +152,42 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset) {
     return points;
 }
 
+std::string read_hdf5_text_attribute(const std::string& path, const std::string& name) {
+    nonempty_file_size(path);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    const Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!file.valid()) {
+        throw Error(path + ": cannot open as HDF5" + hdf5_reason());
+    }
+    if (H5Aexists(file.get(), name.c_str()) <= 0) {
+        return "";
+    }
+    const std::string where = path + ": attribute '" + name + "'";
+    const Handle attribute(H5Aopen(file.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
+    const Handle type(H5Aget_type(attribute.get()), H5Tclose);
+    if (!attribute.valid() || !type.valid() || H5Tget_class(type.get()) != H5T_STRING) {
+        throw Error(where + " is not text" + hdf5_reason());
+    }
+    // h5py writes variable-length strings; other writers, fixed-length ones.
+    if (H5Tis_variable_str(type.get()) > 0) {
+        const Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
+        H5Tset_size(memory.get(), H5T_VARIABLE);
+        H5Tset_cset(memory.get(), H5Tget_cset(type.get()));
+        char* text = nullptr;
+        if (H5Aread(attribute.get(), memory.get(), &text) < 0 || text == nullptr) {
+            throw Error(where + ": read failed" + hdf5_reason());
+        }
+        std::string value(text);
+        H5free_memory(text);
+        return value;
+    }
+    const std::size_t size = H5Tget_size(type.get());
+    std::string value(size, '\0');
+    if (H5Aread(attribute.get(), type.get(), value.data()) < 0) {
+        throw Error(where + ": read failed" + hdf5_reason());
+    }
+    value.resize(value.find('\0') == std::string::npos ? size : value.find('\0'));
+    return value;
+}
+
 }  // namespace vlattice::io

@@ -10,4 +10,7 @@ namespace vlattice::io {
 
 Matrix read_hdf5(const std::string& path, const std::string& dataset);
 
+// The file's text attribute `name` ("" when it has none); throws Error when it is not text.
+std::string read_hdf5_text_attribute(const std::string& path, const std::string& name);
+
 }  // namespace vlattice::io

@@ -61,6 +61,25 @@ Matrix read_vectors(const std::string& path, const ReadOptions& options) {
     throw_unsupported(path, extension, kReadable);
 }
 
+std::optional<Metric> input_metric(const std::string& path) {
+    const std::string extension = extension_of(path);
+    if (extension != ".h5" && extension != ".hdf5") {
+        return std::nullopt;
+    }
+    const std::string distance = io::read_hdf5_text_attribute(path, "distance");
+    if (distance.empty()) {
+        return std::nullopt;
+    }
+    if (distance == "euclidean") {
+        return Metric::l2;
+    }
+    if (distance == "angular") {
+        return Metric::angular;
+    }
+    throw Error(path + ": attribute 'distance' is '" + distance +
+                "'; vlattice handles euclidean and angular (choose one with --metric)");
+}
+
 void check_finite(const Matrix& points, const std::string& path) {
     for (std::size_t i = 0; i < points.rows; ++i) {
         const float* row = points.row(i);
