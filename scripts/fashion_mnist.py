@@ -31,11 +31,10 @@ def read_images(name):
 
 
 def replace(path, write):
-    """Writes under a temporary name and renames, so an interrupted run leaves no half file."""
+    """Calls write(temporary_path), then renames, so an interrupted run leaves no half file."""
     temporary = f"{path}.tmp.{os.getpid()}"
     try:
-        with open(temporary, "wb") as f:
-            write(f)
+        write(temporary)
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):
@@ -51,13 +50,17 @@ def write_fvecs(path, x):
 
 
 def write_npy(path, x):
-    replace(path, lambda f: np.save(f, x.astype("<f4")))
+    def write(temporary):
+        with open(temporary, "wb") as f:
+            np.save(f, x.astype("<f4"))
+    replace(path, write)
 
 
 def write_u8bin(path, x):
-    def write(f):
-        np.array(x.shape, dtype="<u4").tofile(f)
-        x.astype(np.uint8).tofile(f)
+    def write(temporary):
+        with open(temporary, "wb") as f:
+            np.array(x.shape, dtype="<u4").tofile(f)
+            x.astype(np.uint8).tofile(f)
     replace(path, write)
 
 

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -265,6 +267,45 @@ TEST_CASE("HDF5: the 'distance' attribute names the input's metric", "[io]") {
     CHECK_THROWS_WITH(input_metric(file_with("n.h5", "3")), Contains("attribute 'distance' is not text"));
     // Other formats carry no metric and are not opened for one.
     CHECK_FALSE(input_metric(dir.path("absent.fvecs")).has_value());
+}
+
+TEST_CASE("scripts/ann-hdf5 writes the ann-benchmarks layout with the exact neighbours", "[io][recipe]") {
+    ScratchDir dir;
+    const std::string path = dir.path("mixture.hdf5");
+    const vlattice::test::CommandResult made =
+        vlattice::test::run_command(std::string("'") + VLATTICE_SOURCE_DIR + "/scripts/ann-hdf5' synthetic 700 9 " +
+                                    quoted(path) + " --queries 30 --clusters 5 --k 10 2>&1");
+    INFO(made.output);
+    REQUIRE(made.exit_code == 0);
+    const Matrix train = read_vectors(path, ReadOptions{"train"});
+    const Matrix test = read_vectors(path, ReadOptions{"test"});
+    const Matrix neighbors = read_vectors(path, ReadOptions{"neighbors"});
+    const Matrix distances = read_vectors(path, ReadOptions{"distances"});
+    REQUIRE(train.rows == 700);
+    REQUIRE(train.cols == 9);
+    REQUIRE(test.rows == 30);
+    REQUIRE(neighbors.rows == 30);
+    REQUIRE(neighbors.cols == 10);
+    CHECK(input_metric(path) == Metric::l2);
+    // Brute force in double, nearest first, ties to the lower index.
+    std::size_t wrong = 0;
+    for (std::size_t q = 0; q < test.rows; ++q) {
+        std::vector<std::pair<double, std::size_t>> all;
+        for (std::size_t i = 0; i < train.rows; ++i) {
+            double sum = 0.0;
+            for (std::size_t k = 0; k < train.cols; ++k) {
+                const double diff = static_cast<double>(test.row(q)[k]) - train.row(i)[k];
+                sum += diff * diff;
+            }
+            all.emplace_back(sum, i);
+        }
+        std::sort(all.begin(), all.end());
+        for (std::size_t r = 0; r < neighbors.cols; ++r) {
+            wrong += static_cast<std::size_t>(neighbors.row(q)[r]) == all[r].second ? 0 : 1;
+            wrong += std::abs(distances.row(q)[r] - std::sqrt(all[r].first)) <= 1e-4 * std::sqrt(all[r].first) ? 0 : 1;
+        }
+    }
+    CHECK(wrong == 0);
 }
 
 TEST_CASE("HDF5 datasets that are not a readable (n, d) matrix", "[io]") {
