@@ -21,6 +21,10 @@ std::string reason(cudaError_t status) {
     }
 }
 
+// Does nothing; its only use is to ask the runtime whether this build's kernels have an image the
+// device can run (the build targets CMAKE_CUDA_ARCHITECTURES only).
+__global__ void image_probe_kernel() {}
+
 }  // namespace
 
 GpuProbe probe_gpu(int index) {
@@ -46,10 +50,26 @@ GpuProbe probe_gpu(int index) {
         probe.description = reason(got);
         return probe;
     }
+    const std::string arch = "sm_" + std::to_string(properties.major) + std::to_string(properties.minor);
+    // Kernel images are looked up on the current device: ask on `index`, then put the caller's back.
+    int previous = 0;
+    cudaFuncAttributes attributes{};
+    cudaError_t image = cudaGetDevice(&previous);
+    if (image == cudaSuccess) {
+        image = cudaSetDevice(index);
+    }
+    if (image == cudaSuccess) {
+        image = cudaFuncGetAttributes(&attributes, image_probe_kernel);
+        static_cast<void>(cudaSetDevice(previous));
+    }
+    if (image != cudaSuccess) {
+        probe.description = std::string(properties.name) + " (" + arch + ") cannot run this build's kernels (" +
+                            cudaGetErrorName(image) + "); rebuild with CMAKE_CUDA_ARCHITECTURES for it";
+        return probe;
+    }
     char memory[32];
     std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(properties.totalGlobalMem) / (1u << 30));
-    probe.description = std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
-                        std::to_string(properties.minor) + ", " + memory + ")";
+    probe.description = std::string(properties.name) + " (" + arch + ", " + memory + ")";
     probe.usable = true;
     return probe;
 }
