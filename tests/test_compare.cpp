@@ -60,14 +60,14 @@ TEST_CASE("compare without a usable GPU fails and says why", "[cli][compare]") {
     CHECK_THAT(result.output, !Contains("--device"));
 }
 
-TEST_CASE("compare --help lists the options with their defaults; bad command lines exit 2", "[cli][compare]") {
+TEST_CASE("compare --help lists the options with their defaults and bad command lines exit 2", "[cli][compare]") {
     const CommandResult help = run_cli("compare --help");
     INFO(help.output);
     CHECK(help.exit_code == 0);
     CHECK_THAT(help.output, Contains("usage: vlattice compare INPUT"));
     for (const char* option : {"--anchors ] M (=256)", "--iters N (=50)", "--t0 T (=1)", "--cooling C (=0.3)",
                                "--trim F (=0.1)", "--trim-final F (=0)", "--maintenance-every P (=5)", "--seed S (=1)",
-                               "--metric NAME (=l2)", "--validate-every K (=0)", "--threads N (=0)", "--gpu N (=0)",
+                               "--metric NAME (=auto)", "--validate-every K (=0)", "--threads N (=0)", "--gpu N (=0)",
                                "--dataset NAME (=train)", "--json", "--quiet", "--help"}) {
         CHECK_THAT(help.output, Contains(option));
     }

@@ -19,6 +19,10 @@ struct ReadOptions {
 // Reads the whole file as float32 rows (narrower element types are widened).
 Matrix read_vectors(const std::string& path, const ReadOptions& options = {});
 
+// Whether the HDF5 file at `path` has a dataset (or any object) at `dataset`; throws Error when the
+// file cannot be opened as HDF5.
+bool has_hdf5_dataset(const std::string& path, const std::string& dataset);
+
 // The metric an input names itself: an HDF5 file's `distance` attribute (the ann-benchmarks layout:
 // euclidean or angular). Other inputs, and HDF5 files without it, name none (nullopt). Throws Error
 // naming the file and the attribute when it holds a distance vlattice does not handle.

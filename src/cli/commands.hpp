@@ -4,6 +4,7 @@
 
 namespace vlattice::cli {
 
+int run_batch(int argc, char** argv);
 int run_compress(int argc, char** argv);
 int run_compare(int argc, char** argv);
 int run_decompress(int argc, char** argv);

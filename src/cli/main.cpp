@@ -19,6 +19,7 @@ constexpr Command kCommands[] = {
     {"decompress", "write the vectors a .vlat stands for; with --reference, their error", vlattice::cli::run_decompress},
     {"info", "show a .vlat's header, sections, cost per vector and run metadata", vlattice::cli::run_info},
     {"compare", "run the same compression on the CPU and the GPU; times, energies, agreement", vlattice::cli::run_compare},
+    {"batch", "compress the `train` of many HDF5 files, evaluate on `test`, one summary", vlattice::cli::run_batch},
 };
 
 const Command* find_command(const std::string& name) {

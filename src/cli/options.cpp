@@ -2,6 +2,7 @@
 
 #include <iostream>
 #include <new>
+#include <vector>
 
 namespace vlattice::cli {
 
@@ -9,11 +10,15 @@ bool parse_command_line(int argc, char** argv, const CommandHelp& help, po::opti
                         po::variables_map& values) {
     options.add_options()("help,h", "print this help and exit");
     po::options_description hidden;
-    hidden.add_options()("input", po::value<std::string>(), "");
+    if (help.many_inputs) {
+        hidden.add_options()("input", po::value<std::vector<std::string>>(), "");
+    } else {
+        hidden.add_options()("input", po::value<std::string>(), "");
+    }
     po::options_description all;
     all.add(options).add(hidden);
     po::positional_options_description positional;
-    positional.add("input", 1);
+    positional.add("input", help.many_inputs ? -1 : 1);
 
     po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), values);
     if (values.count("help")) {
@@ -25,7 +30,7 @@ bool parse_command_line(int argc, char** argv, const CommandHelp& help, po::opti
     // notify() checks required options and fills bound variables; it runs after the help check so
     // that `--help` works without them.
     po::notify(values);
-    if (!values.count("input")) {
+    if (!help.many_inputs && !values.count("input")) {
         throw UsageError("missing " + help.positional);
     }
     return true;

@@ -31,6 +31,8 @@ struct CommandHelp {
     std::string synopsis;    // "INPUT -o OUT.vlat [options]"
     std::string positional;  // "INPUT": the one positional argument, stored under "input"
     std::string description;
+    // Any number of positional arguments (none included), stored as a vector under "input".
+    bool many_inputs = false;
 };
 
 // Parses argv (argv[0] is the command name) into `values`, adding -h/--help and the positional

@@ -190,4 +190,14 @@ std::string read_hdf5_text_attribute(const std::string& path, const std::string&
     return value;
 }
 
+bool has_hdf5_dataset(const std::string& path, const std::string& dataset) {
+    nonempty_file_size(path);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    const Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!file.valid()) {
+        throw Error(path + ": cannot open as HDF5" + hdf5_reason());
+    }
+    return H5Lexists(file.get(), dataset.c_str(), H5P_DEFAULT) > 0;
+}
+
 }  // namespace vlattice::io

@@ -10,6 +10,8 @@ namespace vlattice::io {
 
 Matrix read_hdf5(const std::string& path, const std::string& dataset);
 
+bool has_hdf5_dataset(const std::string& path, const std::string& dataset);
+
 // The file's text attribute `name` ("" when it has none); throws Error when it is not text.
 std::string read_hdf5_text_attribute(const std::string& path, const std::string& name);
 

@@ -61,6 +61,10 @@ Matrix read_vectors(const std::string& path, const ReadOptions& options) {
     throw_unsupported(path, extension, kReadable);
 }
 
+bool has_hdf5_dataset(const std::string& path, const std::string& dataset) {
+    return io::has_hdf5_dataset(path, dataset);
+}
+
 std::optional<Metric> input_metric(const std::string& path) {
     const std::string extension = extension_of(path);
     if (extension != ".h5" && extension != ".hdf5") {

@@ -1,0 +1,161 @@
+// vlattice batch over HDF5 files written by h5py (through scripts/ann-hdf5): outputs, the summary,
+// a corrupt file failing only its own job, skipping what verifies, --force, and resuming after a
+// batch is killed mid-job.
+#include "support.hpp"
+
+#include "vlattice/format.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+using namespace vlattice;
+using namespace vlattice::test;
+using Catch::Contains;
+
+namespace {
+
+void make_ann_file(const std::string& path, const std::string& shape) {
+    const CommandResult made = run_command(std::string("'") + VLATTICE_SOURCE_DIR + "/scripts/ann-hdf5' synthetic " +
+                                           shape + " " + quote(path) + " 2>&1");
+    INFO(made.output);
+    REQUIRE(made.exit_code == 0);
+}
+
+nlohmann::json summary(const std::string& folder) {
+    std::ifstream in(folder + "/summary.json");
+    REQUIRE(in.good());
+    return nlohmann::json::parse(in);
+}
+
+std::vector<std::string> statuses(const nlohmann::json& rows) {
+    std::vector<std::string> out;
+    for (const nlohmann::json& row : rows) {
+        out.push_back(row["status"].get<std::string>());
+    }
+    return out;
+}
+
+const char* const kRun = " -m 16 --iters 12 --device cpu --quiet";
+
+}  // namespace
+
+TEST_CASE("batch: two good files and a corrupt one, then a re-run that skips and one with --force", "[cli][batch]") {
+    ScratchDir dir;
+    const std::string a = dir.path("a.hdf5");
+    const std::string b = dir.path("b.hdf5");
+    const std::string broken = dir.path("broken.hdf5");
+    make_ann_file(a, "1500 12 --queries 25 --clusters 20 --k 10");
+    make_ann_file(b, "900 5 --queries 20 --clusters 8 --k 10 --seed 3");
+    {
+        std::ifstream in(a, std::ios::binary);
+        std::string head(4000, '\0');
+        in.read(head.data(), static_cast<std::streamsize>(head.size()));
+        std::ofstream(broken, std::ios::binary) << head;
+    }
+    const std::string out = dir.path("out");
+    const std::string files = quote(a) + " " + quote(broken) + " " + quote(b);
+
+    const CommandResult first = run_cli("batch " + files + " -o " + quote(out) + kRun);
+    INFO(first.output);
+    CHECK(first.exit_code == 1);
+    CHECK_THAT(first.output, Contains("broken.hdf5"));
+    nlohmann::json rows = summary(out);
+    REQUIRE(rows.size() == 3);
+    CHECK(statuses(rows) == std::vector<std::string>{"ok", "failed", "ok"});
+    CHECK_THAT(rows[1]["error"].get<std::string>(), Contains(broken));
+    CHECK(rows[0]["n"] == 1500);
+    CHECK(rows[0]["d"] == 12);
+    CHECK(rows[0]["recall_at_10"].get<double>() > 0.0);
+    CHECK(rows[0]["recall_at_10"].get<double>() <= 1.0);
+    CHECK(std::filesystem::exists(out + "/b.vlat"));
+    CHECK_FALSE(std::filesystem::exists(out + "/broken.vlat"));
+    CHECK_FALSE(std::filesystem::exists(out + "/broken.results.h5"));
+    std::ifstream csv(out + "/summary.csv");
+    std::string header;
+    std::getline(csv, header);
+    CHECK_THAT(header, Contains("dataset,file,n,d,m,bytes_per_vector,ratio,energy,mse,recall_at_10") &&
+                           Contains("device,status,error"));
+
+    // The results file as h5py sees it, against the .vlat written beside it.
+    const VlatFile vlat = read_vlat(out + "/a.vlat");
+    run_python("import h5py, json, numpy as np\n"
+               "f = h5py.File(" + quote(out + "/a.results.h5") + ", 'r')\n"
+               "assert f['anchors'].shape == (" + std::to_string(vlat.anchors.rows) + ", 12), f['anchors'].shape\n"
+               "assert f['anchors'].dtype == np.float32\n"
+               "assert f['assignments'].shape == (1500,) and f['assignments'].dtype == np.uint32\n"
+               "a = f['assignments'][:]\n"
+               "assert a.max() < f['anchors'].shape[0]\n"
+               "assert int(a[0]) == " + std::to_string(vlat.assignments[0]) + " and int(a[-1]) == " +
+               std::to_string(vlat.assignments.back()) + "\n"
+               "assert abs(float(f['anchors'][0, 0]) - " + std::to_string(vlat.anchors.row(0)[0]) + ") < 1e-5\n"
+               "m = json.loads(f.attrs['metrics'])\n"
+               "assert m['status'] == 'ok' and m['n'] == 1500 and 0 < m['recall_at_10'] <= 1, m\n"
+               "assert json.loads(f.attrs['config'])['metric'] == 'l2'\n"
+               "assert int(f.attrs['n']) == 1500 and int(f.attrs['d']) == 12\n");
+
+    const auto written = std::filesystem::last_write_time(out + "/a.vlat");
+    const CommandResult again = run_cli("batch " + files + " -o " + quote(out) + kRun);
+    CHECK(again.exit_code == 1);
+    rows = summary(out);
+    CHECK(statuses(rows) == std::vector<std::string>{"skipped", "failed", "skipped"});
+    CHECK(std::filesystem::last_write_time(out + "/a.vlat") == written);
+
+    const CommandResult forced = run_cli("batch " + quote(a) + " " + quote(b) + " -o " + quote(out) + kRun + " --force");
+    CHECK(forced.exit_code == 0);
+    CHECK(statuses(summary(out)) == std::vector<std::string>{"ok", "ok"});
+}
+
+TEST_CASE("batch: a manifest sets per-job options and a bad one is refused", "[cli][batch]") {
+    ScratchDir dir;
+    make_ann_file(dir.path("x.hdf5"), "800 6 --queries 10 --clusters 6 --k 10");
+    std::ofstream(dir.path("jobs.json")) << R"({"jobs": [{"file": "x.hdf5", "name": "x8", "anchors": 8},
+                                                         {"file": "x.hdf5", "name": "x24", "anchors": 24}]})";
+    const std::string out = dir.path("out");
+    const CommandResult run = run_cli("batch --manifest " + quote(dir.path("jobs.json")) + " -o " + quote(out) + kRun);
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    const nlohmann::json rows = summary(out);
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0]["m"] == 8);
+    CHECK(rows[1]["m"] == 24);
+
+    std::ofstream(dir.path("bad.json")) << R"({"jobs": [{"file": "x.hdf5", "anchor": 8}]})";
+    const CommandResult bad = run_cli("batch --manifest " + quote(dir.path("bad.json")) + " -o " + quote(out) + kRun);
+    CHECK(bad.exit_code == 2);
+    CHECK_THAT(bad.output, Contains("job 1") && Contains("unknown key \"anchor\""));
+    CHECK(run_cli("batch -o " + quote(out) + kRun).exit_code == 2);
+}
+
+TEST_CASE("batch: killed in the middle of a job, then re-run, completes with every output verifying", "[cli][batch]") {
+    ScratchDir dir;
+    const std::string small = dir.path("small.hdf5");
+    const std::string large = dir.path("large.hdf5");
+    make_ann_file(small, "600 8 --queries 10 --clusters 5 --k 10");
+    make_ann_file(large, "300000 32 --queries 5 --clusters 50 --k 10");
+    const std::string out = dir.path("out");
+    const char* moved = std::getenv("VLATTICE_CLI");
+    const std::string cli = std::string("'") + (moved ? moved : VLATTICE_CLI) + "'";
+    const std::string files = quote(small) + " " + quote(large);
+    // The summary names the small job once it is done; the large one has then only begun.
+    const CommandResult killed = run_command(
+        "(" + cli + " batch " + files + " -o " + quote(out) + " -m 256 --iters 200 --device cpu --quiet & pid=$!; "
+        "for i in $(seq 1 1200); do grep -q small " + quote(out + "/summary.json") + " 2>/dev/null && break; "
+        "sleep 0.05; done; kill -9 $pid; wait $pid; echo killed:$?)");
+    INFO(killed.output);
+    CHECK_THAT(killed.output, Contains("killed:137"));
+    CHECK(std::filesystem::exists(out + "/small.vlat"));
+    CHECK_FALSE(std::filesystem::exists(out + "/large.vlat"));
+    CHECK_FALSE(std::filesystem::exists(out + "/large.results.h5"));
+    CHECK(summary(out).size() == 1);
+
+    const CommandResult resumed = run_cli("batch " + files + " -o " + quote(out) + " -m 256 --iters 3 --device cpu --quiet");
+    INFO(resumed.output);
+    CHECK(resumed.exit_code == 0);
+    CHECK(statuses(summary(out)) == std::vector<std::string>{"skipped", "ok"});
+    CHECK_NOTHROW(read_vlat(out + "/small.vlat"));
+    CHECK_NOTHROW(read_vlat(out + "/large.vlat"));
+}
