@@ -31,6 +31,17 @@ struct FastAssignArgs {
     Candidate* candidates = nullptr;  // splits * n
 };
 
+// The anchor tiles [begin, end) of this block's split (blockIdx.y).
+struct TileRange {
+    std::size_t begin;
+    std::size_t end;
+};
+__device__ __forceinline__ TileRange split_tiles(std::size_t m, int tiles_per_split) {
+    const std::size_t tiles = (m + kFastTile - 1) / kFastTile;
+    const std::size_t begin = static_cast<std::size_t>(blockIdx.y) * tiles_per_split;
+    return {begin, begin + tiles_per_split < tiles ? begin + tiles_per_split : tiles};
+}
+
 void launch_fast_assign_fp32(const FastAssignArgs& args, cudaStream_t stream);
 void launch_fast_assign_tf32(const FastAssignArgs& args, cudaStream_t stream);
 

@@ -66,11 +66,8 @@ __global__ void __launch_bounds__(kThreads)
         top[i] = empty_candidate();
     }
 
-    const std::size_t anchor_tiles = ceil_div(m, kTileN);
-    const std::size_t tile_begin = static_cast<std::size_t>(blockIdx.y) * tiles_per_split;
-    const std::size_t tile_end =
-        tile_begin + tiles_per_split < anchor_tiles ? tile_begin + tiles_per_split : anchor_tiles;
-    for (std::size_t tile = tile_begin; tile < tile_end; ++tile) {
+    const TileRange tiles = split_tiles(m, tiles_per_split);
+    for (std::size_t tile = tiles.begin; tile < tiles.end; ++tile) {
         const std::size_t col0 = tile * kTileN;
         float acc[kOwn][kOwn];
 #pragma unroll

@@ -1,32 +1,13 @@
 #include "io/hdf5.hpp"
 
 #include "io/binary_file.hpp"
+#include "io/hdf5_handle.hpp"
 
 #include <hdf5.h>
 
 namespace vlattice::io {
 
 namespace {
-
-// Owns one HDF5 identifier and releases it with the matching close function.
-class Handle {
-public:
-    Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-    ~Handle() {
-        if (id_ >= 0) {
-            close_(id_);
-        }
-    }
-    Handle(const Handle&) = delete;
-    Handle& operator=(const Handle&) = delete;
-
-    hid_t get() const { return id_; }
-    bool valid() const { return id_ >= 0; }
-
-private:
-    hid_t id_;
-    herr_t (*close_)(hid_t);
-};
 
 // The innermost entry of HDF5's error stack is the most specific reason a call failed; it goes
 // into our message in place of the library's own multi-line dump.
@@ -65,7 +46,7 @@ std::string shape_text(const hsize_t* dims, int rank) {
 // fill values) or may lie past the end of a truncated file. Checked before the matrix is allocated.
 void check_storage(const std::string& where, std::uint64_t file_size, hid_t dataset, hid_t space,
                    const hsize_t* dims, std::uint64_t promised_bytes) {
-    const Handle plist(H5Dget_create_plist(dataset), H5Pclose);
+    const Hdf5Handle plist(H5Dget_create_plist(dataset), H5Pclose);
     switch (H5Pget_layout(plist.get())) {
     case H5D_COMPACT:
         return;
@@ -106,7 +87,7 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset) {
     // libhdf5 prints its whole error stack to stderr by default; we report errors ourselves.
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
 
-    const Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    const Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
     if (!file.valid()) {
         throw Error(path + ": cannot open as HDF5" + hdf5_reason());
     }
@@ -114,12 +95,12 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset) {
     if (H5Lexists(file.get(), dataset.c_str(), H5P_DEFAULT) <= 0) {
         throw Error(path + ": no dataset '" + dataset + "' (" + top_level_names(file.get()) + ")");
     }
-    const Handle data(H5Dopen2(file.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
+    const Hdf5Handle data(H5Dopen2(file.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
     if (!data.valid()) {
         throw Error(where + " cannot be opened as a dataset" + hdf5_reason());
     }
 
-    const Handle space(H5Dget_space(data.get()), H5Sclose);
+    const Hdf5Handle space(H5Dget_space(data.get()), H5Sclose);
     const int rank = H5Sget_simple_extent_ndims(space.get());
     if (rank < 0) {
         throw Error(where + ": cannot read its shape" + hdf5_reason());
@@ -136,7 +117,7 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset) {
         throw Error(where + " has shape " + shape_text(dims, rank) + "; vectors need a column");
     }
 
-    const Handle type(H5Dget_type(data.get()), H5Tclose);
+    const Hdf5Handle type(H5Dget_type(data.get()), H5Tclose);
     const H5T_class_t type_class = H5Tget_class(type.get());
     if (type_class != H5T_FLOAT && type_class != H5T_INTEGER) {
         throw Error(where + " does not hold integers or floating-point numbers");
@@ -155,7 +136,7 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset) {
 std::string read_hdf5_text_attribute(const std::string& path, const std::string& name) {
     nonempty_file_size(path);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    const Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    const Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
     if (!file.valid()) {
         throw Error(path + ": cannot open as HDF5" + hdf5_reason());
     }
@@ -163,14 +144,14 @@ std::string read_hdf5_text_attribute(const std::string& path, const std::string&
         return "";
     }
     const std::string where = path + ": attribute '" + name + "'";
-    const Handle attribute(H5Aopen(file.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
-    const Handle type(H5Aget_type(attribute.get()), H5Tclose);
+    const Hdf5Handle attribute(H5Aopen(file.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
+    const Hdf5Handle type(H5Aget_type(attribute.get()), H5Tclose);
     if (!attribute.valid() || !type.valid() || H5Tget_class(type.get()) != H5T_STRING) {
         throw Error(where + " is not text" + hdf5_reason());
     }
     // h5py writes variable-length strings; other writers, fixed-length ones.
     if (H5Tis_variable_str(type.get()) > 0) {
-        const Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
+        const Hdf5Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
         H5Tset_size(memory.get(), H5T_VARIABLE);
         H5Tset_cset(memory.get(), H5Tget_cset(type.get()));
         char* text = nullptr;
@@ -193,7 +174,7 @@ std::string read_hdf5_text_attribute(const std::string& path, const std::string&
 bool has_hdf5_dataset(const std::string& path, const std::string& dataset) {
     nonempty_file_size(path);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    const Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    const Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
     if (!file.valid()) {
         throw Error(path + ": cannot open as HDF5" + hdf5_reason());
     }

@@ -1,6 +1,7 @@
 #include "vlattice/results_file.hpp"
 
 #include "io/hdf5.hpp"
+#include "io/hdf5_handle.hpp"
 
 #include <hdf5.h>
 
@@ -12,24 +13,6 @@ namespace vlattice {
 
 namespace {
 
-class Id {
-public:
-    Id(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-    ~Id() {
-        if (id_ >= 0) {
-            close_(id_);
-        }
-    }
-    Id(const Id&) = delete;
-    Id& operator=(const Id&) = delete;
-    hid_t get() const { return id_; }
-    bool valid() const { return id_ >= 0; }
-
-private:
-    hid_t id_;
-    herr_t (*close_)(hid_t);
-};
-
 void require(bool ok, const std::string& path, const std::string& what) {
     if (!ok) {
         throw Error(path + ": cannot write the results file (" + what + ")");
@@ -38,25 +21,25 @@ void require(bool ok, const std::string& path, const std::string& what) {
 
 void write_dataset(hid_t file, const std::string& path, const char* name, hid_t type, const hsize_t* dims, int rank,
                    const void* data) {
-    const Id space(H5Screate_simple(rank, dims, nullptr), H5Sclose);
-    const Id set(H5Dcreate2(file, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+    const io::Hdf5Handle space(H5Screate_simple(rank, dims, nullptr), H5Sclose);
+    const io::Hdf5Handle set(H5Dcreate2(file, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
     require(space.valid() && set.valid() && H5Dwrite(set.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0, path,
             std::string("dataset ") + name);
 }
 
 void write_text(hid_t file, const std::string& path, const char* name, const std::string& text) {
-    const Id type(H5Tcopy(H5T_C_S1), H5Tclose);
+    const io::Hdf5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(type.get(), text.size() + 1);
     H5Tset_cset(type.get(), H5T_CSET_UTF8);
-    const Id space(H5Screate(H5S_SCALAR), H5Sclose);
-    const Id attribute(H5Acreate2(file, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    const io::Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    const io::Hdf5Handle attribute(H5Acreate2(file, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
     require(attribute.valid() && H5Awrite(attribute.get(), type.get(), text.c_str()) >= 0, path,
             std::string("attribute ") + name);
 }
 
 void write_count(hid_t file, const std::string& path, const char* name, std::uint64_t value) {
-    const Id space(H5Screate(H5S_SCALAR), H5Sclose);
-    const Id attribute(H5Acreate2(file, name, H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    const io::Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    const io::Hdf5Handle attribute(H5Acreate2(file, name, H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
     require(attribute.valid() && H5Awrite(attribute.get(), H5T_NATIVE_UINT64, &value) >= 0, path,
             std::string("attribute ") + name);
 }
@@ -66,8 +49,8 @@ std::vector<hsize_t> extent(hid_t file, const char* name) {
     if (H5Lexists(file, name, H5P_DEFAULT) <= 0) {
         return {};
     }
-    const Id set(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose);
-    const Id space(set.valid() ? H5Dget_space(set.get()) : -1, H5Sclose);
+    const io::Hdf5Handle set(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose);
+    const io::Hdf5Handle space(set.valid() ? H5Dget_space(set.get()) : -1, H5Sclose);
     if (!space.valid()) {
         return {};
     }
@@ -88,7 +71,7 @@ void write_results_h5(const std::string& path, const Matrix& anchors, const std:
     const std::string temporary = path + ".tmp." + std::to_string(::getpid());
     try {
         {
-            const Id file(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+            const io::Hdf5Handle file(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
             require(file.valid(), path, "create " + temporary);
             const hsize_t anchor_dims[2] = {anchors.rows, anchors.cols};
             write_dataset(file.get(), path, "anchors", H5T_NATIVE_FLOAT, anchor_dims, 2, anchors.data.data());
@@ -115,7 +98,7 @@ bool results_h5_complete(const std::string& path, std::uint64_t n, std::uint64_t
         return false;
     }
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    const Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    const io::Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
     if (!file.valid()) {
         return false;
     }
