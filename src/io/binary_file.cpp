@@ -36,6 +36,14 @@ std::uint64_t nonempty_file_size(const std::string& path) {
     return regular_file_size(path, info);
 }
 
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
+    std::string text = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        text += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
+    }
+    return text + (shape.size() == 1 ? ",)" : ")");
+}
+
 std::uint64_t checked_multiply(const std::string& path, std::uint64_t a, std::uint64_t b) {
     std::uint64_t product = 0;
     if (__builtin_mul_overflow(a, b, &product)) {

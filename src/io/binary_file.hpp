@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace vlattice::io {
 
@@ -17,6 +18,9 @@ std::uint64_t nonempty_file_size(const std::string& path);
 // a * b, or an Error naming the file when the product does not fit in 64 bits (only a corrupt
 // header can ask for that much).
 std::uint64_t checked_multiply(const std::string& path, std::uint64_t a, std::uint64_t b);
+
+// A shape as numpy and h5py print it: (60000, 784), or (10,) for one dimension.
+std::string shape_text(const std::vector<std::uint64_t>& shape);
 
 class BinaryFile {
 public:

@@ -35,11 +35,7 @@ std::string top_level_names(hid_t file) {
 }
 
 std::string shape_text(const hsize_t* dims, int rank) {
-    std::string text = "(";
-    for (int i = 0; i < rank; ++i) {
-        text += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
-    }
-    return text + (rank == 1 ? ",)" : ")");
+    return io::shape_text(std::vector<std::uint64_t>(dims, dims + rank));
 }
 
 // A dataset's extent is only a promise: its data may never have been written (reads would return

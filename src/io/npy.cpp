@@ -15,14 +15,6 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicBytes = sizeof kMagic - 1;
 constexpr const char* kSupportedDescr = "'<f4' (float32), '<f2' (float16) or '|u1' (uint8)";
 
-std::string shape_text(const std::vector<std::uint64_t>& shape) {
-    std::string text = "(";
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-        text += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
-    }
-    return text + (shape.size() == 1 ? ",)" : ")");
-}
-
 // Reads the preamble and returns the header text; the file is left at the first data byte.
 std::string read_header_text(BinaryFile& file) {
     char preamble[kMagicBytes + 2];
