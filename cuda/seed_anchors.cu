@@ -1,6 +1,7 @@
 #include "seed_anchors.cuh"
 
 #include "cuda_check.hpp"
+#include "ordered_distance.cuh"
 #include "warp_math.cuh"
 
 namespace vlattice::cuda {
@@ -8,31 +9,11 @@ namespace vlattice::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kLanes = 16;           // as kDistanceLanes in src/numeric.hpp
-
-// src/numeric.hpp's ordered_squared_distance, rounding for rounding, by the 16 threads of a half
-// warp: thread l is lane l (coordinates l, l + 16, ..., in turn), and the shuffles add the lanes in
-// the same tree. Float, with separate multiplies and adds (no fused multiply-add). Every thread of
-// the half warp returns the result.
-__device__ double ordered_squared_distance(const float* __restrict__ a, const float* __restrict__ b, int d, int l) {
-    float sum = 0.0f;
-    for (int k = l; k < d; k += kLanes) {
-        const float diff = __fsub_rn(a[k], b[k]);
-        sum = __fadd_rn(sum, __fmul_rn(diff, diff));
-    }
-#pragma unroll
-    for (int width = kLanes / 2; width > 0; width /= 2) {
-        // Lane l < width adds lane l + width; the others' sums no longer matter.
-        sum = __fadd_rn(sum, __shfl_down_sync(kFullMask, sum, width, kLanes));
-    }
-    return __shfl_sync(kFullMask, sum, 0, kLanes);
-}
-
-constexpr int kRowsPerBlock = kThreads / kLanes;  // one half warp per row
+constexpr int kRowsPerBlock = kThreads / kDistanceLanes;  // one half warp per row
 
 // The row this half warp handles, and the thread's lane in it.
 __device__ __forceinline__ std::size_t half_warp_row() {
-    return static_cast<std::size_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kLanes;
+    return static_cast<std::size_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kDistanceLanes;
 }
 
 // Anchor j becomes a copy of the sample point at *chosen, by the threads of one block.
@@ -50,7 +31,7 @@ __global__ void first_pick_kernel(SeedArgs a) {
 
 __global__ void first_weights_kernel(SeedArgs a) {
     const std::size_t i = half_warp_row();
-    const int l = threadIdx.x % kLanes;
+    const int l = threadIdx.x % kDistanceLanes;
     // Rows past the end compute on row 0 so that every thread reaches the shuffles.
     const std::size_t row = i < a.s ? i : 0;
     const double dist = ordered_squared_distance(a.points + static_cast<std::size_t>(a.sample[row]) * a.d, a.anchors,
@@ -63,7 +44,7 @@ __global__ void first_weights_kernel(SeedArgs a) {
 
 __global__ void gap_kernel(SeedArgs a, std::size_t j) {
     const std::size_t p = half_warp_row();
-    const int l = threadIdx.x % kLanes;
+    const int l = threadIdx.x % kDistanceLanes;
     const std::size_t row = p < j ? p : 0;
     const double dist = ordered_squared_distance(a.anchors + row * a.d, a.anchors + j * a.d, a.d, l);
     if (p < j && l == 0) {
@@ -76,7 +57,7 @@ __global__ void gap_kernel(SeedArgs a, std::size_t j) {
 // half warp, so the shuffles inside stay in step.
 __global__ void lower_weights_kernel(SeedArgs a, std::size_t j) {
     const std::size_t i = half_warp_row();
-    const int l = threadIdx.x % kLanes;
+    const int l = threadIdx.x % kDistanceLanes;
     const std::size_t row = i < a.s ? i : 0;
     const double current = a.nearest[row];
     const bool near = i < a.s && a.gap[a.owner[row]] < 2.0 * sqrt(current);

@@ -2,7 +2,8 @@
 
 #include "numeric.hpp"
 
-#include <algorithm>
+#include <vector>
+
 
 namespace vlattice {
 
@@ -14,21 +15,47 @@ std::string shape(const Matrix& m) {
 
 }  // namespace
 
-Matrix reconstruct(const VlatFile& file) {
+void check_compressed_set(const VlatFile& file) {
     const Matrix& anchors = file.anchors;
     if (anchors.cols != file.d || file.assignments.size() != file.n) {
         throw Error("reconstruct: anchors are " + shape(anchors) + " and there are " +
                     std::to_string(file.assignments.size()) + " assignments, but the header says n = " +
                     std::to_string(file.n) + ", d = " + std::to_string(file.d));
     }
-    Matrix out(file.n, file.d);
-    for (std::size_t i = 0; i < out.rows; ++i) {
-        const std::uint32_t a = file.assignments[i];
-        if (a >= anchors.rows) {
-            throw Error("reconstruct: vector " + std::to_string(i) + " is assigned to anchor " + std::to_string(a) +
-                        " but there are only " + std::to_string(anchors.rows) + " anchors");
+    for (std::size_t i = 0; i < file.n; ++i) {
+        if (file.assignments[i] >= anchors.rows) {
+            throw Error("reconstruct: vector " + std::to_string(i) + " is assigned to anchor " +
+                        std::to_string(file.assignments[i]) + " but there are only " + std::to_string(anchors.rows) +
+                        " anchors");
         }
-        std::copy(anchors.row(a), anchors.row(a) + anchors.cols, out.row(i));
+    }
+    const ResidualCodes& codes = file.residuals;
+    if (codes.empty()) {
+        return;
+    }
+    const CodeLayout layout = code_layout(codes.layout.bits);
+    if (layout.byte != codes.layout.byte || layout.shift != codes.layout.shift ||
+        layout.code_bytes != codes.layout.code_bytes) {
+        throw Error("reconstruct: the residual code layout is not the one its widths give");
+    }
+    if ((codes.layout.bits.size() != file.d || codes.offset.rows != anchors.rows || codes.offset.cols != file.d ||
+         codes.step.rows != anchors.rows || codes.step.cols != file.d ||
+         codes.codes.size() != file.n * codes.layout.code_bytes)) {
+        throw Error("reconstruct: residual codes of " + std::to_string(codes.layout.bits.size()) + " widths, " +
+                    shape(codes.offset) + " offsets, " + shape(codes.step) + " steps and " +
+                    std::to_string(codes.codes.size()) + " code bytes do not fit n = " + std::to_string(file.n) +
+                    ", d = " + std::to_string(file.d) + ", m = " + std::to_string(anchors.rows));
+    }
+}
+
+Matrix reconstruct(const VlatFile& file) {
+    check_compressed_set(file);
+    const Matrix& anchors = file.anchors;
+    Matrix out(file.n, file.d);
+    const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(file.n);
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t i = 0; i < n; ++i) {
+        decode_row(anchors, file.residuals, file.assignments[i], static_cast<std::size_t>(i), out.row(i));
     }
     return out;
 }
@@ -42,6 +69,20 @@ double mean_squared_error(const Matrix& a, const Matrix& b) {
     }
     const double total = deterministic_sum(a.rows, [&](std::size_t i) { return squared_distance(a.row(i), b.row(i), a.cols); });
     return total / static_cast<double>(a.rows);
+}
+
+double reconstruction_mse(const VlatFile& file, const Matrix& points) {
+    if (points.rows != file.n || points.cols != file.d || points.rows == 0) {
+        throw Error("cannot compare " + shape(points) + " vectors with a compressed set of " + std::to_string(file.n) +
+                    " x " + std::to_string(file.d));
+    }
+    const double total = deterministic_sum(points.rows, [&](std::size_t i) {
+        thread_local std::vector<float> row;
+        row.resize(points.cols);
+        decode_row(file.anchors, file.residuals, file.assignments[i], i, row.data());
+        return squared_distance(row.data(), points.row(i), points.cols);
+    });
+    return total / static_cast<double>(points.rows);
 }
 
 const char* anchor_storage_name(AnchorStorage storage) {
@@ -63,6 +104,8 @@ const char* codec_name(ResidualCodec codec) {
     switch (codec) {
     case ResidualCodec::none:
         return "none";
+    case ResidualCodec::scalar:
+        return "scalar";
     }
     return "unknown";
 }

@@ -59,4 +59,19 @@ BackendChoice make_backend(DeviceKind kind, int gpu, int threads) {
     return {make_cpu_backend(threads), why + "; running on the CPU"};
 }
 
+GpuChoice choose_gpu(DeviceKind kind, int gpu) {
+    if (kind == DeviceKind::cpu) {
+        return {};
+    }
+    const GpuStatus status = gpu_status(gpu);
+    if (status.usable) {
+        return {true, ""};
+    }
+    const std::string why = "no usable GPU: " + status.description;
+    if (kind == DeviceKind::cuda) {
+        throw Error("--device cuda: " + why + "; use --device cpu");
+    }
+    return {false, why + "; running on the CPU"};
+}
+
 }  // namespace vlattice

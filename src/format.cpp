@@ -42,11 +42,26 @@ constexpr std::size_t kSectionChecksumBytes = 8;
 
 constexpr const char* kAnchorsTag = "ANCH";
 constexpr const char* kAssignmentsTag = "ASGN";
+constexpr const char* kResidualsTag = "RESI";
 constexpr const char* kMetadataTag = "META";
-// Version 1 files hold exactly these sections, once each, in this order.
-constexpr std::array<const char*, 3> kSectionOrder = {kAnchorsTag, kAssignmentsTag, kMetadataTag};
+// Each version's files hold exactly these sections, once each, in this order.
+const std::vector<const char*> kVersion1Sections = {kAnchorsTag, kAssignmentsTag, kMetadataTag};
+const std::vector<const char*> kVersion2Sections = {kAnchorsTag, kAssignmentsTag, kResidualsTag, kMetadataTag};
+
+const std::vector<const char*>& section_order(std::uint32_t version) {
+    return version == kVlatVersion ? kVersion1Sections : kVersion2Sections;
+}
+
+std::string section_list(std::uint32_t version) {
+    std::string out;
+    for (const char* tag : section_order(version)) {
+        out += (out.empty() ? "" : ", ") + std::string(tag);
+    }
+    return out;
+}
 
 struct Header {
+    std::uint32_t version = 0;
     std::uint64_t n = 0;
     std::uint32_t d = 0;
     std::uint32_t m = 0;
@@ -91,6 +106,8 @@ void check_assignments(const std::string& path, const std::vector<std::uint32_t>
     }
 }
 
+void check_residuals(const std::string& path, const VlatFile& file);
+
 void check_writable(const std::string& path, const VlatFile& file) {
     const Matrix& anchors = file.anchors;
     const std::size_t m = anchors.rows;
@@ -110,16 +127,83 @@ void check_writable(const std::string& path, const VlatFile& file) {
     }
     if (static_cast<std::uint8_t>(file.metric) > static_cast<std::uint8_t>(Metric::angular) ||
         static_cast<std::uint8_t>(file.anchor_storage) > static_cast<std::uint8_t>(AnchorStorage::f16) ||
-        file.codec != ResidualCodec::none) {
-        throw Error(path + ": metric, anchor storage or residual codec has a value version 1 does not define");
+        static_cast<std::uint8_t>(file.codec) > static_cast<std::uint8_t>(ResidualCodec::scalar)) {
+        throw Error(path + ": metric, anchor storage or residual codec has a value the format does not define");
     }
     check_assignments(path, file.assignments, m);
+    check_residuals(path, file);
+}
+
+// A width table from a file or a caller, with the file named in the message.
+CodeLayout code_layout_or_throw(const std::string& path, const std::vector<std::uint8_t>& widths) {
+    try {
+        return code_layout(widths);
+    } catch (const Error& e) {
+        throw Error(path + ": section RESI: " + e.what());
+    }
+}
+
+void check_residuals(const std::string& path, const VlatFile& file) {
+    const ResidualCodes& r = file.residuals;
+    if (file.codec == ResidualCodec::none) {
+        if (!r.empty()) {
+            throw Error(path + ": residual codes given, but the codec is none");
+        }
+        return;
+    }
+    const std::size_t m = file.anchors.rows;
+    const CodeLayout layout = code_layout_or_throw(path, r.layout.bits);
+    if (r.layout.bits.size() != file.d || r.layout.code_bytes != layout.code_bytes || r.offset.rows != m ||
+        r.offset.cols != file.d || r.step.rows != m || r.step.cols != file.d ||
+        r.codes.size() != file.n * layout.code_bytes) {
+        throw Error(path + ": residual codes do not match n = " + std::to_string(file.n) + ", d = " +
+                    std::to_string(file.d) + ", m = " + std::to_string(m));
+    }
+}
+
+Bytes encode_residuals_section(const VlatFile& file) {
+    const ResidualCodes& r = file.residuals;
+    Bytes out(r.layout.bits.begin(), r.layout.bits.end());
+    out.reserve(out.size() + 2 * sizeof(float) * r.offset.data.size() + r.codes.size());
+    for (const Matrix* values : {&r.offset, &r.step}) {
+        for (const float value : values->data) {
+            std::uint32_t bits = 0;
+            std::memcpy(&bits, &value, sizeof bits);
+            le::append(out, bits);
+        }
+    }
+    out.insert(out.end(), r.codes.begin(), r.codes.end());
+    return out;
+}
+
+// The length was checked against the widths before the payload was read.
+ResidualCodes decode_residuals(const std::string& path, const Header& h, const Bytes& payload) {
+    ResidualCodes r;
+    r.layout = code_layout_or_throw(path, Bytes(payload.begin(), payload.begin() + h.d));
+    std::size_t at = h.d;
+    for (Matrix* values : {&r.offset, &r.step}) {
+        *values = Matrix(h.m, h.d);
+        for (float& value : values->data) {
+            const std::uint32_t bits = le::load<std::uint32_t>(payload.data() + at);
+            std::memcpy(&value, &bits, sizeof bits);
+            at += sizeof bits;
+        }
+    }
+    for (std::size_t i = 0; i < r.step.data.size(); ++i) {
+        if (!std::isfinite(r.offset.data[i]) || !std::isfinite(r.step.data[i]) || r.step.data[i] < 0.0f) {
+            throw Error(path + ": section RESI: anchor " + std::to_string(i / h.d) + ", dimension " +
+                        std::to_string(i % h.d) + " has offset " + std::to_string(r.offset.data[i]) + " and step " +
+                        std::to_string(r.step.data[i]) + " (must be finite, step >= 0)");
+        }
+    }
+    r.codes.assign(payload.begin() + static_cast<std::ptrdiff_t>(at), payload.end());
+    return r;
 }
 
 Bytes encode_header(const VlatFile& file) {
     const std::uint64_t m = file.anchors.rows;
     Bytes header(kMagic.begin(), kMagic.end());
-    le::append(header, kVlatVersion);
+    le::append(header, format_version(file));
     le::append(header, file.n);
     le::append(header, file.d);
     le::append(header, static_cast<std::uint32_t>(m));
@@ -127,7 +211,7 @@ Bytes encode_header(const VlatFile& file) {
     le::append(header, static_cast<std::uint8_t>(file.anchor_storage));
     le::append(header, static_cast<std::uint8_t>(file.codec));
     le::append(header, static_cast<std::uint8_t>(assignment_bits(m)));
-    le::append(header, static_cast<std::uint32_t>(kSectionOrder.size()));
+    le::append(header, static_cast<std::uint32_t>(section_order(format_version(file)).size()));
     le::append(header, checksum(header.data(), header.size()));
     return header;
 }
@@ -188,9 +272,9 @@ Header read_header(io::BinaryFile& in) {
     }
     if (available >= kVersionOffset + 4) {
         const auto version = le::load<std::uint32_t>(raw.data() + kVersionOffset);
-        if (version != kVlatVersion) {
+        if (version != kVlatVersion && version != kVlatVersionWithCodes) {
             throw Error(path + ": unsupported .vlat version " + std::to_string(version) + " (this build reads " +
-                        std::to_string(kVlatVersion) + ")");
+                        std::to_string(kVlatVersion) + " and " + std::to_string(kVlatVersionWithCodes) + ")");
         }
     }
     if (available < kHeaderBytes) {
@@ -201,6 +285,7 @@ Header read_header(io::BinaryFile& in) {
         throw Error(path + ": header checksum mismatch (file damaged)");
     }
     Header h;
+    h.version = le::load<std::uint32_t>(raw.data() + kVersionOffset);
     h.n = le::load<std::uint64_t>(raw.data() + kNOffset);
     h.d = le::load<std::uint32_t>(raw.data() + kDOffset);
     h.m = le::load<std::uint32_t>(raw.data() + kMOffset);
@@ -220,8 +305,11 @@ void check_header(const std::string& path, const Header& h) {
     if (h.anchor_storage > static_cast<std::uint8_t>(AnchorStorage::f16)) {
         fail("unknown anchor storage code " + std::to_string(h.anchor_storage));
     }
-    if (h.codec != static_cast<std::uint8_t>(ResidualCodec::none)) {
-        fail("unknown residual codec code " + std::to_string(h.codec));
+    const std::uint8_t codec = static_cast<std::uint8_t>(h.version == kVlatVersion ? ResidualCodec::none
+                                                                                    : ResidualCodec::scalar);
+    if (h.codec != codec) {
+        fail("residual codec code " + std::to_string(h.codec) + " in a version " + std::to_string(h.version) +
+             " file (which has " + std::to_string(codec) + ")");
     }
     if (h.d == 0) {
         fail("dimension d is 0");
@@ -276,24 +364,50 @@ struct RawSection {
     Bytes payload;
 };
 
-// The tag at position `index`: version 1 knows three tags and wants them in kSectionOrder.
-void check_tag(const std::string& path, const std::string& tag, std::size_t index, std::uint64_t offset) {
-    bool known = false;
-    for (const char* expected : kSectionOrder) {
-        known = known || tag == expected;
-    }
+// The tag at position `index` of a file of this version.
+void check_tag(const std::string& path, const Header& h, const std::string& tag, std::size_t index, std::uint64_t offset) {
+    const std::vector<const char*>& order = section_order(h.version);
+    const bool known = tag == kAnchorsTag || tag == kAssignmentsTag || tag == kResidualsTag || tag == kMetadataTag;
     if (!known) {
         throw Error(path + ": unknown section tag " + quoted_tag(tag) + " at offset " + std::to_string(offset) +
-                    " (.vlat version 1 has ANCH, ASGN, META)");
+                    " (.vlat version " + std::to_string(h.version) + " has " + section_list(h.version) + ")");
     }
-    if (index >= kSectionOrder.size() || tag != kSectionOrder[index]) {
-        throw Error(path + ": section " + tag + " at offset " + std::to_string(offset) +
-                    " is out of place (.vlat version 1 has ANCH, ASGN, META once each, in this order)");
+    if (index >= order.size() || tag != order[index]) {
+        throw Error(path + ": section " + tag + " at offset " + std::to_string(offset) + " is out of place (.vlat version " +
+                    std::to_string(h.version) + " has " + section_list(h.version) + " once each, in this order)");
     }
 }
 
-std::uint64_t expected_payload_bytes(const std::string& path, const Header& h, const std::string& tag) {
-    return tag == kAnchorsTag ? expected_anchor_bytes(path, h) : expected_assignment_bytes(path, h);
+// RESI opens with one width per dimension, which sets the length of the rest; they are read and
+// checked before the payload is.
+std::uint64_t expected_residual_bytes(io::BinaryFile& in, const Header& h, std::uint64_t payload_offset,
+                                      std::uint64_t length) {
+    const std::string& path = in.path();
+    if (length < h.d) {
+        throw Error(path + ": section RESI has " + std::to_string(length) + " bytes, fewer than the " +
+                    std::to_string(h.d) + " widths it opens with");
+    }
+    Bytes widths(h.d);
+    in.read_at(payload_offset, widths.data(), widths.size(), "section RESI widths");
+    const CodeLayout layout = code_layout_or_throw(path, widths);
+    std::uint64_t ranges = 0;
+    std::uint64_t codes = 0;
+    std::uint64_t total = 0;
+    if (__builtin_mul_overflow(std::uint64_t{h.m} * h.d, 2 * sizeof(float), &ranges) ||
+        __builtin_mul_overflow(h.n, std::uint64_t{layout.code_bytes}, &codes) ||
+        __builtin_add_overflow(ranges, codes, &total) || __builtin_add_overflow(total, std::uint64_t{h.d}, &total)) {
+        throw Error(path + ": invalid header: the residual codes of n = " + std::to_string(h.n) + ", d = " +
+                    std::to_string(h.d) + ", m = " + std::to_string(h.m) + " do not fit in 64-bit sizes");
+    }
+    return total;
+}
+
+std::uint64_t expected_payload_bytes(io::BinaryFile& in, const Header& h, const std::string& tag,
+                                     std::uint64_t payload_offset, std::uint64_t length) {
+    if (tag == kResidualsTag) {
+        return expected_residual_bytes(in, h, payload_offset, length);
+    }
+    return tag == kAnchorsTag ? expected_anchor_bytes(in.path(), h) : expected_assignment_bytes(in.path(), h);
 }
 
 RawSection read_section(io::BinaryFile& in, const Header& h, std::size_t index, std::uint64_t offset) {
@@ -310,7 +424,7 @@ RawSection read_section(io::BinaryFile& in, const Header& h, std::size_t index, 
     s.info.tag.assign(head.begin(), head.begin() + 4);
     s.info.offset = offset + kSectionHeadBytes;
     s.info.length = le::load<std::uint64_t>(head.data() + 4);
-    check_tag(path, s.info.tag, index, offset);
+    check_tag(path, h, s.info.tag, index, offset);
 
     const std::string& tag = s.info.tag;
     const std::uint64_t body_left = left - kSectionHeadBytes;
@@ -319,7 +433,7 @@ RawSection read_section(io::BinaryFile& in, const Header& h, std::size_t index, 
                     " bytes, file has " + std::to_string(body_left));
     }
     if (tag != kMetadataTag) {
-        const std::uint64_t expected = expected_payload_bytes(path, h, tag);
+        const std::uint64_t expected = expected_payload_bytes(in, h, tag, s.info.offset, s.info.length);
         if (s.info.length != expected) {
             throw Error(path + ": section " + tag + " has " + std::to_string(s.info.length) + " bytes, the header's n = " +
                         std::to_string(h.n) + ", d = " + std::to_string(h.d) + ", m = " + std::to_string(h.m) +
@@ -367,6 +481,8 @@ void decode_section(const std::string& path, const Header& h, const RawSection& 
                             " anchors");
             }
         }
+    } else if (s.info.tag == kResidualsTag) {
+        file.residuals = decode_residuals(path, h, s.payload);
     } else {
         file.metadata_json.assign(s.payload.begin(), s.payload.end());
     }
@@ -385,8 +501,20 @@ void write_vlat(const std::string& path, const VlatFile& file) {
     write_bytes(out.stream(), header);
     write_section(out.stream(), kAnchorsTag, anchors);
     write_section(out.stream(), kAssignmentsTag, assignments);
+    if (file.codec == ResidualCodec::scalar) {
+        write_section(out.stream(), kResidualsTag, encode_residuals_section(file));
+    }
     write_section(out.stream(), kMetadataTag, metadata);
     out.commit();
+}
+
+std::uint32_t format_version(const VlatFile& file) {
+    return file.codec == ResidualCodec::none ? kVlatVersion : kVlatVersionWithCodes;
+}
+
+double code_bytes_per_vector(const VlatFile& file) {
+    const double assignment_bytes = static_cast<double>(*packed_byte_count(file.n, assignment_bits(file.anchors.rows)));
+    return (assignment_bytes + static_cast<double>(file.residuals.codes.size())) / static_cast<double>(file.n);
 }
 
 VlatFile read_vlat(const std::string& path) {
@@ -409,8 +537,9 @@ VlatFile read_vlat(const std::string& path) {
         file.sections.push_back(s.info);
         offset = s.info.offset + s.info.length + kSectionChecksumBytes;
     }
-    if (file.sections.size() < kSectionOrder.size()) {
-        throw Error(path + ": missing section " + kSectionOrder[file.sections.size()] + " (the header lists " +
+    const std::vector<const char*>& order = section_order(h.version);
+    if (file.sections.size() < order.size()) {
+        throw Error(path + ": missing section " + order[file.sections.size()] + " (the header lists " +
                     std::to_string(h.section_count) + " sections)");
     }
     if (offset != in.size()) {

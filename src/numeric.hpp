@@ -22,7 +22,7 @@ inline double squared_distance(const float* a, const float* b, std::size_t d) {
 // ||a - b||^2 for k-means++ weights, in float and in an order written out rather than left to the
 // compiler: lane l of kDistanceLanes sums coordinates l, l + 16, ... in turn (the last, partial
 // group fills lanes 0, 1, ...), then the lanes are added in a fixed tree. The compiler still
-// vectorises the lanes, and the GPU's k-means++ (cuda/seed_anchors.cu) repeats exactly these
+// vectorises the lanes, and the GPU (cuda/ordered_distance.cuh: k-means++, search) repeats exactly these
 // roundings, so both pick the same anchors. Float is plenty for weights that only steer random
 // choices, and for the 2-means that seeds a split (maintenance), which the annealing refines.
 constexpr std::size_t kDistanceLanes = 16;

@@ -1,6 +1,9 @@
 #include "vlattice/pipeline.hpp"
 
 #include "numeric.hpp"
+#include "vlattice/half.hpp"
+#include "vlattice/rate.hpp"
+#include "vlattice/residual.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -109,6 +112,43 @@ VlatFile make_vlat(const FitResult& result, const RunInput& input, AnchorStorage
     file.assignments = result.assignments;
     file.metadata_json = metadata.dump();
     return file;
+}
+
+std::size_t anchors_for(const CodingRequest& request, std::size_t n, std::size_t wanted) {
+    return request.target_bytes ? anchors_within(*request.target_bytes, n, wanted) : wanted;
+}
+
+std::vector<std::uint8_t> residual_widths(const CodingRequest& request, const Matrix& points, const FitResult& result) {
+    const std::size_t d = points.cols;
+    if (!request.target_bytes) {
+        if (!is_residual_width(request.bits)) {
+            throw Error("--bits: expected 0, 2, 4 or 8, got " + std::to_string(request.bits));
+        }
+        return request.bits == 0 ? std::vector<std::uint8_t>{} : std::vector<std::uint8_t>(d, static_cast<std::uint8_t>(request.bits));
+    }
+    const std::size_t bytes = residual_bytes_within(*request.target_bytes, points.rows, result.anchors.rows, d);
+    if (bytes == 0) {
+        return {};
+    }
+    return allocate_widths(points, result.anchors, result.assignments, 8 * bytes);
+}
+
+void add_residual_codes(VlatFile& file, const Matrix& points, const std::vector<std::uint8_t>& widths) {
+    if (file.anchor_storage == AnchorStorage::f16) {
+        for (float& value : file.anchors.data) {
+            value = half_to_float(float_to_half(value));
+        }
+    }
+    file.residuals = encode_residuals(points, file.anchors, file.assignments, widths);
+    file.codec = ResidualCodec::scalar;
+}
+
+nlohmann::json coding_json(const CodingRequest& request, const std::vector<std::uint8_t>& widths) {
+    nlohmann::json out = {{"bits", request.bits}, {"target_bytes", nullptr}, {"widths", describe_widths(widths)}};
+    if (request.target_bytes) {
+        out["target_bytes"] = *request.target_bytes;
+    }
+    return out;
 }
 
 }  // namespace vlattice

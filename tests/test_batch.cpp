@@ -77,7 +77,7 @@ TEST_CASE("batch: two good files and a corrupt one, then a re-run that skips and
     std::ifstream csv(out + "/summary.csv");
     std::string header;
     std::getline(csv, header);
-    CHECK_THAT(header, Contains("dataset,file,n,d,m,bytes_per_vector,ratio,energy,mse,recall_at_10") &&
+    CHECK_THAT(header, Contains("dataset,file,n,d,m,bytes_per_vector,ratio,residuals,energy,mse,recall_at_10") &&
                            Contains("device,status,error"));
 
     // The results file as h5py sees it, against the .vlat written beside it.
@@ -113,7 +113,7 @@ TEST_CASE("batch: a manifest sets per-job options and a bad one is refused", "[c
     ScratchDir dir;
     make_ann_file(dir.path("x.hdf5"), "800 6 --queries 10 --clusters 6 --k 10");
     std::ofstream(dir.path("jobs.json")) << R"({"jobs": [{"file": "x.hdf5", "name": "x8", "anchors": 8},
-                                                         {"file": "x.hdf5", "name": "x24", "anchors": 24}]})";
+                                                         {"file": "x.hdf5", "name": "x24", "anchors": 24, "bits": 8}]})";
     const std::string out = dir.path("out");
     const CommandResult run = run_cli("batch --manifest " + quote(dir.path("jobs.json")) + " -o " + quote(out) + kRun);
     INFO(run.output);
@@ -122,6 +122,16 @@ TEST_CASE("batch: a manifest sets per-job options and a bad one is refused", "[c
     REQUIRE(rows.size() == 2);
     CHECK(rows[0]["m"] == 8);
     CHECK(rows[1]["m"] == 24);
+    CHECK(rows[0]["residuals"] == "none");
+    CHECK(rows[1]["residuals"] == "6 x 8 bits");
+    CHECK(rows[1]["bytes_per_vector"].get<double>() == Approx(6.625));  // 5-bit ids + 6 bytes of codes
+    CHECK(rows[1]["mse"].get<double>() < 1e-2 * rows[1]["energy"].get<double>());
+    CHECK(rows[1]["recall_at_10"].get<double>() > rows[0]["recall_at_10"].get<double>());
+
+    std::ofstream(dir.path("odd.json")) << R"({"jobs": [{"file": "x.hdf5", "bits": 3}]})";
+    const CommandResult odd = run_cli("batch --manifest " + quote(dir.path("odd.json")) + " -o " + quote(out) + kRun);
+    CHECK(odd.exit_code == 2);
+    CHECK_THAT(odd.output, Contains("\"bits\" must be 0, 2, 4 or 8"));
 
     std::ofstream(dir.path("bad.json")) << R"({"jobs": [{"file": "x.hdf5", "anchor": 8}]})";
     const CommandResult bad = run_cli("batch --manifest " + quote(dir.path("bad.json")) + " -o " + quote(out) + kRun);

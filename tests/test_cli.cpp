@@ -268,7 +268,7 @@ TEST_CASE("every command's --help lists its options and their defaults", "[cli]"
     for (const std::string option :
          {"--output", "--anchors", "--iters", "--t0", "--cooling", "--trim", "--trim-final", "--maintenance-every",
           "--init-sample", "--seed", "--metric", "--threads", "--device", "--gpu", "--dataset", "--anchor-storage", "--report",
-          "--quiet", "--help"}) {
+          "--bits", "--target-bytes", "--target-ratio", "--quiet", "--help"}) {
         CHECK_THAT(help.output, Contains(option + " "));
     }
     for (const std::string& value :
@@ -288,6 +288,15 @@ TEST_CASE("every command's --help lists its options and their defaults", "[cli]"
         CHECK_THAT(decompress.output, Contains(option));
     }
     CHECK_THAT(decompress.output, Contains("(=train)"));
+
+    const CommandResult query = run_cli("query --help");
+    INFO(query.output);
+    CHECK(query.exit_code == 0);
+    for (const char* option : {"--queries", "--dataset", "--k", "--nprobe", "--ground-truth", "--limit", "--output",
+                               "--device", "--gpu", "--threads", "--json", "--help"}) {
+        CHECK_THAT(query.output, Contains(option));
+    }
+    CHECK_THAT(query.output, Contains("(=test)") && Contains("(=10)") && Contains("(=16)"));
 
     const CommandResult info = run_cli("info -h");
     INFO(info.output);

@@ -2,8 +2,11 @@
 // rewrites, and every way a file can be damaged producing an Error that names the file and the spot.
 #include "support.hpp"
 
+#include "vlattice/codec.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/half.hpp"
+#include "vlattice/pipeline.hpp"
+#include "vlattice/residual.hpp"
 
 #include <catch2/catch.hpp>
 #include <xxhash.h>
@@ -72,7 +75,7 @@ std::string with_payload(std::string bytes, const VlatSection& section, const st
 }
 
 VlatFile sample(std::mt19937_64& rng, std::uint64_t n, std::uint32_t d, std::size_t m,
-                AnchorStorage storage = AnchorStorage::f32) {
+                AnchorStorage storage = AnchorStorage::f32, bool codes = false) {
     VlatFile file;
     file.n = n;
     file.d = d;
@@ -85,6 +88,14 @@ VlatFile sample(std::mt19937_64& rng, std::uint64_t n, std::uint32_t d, std::siz
         a = anchor(rng);
     }
     file.metadata_json = R"({"tool":"vlattice","energy":0.25,"note":"café — raw UTF-8, \u00e9 escaped"})";
+    if (codes) {
+        // Every width, in an order that interleaves them, so the layout's grouping is exercised.
+        std::vector<std::uint8_t> widths(d);
+        for (std::uint32_t k = 0; k < d; ++k) {
+            widths[k] = static_cast<std::uint8_t>(kResidualWidths[(k * 3 + 1) % kResidualWidths.size()]);
+        }
+        add_residual_codes(file, random_points(n, d, rng), widths);
+    }
     return file;
 }
 
@@ -106,9 +117,9 @@ struct Written {
     std::string bytes;
     std::vector<VlatSection> sections;
 
-    explicit Written(std::uint64_t n = 1000, std::uint32_t d = 6, std::size_t m = 257) {
+    explicit Written(std::uint64_t n = 1000, std::uint32_t d = 6, std::size_t m = 257, bool codes = false) {
         std::mt19937_64 rng(seed());
-        file = sample(rng, n, d, m);
+        file = sample(rng, n, d, m, AnchorStorage::f32, codes);
         write_vlat(path, file);
         bytes = read_file(path);
         sections = read_vlat(path).sections;
@@ -305,7 +316,7 @@ TEST_CASE("read_vlat rejects a damaged header", "[format]") {
     SECTION("unknown version, checked before the header checksum and the header size") {
         std::string bytes = w.bytes;
         bytes.replace(kVersionOffset, 4, bytes_of(std::uint32_t{7}));
-        CHECK_THROWS_WITH(read_vlat(w.put(bytes)), Contains("unsupported .vlat version 7 (this build reads 1)"));
+        CHECK_THROWS_WITH(read_vlat(w.put(bytes)), Contains("unsupported .vlat version 7 (this build reads 1 and 2)"));
         CHECK_THROWS_WITH(read_vlat(w.put(bytes.substr(0, 16))), Contains("unsupported .vlat version 7"));
     }
     SECTION("every header byte is covered by the header checksum") {
@@ -324,7 +335,7 @@ TEST_CASE("read_vlat rejects a damaged header", "[format]") {
         };
         rejects(with_header_field(w.bytes, kMetricOffset, std::uint8_t{2}), "unknown metric code 2");
         rejects(with_header_field(w.bytes, kStorageOffset, std::uint8_t{2}), "unknown anchor storage code 2");
-        rejects(with_header_field(w.bytes, kCodecOffset, std::uint8_t{1}), "unknown residual codec code 1");
+        rejects(with_header_field(w.bytes, kCodecOffset, std::uint8_t{1}), "residual codec code 1 in a version 1 file");
         rejects(with_header_field(w.bytes, kDOffset, std::uint32_t{0}), "dimension d is 0");
         rejects(with_header_field(w.bytes, kMOffset, std::uint32_t{0}), "anchor count m is 0");
         rejects(with_header_field(w.bytes, kNOffset, std::uint64_t{0}), "vector count n is 0");
@@ -390,10 +401,11 @@ TEST_CASE("read_vlat rejects damaged sections, naming the section", "[format]") 
         CHECK_THROWS_WITH(read_vlat(w.put(w.bytes + "garbage")),
                           StartsWith(damaged) && Contains("7 trailing bytes after the last section"));
     }
-    SECTION("an unknown section tag is named") {
+    SECTION("an unknown section tag is named, and a version 2 tag in a version 1 file is out of place") {
         std::string bytes = w.bytes;
         bytes.replace(w.sections[2].offset - kSectionHeadBytes, 4, "RESI");
-        CHECK_THROWS_WITH(read_vlat(w.put(bytes)), StartsWith(damaged) && Contains("unknown section tag 'RESI'"));
+        CHECK_THROWS_WITH(read_vlat(w.put(bytes)), StartsWith(damaged) && Contains("section RESI") &&
+                                                       Contains("out of place (.vlat version 1 has ANCH, ASGN, META"));
         bytes.replace(w.sections[2].offset - kSectionHeadBytes, 4, std::string("\x01Z\xff ", 4));
         CHECK_THROWS_WITH(read_vlat(w.put(bytes)), Contains("unknown section tag '\\x01Z\\xff '"));
     }
@@ -477,4 +489,77 @@ TEST_CASE("write_vlat replaces an existing file as a whole", "[format]") {
     const VlatFile file = sample(rng, 50, 3, 5);
     write_vlat(path, file);
     CHECK(read_vlat(path).assignments == file.assignments);
+}
+
+TEST_CASE("residual codes round-trip exactly through a version 2 file", "[format]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    for (const auto storage : {AnchorStorage::f32, AnchorStorage::f16}) {
+        for (const std::uint32_t d : {1u, 7u, 33u}) {
+            INFO("d " << d << ", f16 " << (storage == AnchorStorage::f16));
+            ScratchDir dir;
+            const VlatFile file = sample(rng, 500, d, 40, storage, true);
+            write_vlat(dir.path("codes.vlat"), file);
+            const VlatFile back = read_vlat(dir.path("codes.vlat"));
+            CHECK(format_version(back) == 2);
+            CHECK(back.codec == ResidualCodec::scalar);
+            CHECK(back.sections.size() == 4);
+            CHECK(back.sections[2].tag == "RESI");
+            CHECK(back.residuals.layout.bits == file.residuals.layout.bits);
+            CHECK(back.residuals.layout.byte == file.residuals.layout.byte);
+            CHECK(back.residuals.layout.shift == file.residuals.layout.shift);
+            CHECK(back.residuals.offset.data == file.residuals.offset.data);
+            CHECK(back.residuals.step.data == file.residuals.step.data);
+            CHECK(back.residuals.codes == file.residuals.codes);
+            CHECK(back.anchors.data == file.anchors.data);
+            CHECK(reconstruct(back).data == reconstruct(file).data);
+            CHECK(code_bytes_per_vector(back) ==
+                  Approx((std::ceil(500.0 * assignment_bits(40) / 8.0) + 500.0 * file.residuals.layout.code_bytes) / 500.0));
+        }
+    }
+}
+
+TEST_CASE("read_vlat rejects a damaged RESI section, naming it", "[format]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    const Written w(300, 5, 17, true);
+    REQUIRE(w.sections.size() == 4);
+    const VlatSection& resi = w.sections[2];
+    REQUIRE(resi.tag == "RESI");
+    const std::string damaged = w.dir.path("damaged.vlat");
+
+    SECTION("a flipped code byte is a checksum error") {
+        std::string bytes = w.bytes;
+        bytes[resi.offset + resi.length - 1] ^= 0x01;
+        CHECK_THROWS_WITH(read_vlat(w.put(bytes)), StartsWith(damaged) && Contains("section RESI: checksum mismatch"));
+    }
+    SECTION("a width that is not 0, 2, 4 or 8 is named with its dimension") {
+        std::string payload = w.bytes.substr(resi.offset, resi.length);
+        payload[3] = 3;
+        CHECK_THROWS_WITH(read_vlat(w.put(with_payload(w.bytes, resi, payload))),
+                          StartsWith(damaged) && Contains("residual width of dimension 3 is 3 bits"));
+    }
+    SECTION("widths that imply another length are a length error") {
+        std::string payload = w.bytes.substr(resi.offset, resi.length);
+        payload[0] = payload[0] == 8 ? 2 : 8;
+        CHECK_THROWS_WITH(read_vlat(w.put(with_payload(w.bytes, resi, payload))),
+                          StartsWith(damaged) && Contains("section RESI has"));
+    }
+    SECTION("a negative step is refused") {
+        std::string payload = w.bytes.substr(resi.offset, resi.length);
+        const std::size_t step0 = 5 + 17 * 5 * 4;  // after the widths and the offsets
+        payload.replace(step0, 4, bytes_of(-1.0f));
+        CHECK_THROWS_WITH(read_vlat(w.put(with_payload(w.bytes, resi, payload))),
+                          StartsWith(damaged) && Contains("anchor 0, dimension 0") && Contains("step >= 0"));
+    }
+    SECTION("a version 2 file without its RESI section") {
+        std::string bytes = w.bytes.substr(0, resi.offset - 12) + w.bytes.substr(resi.offset + resi.length + 8);
+        CHECK_THROWS_WITH(read_vlat(w.put(bytes)), StartsWith(damaged) && Contains("section META") &&
+                                                       Contains("out of place"));
+    }
+    SECTION("a truncated RESI section") {
+        CHECK_THROWS_WITH(read_vlat(w.put(w.bytes.substr(0, resi.offset + 10))),
+                          StartsWith(damaged) && Contains("section RESI truncated"));
+    }
 }

@@ -333,7 +333,7 @@ TEST_CASE("HDF5 datasets that are not a readable (n, d) matrix", "[io]") {
                       Contains("dataset 'sparse' has only 1 of its") && Contains("chunks written"));
 }
 
-TEST_CASE("write_vectors round trips .fvecs and .npy, and numpy reads what it wrote", "[io]") {
+TEST_CASE("write_vectors round trips .fvecs, .npy and .hdf5, and numpy and h5py read what it wrote", "[io]") {
     INFO("seed " << vlattice::test::seed());
     auto rng = seeded_rng();
     ScratchDir dir;
@@ -341,10 +341,16 @@ TEST_CASE("write_vectors round trips .fvecs and .npy, and numpy reads what it wr
 
     vlattice::write_vectors(dir.path("out.fvecs"), points);
     vlattice::write_vectors(dir.path("out.npy"), points);
+    vlattice::write_vectors(dir.path("out.hdf5"), points);
     require_same(read_vectors(dir.path("out.fvecs")), points);
     require_same(read_vectors(dir.path("out.npy")), points);
+    require_same(read_vectors(dir.path("out.hdf5")), points);
 
     run_python(load_in_python(dir, points) +
+               "import h5py\n"
+               "with h5py.File(" + quoted(dir.path("out.hdf5")) + ", 'r') as f:\n"
+               "    assert list(f.keys()) == ['train'], list(f.keys())\n"
+               "    assert f['train'].dtype == np.float32 and np.array_equal(f['train'][:], x)\n" +
                "a = np.load(" + quoted(dir.path("out.npy")) + ")\n"
                "assert a.dtype == np.float32 and a.shape == x.shape, (a.dtype, a.shape)\n"
                "assert a.flags['C_CONTIGUOUS']\n"
@@ -361,8 +367,10 @@ TEST_CASE("write_vectors round trips .fvecs and .npy, and numpy reads what it wr
 TEST_CASE("write_vectors refuses what it cannot write", "[io]") {
     ScratchDir dir;
     Matrix points(2, 3);
-    CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("out.h5"), points),
-                      Contains("out.h5") && Contains("'.h5'") && Contains(".fvecs .npy"));
+    CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("out.bin"), points),
+                      Contains("out.bin") && Contains("'.bin'") && Contains(".fvecs .npy .h5 .hdf5"));
+    CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("no/such/folder/out.hdf5"), points),
+                      Contains("no/such/folder/out.hdf5") && Contains("cannot write the HDF5 file"));
     CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("out.fvecs"), Matrix()), Contains("no vectors to write"));
     CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("no/such/folder/out.npy"), points),
                       Contains("no/such/folder/out.npy") && Contains("cannot create"));

@@ -4,7 +4,6 @@
 #include "support.hpp"
 
 #include "vlattice/codec.hpp"
-#include "vlattice/evaluate.hpp"
 #include "vlattice/io.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/report.hpp"
@@ -199,34 +198,4 @@ TEST_CASE("anchor storage names round-trip", "[pipeline]") {
     CHECK(parse_anchor_storage(anchor_storage_name(AnchorStorage::f32)) == AnchorStorage::f32);
     CHECK(parse_anchor_storage(anchor_storage_name(AnchorStorage::f16)) == AnchorStorage::f16);
     CHECK_THROWS_WITH(parse_anchor_storage("f64"), Contains("f64"));
-}
-
-TEST_CASE("recall_at_k: exact reconstructions find every true neighbour and one anchor finds the first points", "[pipeline]") {
-    const std::uint64_t run_seed = seed();
-    INFO("seed " << run_seed);
-    std::mt19937_64 rng(run_seed);
-    const Matrix points = random_points(200, 5, rng);
-    const Matrix queries = random_points(20, 5, rng);
-    constexpr std::size_t k = 10;
-    Matrix neighbors(queries.rows, k);
-    double one_anchor_hits = 0.0;
-    for (std::size_t q = 0; q < queries.rows; ++q) {
-        std::vector<std::pair<double, std::size_t>> order;
-        for (std::size_t i = 0; i < points.rows; ++i) {
-            order.emplace_back(reference_distance(queries, q, points, i), i);
-        }
-        std::sort(order.begin(), order.end());
-        for (std::size_t r = 0; r < k; ++r) {
-            neighbors.row(q)[r] = static_cast<float>(order[r].second);
-            one_anchor_hits += order[r].second < k ? 1.0 : 0.0;  // one anchor: the first k points by index
-        }
-    }
-    std::vector<std::uint32_t> identity(points.rows);
-    std::iota(identity.begin(), identity.end(), 0u);
-    CHECK(recall_at_k(points, identity, queries, neighbors, k) == 1.0);
-
-    Matrix mean(1, 5);
-    const std::vector<std::uint32_t> all_zero(points.rows, 0);
-    CHECK(recall_at_k(mean, all_zero, queries, neighbors, k) == Approx(one_anchor_hits / (queries.rows * k)));
-    CHECK_THROWS_WITH(recall_at_k(points, identity, queries, neighbors, 11), Contains("at least 11"));
 }

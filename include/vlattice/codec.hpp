@@ -8,12 +8,21 @@
 
 namespace vlattice {
 
-// Row i is the anchor of vector i. Throws Error on an assignment outside the anchors.
+// Throws Error unless the file's parts fit together: anchors m x d, n assignments each < m, and
+// residual codes (when present) with d widths, m x d offsets and steps, and n codes. What every
+// decoder (CPU or GPU) checks before it reads.
+void check_compressed_set(const VlatFile& file);
+
+// Row i is vector i's anchor plus its decoded residual (decode_row). Throws Error on an assignment
+// outside the anchors.
 Matrix reconstruct(const VlatFile& file);
 
 // Mean over rows of the squared L2 distance between matching rows, accumulated in double; the same
 // quantity as the annealing energy. Throws Error naming both shapes when they differ.
 double mean_squared_error(const Matrix& a, const Matrix& b);
+
+// mean_squared_error(reconstruct(file), points) without holding the reconstruction: a row at a time.
+double reconstruction_mse(const VlatFile& file, const Matrix& points);
 
 // Names used on the command line, in `info` and in reports.
 const char* anchor_storage_name(AnchorStorage storage);

@@ -31,4 +31,12 @@ GpuStatus gpu_status(int gpu);
 // `cuda` throws Error saying why no GPU can be used (no CUDA build, no device, driver too old).
 BackendChoice make_backend(DeviceKind kind, int gpu, int threads);
 
+// For the other work with a GPU path (decoding, search): whether to take it. `automatic` takes it
+// when the GPU is usable, else notes why not; `cuda` throws Error saying why no GPU can be used.
+struct GpuChoice {
+    bool use = false;
+    std::string note;
+};
+GpuChoice choose_gpu(DeviceKind kind, int gpu);
+
 }  // namespace vlattice

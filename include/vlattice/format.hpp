@@ -2,6 +2,7 @@
 // docs/format.md is the specification; this header is its C++ face.
 #pragma once
 
+#include "vlattice/residual.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstdint>
@@ -10,16 +11,18 @@
 
 namespace vlattice {
 
+// Files without residual codes are written as version 1, files with them as version 2 (which adds the
+// RESI section); the reader takes both.
 inline constexpr std::uint32_t kVlatVersion = 1;
+inline constexpr std::uint32_t kVlatVersionWithCodes = 2;
 
 enum class AnchorStorage : std::uint8_t { f32 = 0, f16 = 1 };
 
-// Residual codec of the file. Version 1 writes `none`; the field and the section tag 'RESI' are
-// reserved so that residual codes can be added without a new layout.
-enum class ResidualCodec : std::uint8_t { none = 0 };
+// Residual codec of the file: none (version 1), or per-anchor scalar quantisation (version 2, RESI).
+enum class ResidualCodec : std::uint8_t { none = 0, scalar = 1 };
 
 struct VlatSection {
-    std::string tag;             // four characters: "ANCH", "ASGN", "META"
+    std::string tag;             // four characters: "ANCH", "ASGN", "RESI", "META"
     std::uint64_t offset = 0;    // of the payload, from the start of the file
     std::uint64_t length = 0;    // payload bytes
     std::uint64_t checksum = 0;  // XXH3-64 of the payload
@@ -33,6 +36,7 @@ struct VlatFile {
     ResidualCodec codec = ResidualCodec::none;
     Matrix anchors;                          // m x d
     std::vector<std::uint32_t> assignments;  // n anchor ids, each < m
+    ResidualCodes residuals;                 // empty exactly when codec is none
     std::string metadata_json;               // run metadata; must be deterministic for a given run
 
     std::vector<VlatSection> sections;  // filled by read_vlat; ignored by write_vlat
@@ -46,6 +50,13 @@ void write_vlat(const std::string& path, const VlatFile& file);
 // Throws Error naming the file and the problem: wrong magic, unknown version, bad header or
 // section checksum (naming the section), truncated section, inconsistent sizes.
 VlatFile read_vlat(const std::string& path);
+
+// The version write_vlat gives this file: 1 without residual codes, 2 with them.
+std::uint32_t format_version(const VlatFile& file);
+
+// Bytes per vector of the codes alone, as FAISS counts its code sizes: the packed assignments plus the
+// residual codes, divided by n. Everything else (header, anchors, ranges, metadata) is per file.
+double code_bytes_per_vector(const VlatFile& file);
 
 // Bits per packed assignment: ceil(log2 m), 0 when m == 1.
 unsigned assignment_bits(std::uint64_t m);

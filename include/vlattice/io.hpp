@@ -31,7 +31,14 @@ std::optional<Metric> input_metric(const std::string& path);
 // Throws Error naming the file, the row and the column of the first NaN or Inf.
 void check_finite(const Matrix& points, const std::string& path);
 
-// Writes .fvecs or .npy (float32), chosen by extension, through AtomicFile.
+// Whether the path names an HDF5 file (.h5 or .hdf5, any case).
+bool is_hdf5_path(const std::string& path);
+
+// The dataset write_vectors puts an HDF5 file's vectors in: the name compress reads by default.
+inline constexpr const char* kWrittenHdf5Dataset = "train";
+
+// Writes .fvecs, .npy or .h5/.hdf5 (float32, dataset kWrittenHdf5Dataset), chosen by extension,
+// under a temporary name that is renamed into place.
 void write_vectors(const std::string& path, const Matrix& points);
 
 }  // namespace vlattice

@@ -4,17 +4,21 @@
 // OUTDIR/summary.csv and summary.json. A job that fails leaves its row with the reason and the
 // others run on; finished jobs whose outputs verify are skipped on the next run unless --force.
 #include "anneal_options.hpp"
+#include "coding_options.hpp"
 #include "commands.hpp"
 #include "options.hpp"
 #include "progress.hpp"
 
 #include "vlattice/anneal.hpp"
 #include "vlattice/atomic_file.hpp"
+#include "vlattice/codec.hpp"
 #include "vlattice/device.hpp"
-#include "vlattice/evaluate.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/pipeline.hpp"
+#include "vlattice/rate.hpp"
+#include "vlattice/residual.hpp"
 #include "vlattice/results_file.hpp"
+#include "vlattice/search.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +27,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <unistd.h>
 
 namespace vlattice::cli {
@@ -44,7 +49,8 @@ const CommandHelp kHelp{
     "with exit status 1. Jobs whose outputs exist and verify are skipped unless\n"
     "--force, so an interrupted batch resumes where it stopped.\n"
     "A manifest is JSON: {\"jobs\": [{\"file\": \"a.hdf5\", \"name\": \"a\", \"anchors\": 512,\n"
-    "\"metric\": \"angular\", \"device\": \"cpu\", \"dataset\": \"train\"}, ...]}; paths are\n"
+    "\"metric\": \"angular\", \"device\": \"cpu\", \"dataset\": \"train\", \"bits\": 4}, ...]}; paths\n"
+    "are"
     "relative to the manifest, and every key but \"file\" overrides the options.",
     true,
 };
@@ -53,6 +59,7 @@ constexpr std::size_t kRecallAt = 10;
 
 struct BatchArgs {
     AnnealArgs anneal;
+    CodingArgs coding;
     std::vector<std::string> files;
     std::string manifest;
     std::string output;
@@ -68,6 +75,7 @@ struct Job {
     std::string metric;
     std::string device;
     std::string dataset;
+    std::optional<unsigned> bits;  // from a manifest; else the options decide
 };
 
 void add_options(po::options_description& options, BatchArgs& a) {
@@ -77,6 +85,7 @@ void add_options(po::options_description& options, BatchArgs& a) {
         ("manifest", po::value(&a.manifest)->value_name("FILE"), "JSON list of jobs, beside or instead of FILEs")
         ("force", po::bool_switch(&a.force), "redo jobs whose outputs already exist and verify");
     add_anneal_options(options, a.anneal);
+    add_coding_options(options, a.coding);
     options.add_options()
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
          "auto (the GPU when one is usable, else the CPU), cpu, or cuda")
@@ -124,10 +133,13 @@ std::vector<Job> read_manifest(const std::string& path, const BatchArgs& args) {
                 throw UsageError(where + ": unknown key \"" + key + "\"");
             }
         }
-        if (entry.contains("bits") && !(entry["bits"].is_number_integer() && entry["bits"].get<long long>() == 0)) {
-            throw UsageError(where + ": \"bits\" other than 0 needs residual codes, which vlattice does not write yet");
-        }
         Job job;
+        if (entry.contains("bits")) {
+            if (!entry["bits"].is_number_unsigned() || !is_residual_width(entry["bits"].get<unsigned>())) {
+                throw UsageError(where + ": \"bits\" must be 0, 2, 4 or 8");
+            }
+            job.bits = entry["bits"].get<unsigned>();
+        }
         job.file = (base / entry["file"].get<std::string>()).string();
         job.name = text_field(entry, "name", fs::path(job.file).stem().string(), where);
         job.metric = text_field(entry, "metric", args.anneal.metric, where);
@@ -149,7 +161,7 @@ std::vector<Job> collect_jobs(const BatchArgs& args) {
     std::vector<Job> jobs;
     for (const std::string& file : args.files) {
         jobs.push_back({fs::path(file).stem().string(), file, args.anneal.anchors, args.anneal.metric, args.device,
-                        args.anneal.dataset});
+                        args.anneal.dataset, std::nullopt});
     }
     if (!args.manifest.empty()) {
         for (Job& job : read_manifest(args.manifest, args)) {
@@ -194,20 +206,28 @@ bool outputs_verify(const Outputs& out) {
 }
 
 nlohmann::json run_job(const Job& job, std::size_t index, std::size_t count, const BatchArgs& args,
-                       const Outputs& out) {
+                       const po::variables_map& values, const Outputs& out) {
     using clock = std::chrono::steady_clock;
     AnnealArgs anneal = args.anneal;
     anneal.anchors = job.anchors;
     anneal.metric = job.metric;
     anneal.dataset = job.dataset;
     check_anneal_args(anneal);
-    const AnnealConfig& config = anneal.config;
+    AnnealConfig& config = anneal.config;
     const Metric metric = metric_of(anneal, job.file);
     const DeviceKind device = parse_option_value([&] { return parse_device(job.device); });
 
     auto start = clock::now();
     const LoadedPoints loaded = load_input(kHelp.name, job.file, anneal, metric, args.quiet);
     const double load_seconds = seconds_since(start);
+    CodingRequest coding = coding_request(values, args.coding, loaded.points.cols);
+    if (job.bits) {
+        if (coding.target_bytes) {
+            throw UsageError("the manifest's \"bits\" and the --target-bytes/--target-ratio budget both set the widths");
+        }
+        coding.bits = *job.bits;
+    }
+    config.anchors = anchors_for(coding, loaded.points.rows, config.anchors);
     BackendChoice choice = make_backend(device, anneal.gpu, config.threads);
     if (!choice.note.empty() && !args.quiet && index == 0) {
         print_notice(kHelp.name, "note", choice.note);
@@ -219,7 +239,13 @@ nlohmann::json run_job(const Job& job, std::size_t index, std::size_t count, con
 
     const RunInput input{job.file, loaded.points.rows, loaded.points.cols, metric};
     start = clock::now();
-    const VlatFile vlat = make_vlat(result, input, AnchorStorage::f32, run_metadata(config, result, input));
+    const std::vector<std::uint8_t> widths = residual_widths(coding, loaded.points, result);
+    nlohmann::json metadata = run_metadata(config, result, input);
+    metadata["residuals"] = coding_json(coding, widths);
+    VlatFile vlat = make_vlat(result, input, AnchorStorage::f32, metadata);
+    if (!widths.empty()) {
+        add_residual_codes(vlat, loaded.points, widths);
+    }
     write_vlat(out.vlat, vlat);
     const double write_seconds = seconds_since(start);
 
@@ -228,11 +254,14 @@ nlohmann::json run_job(const Job& job, std::size_t index, std::size_t count, con
     if (has_hdf5_dataset(job.file, "test") && has_hdf5_dataset(job.file, "neighbors")) {
         const Matrix test = load_points(job.file, ReadOptions{"test"}, metric).points;
         const Matrix neighbors = read_vectors(job.file, ReadOptions{"neighbors"});
-        recall = recall_at_k(result.anchors, result.assignments, test, neighbors, kRecallAt);
+        SearchOptions exhaustive;
+        exhaustive.k = kRecallAt;
+        recall = recall_at(search(vlat, test, exhaustive), neighbors, kRecallAt);
     }
+    const double mse = widths.empty() ? result.energy : reconstruction_mse(vlat, loaded.points);
     const double evaluate_seconds = seconds_since(start);
 
-    const double code_bytes = assignment_bits(result.anchors.rows) / 8.0;
+    const double code_bytes = code_bytes_per_vector(vlat);
     const nlohmann::json row = {
         {"dataset", job.name},
         {"file", job.file},
@@ -242,7 +271,8 @@ nlohmann::json run_job(const Job& job, std::size_t index, std::size_t count, con
         {"bytes_per_vector", code_bytes},
         {"ratio", code_bytes / (4.0 * static_cast<double>(loaded.points.cols))},
         {"energy", result.energy},
-        {"mse", result.energy},  // each vector's reconstruction is its anchor
+        {"mse", mse},
+        {"residuals", widths.empty() ? std::string("none") : describe_widths(widths)},
         {"recall_at_10", recall},
         {"seconds", {{"load", load_seconds}, {"init", result.seconds.init}, {"fit", result.seconds.total},
                      {"evaluate", evaluate_seconds}, {"write", write_seconds}}},
@@ -284,8 +314,8 @@ void write_summary(const std::string& folder, const nlohmann::json& rows) {
     json.stream() << rows.dump(2) << '\n';
     json.commit();
 
-    static const char* const kColumns[] = {"dataset", "file", "n", "d", "m", "bytes_per_vector", "ratio", "energy",
-                                           "mse", "recall_at_10"};
+    static const char* const kColumns[] = {"dataset", "file", "n", "d", "m", "bytes_per_vector", "ratio", "residuals",
+                                           "energy", "mse", "recall_at_10"};
     static const char* const kSeconds[] = {"load", "init", "fit", "evaluate", "write"};
     AtomicFile csv((fs::path(folder) / "summary.csv").string());
     for (const char* column : kColumns) {
@@ -343,7 +373,7 @@ int batch(int argc, char** argv) {
             }
         } else {
             try {
-                rows.push_back(run_job(job, i, jobs.size(), args, out));
+                rows.push_back(run_job(job, i, jobs.size(), args, values, out));
             } catch (const std::exception& e) {
                 failed = true;
                 rows.push_back({{"dataset", job.name}, {"file", job.file}, {"device", job.device},

@@ -9,5 +9,6 @@ int run_compress(int argc, char** argv);
 int run_compare(int argc, char** argv);
 int run_decompress(int argc, char** argv);
 int run_info(int argc, char** argv);
+int run_query(int argc, char** argv);
 
 }  // namespace vlattice::cli

@@ -1,5 +1,6 @@
 // vlattice compress INPUT -o OUT.vlat: load, anneal, write the .vlat (and the run report).
 #include "anneal_options.hpp"
+#include "coding_options.hpp"
 #include "commands.hpp"
 #include "options.hpp"
 #include "progress.hpp"
@@ -27,13 +28,15 @@ const CommandHelp kHelp{
     "INPUT -o OUT.vlat [options]",
     "INPUT",
     "Learns M anchors for the vectors in INPUT with an annealed, outlier-robust\n"
-    "k-means and stores each vector as the id of its anchor.\n"
+    "k-means and stores each vector as the id of its anchor, plus, with --bits or a\n"
+    "--target-bytes/--target-ratio budget, a scalar code of its residual from it.\n"
     "INPUT: .fvecs .bvecs .ivecs .fbin .u8bin, .npy (float32, float16, uint8),\n"
     ".h5/.hdf5 (the dataset named by --dataset).",
 };
 
 struct CompressArgs {
     AnnealArgs anneal;
+    CodingArgs coding;
     std::string input;
     std::string output;
     std::string device;
@@ -50,6 +53,7 @@ void add_options(po::options_description& options, CompressArgs& a) {
         ("output,o", po::value(&a.output)->required()->value_name("FILE"),
          "the .vlat file to write; an existing file is replaced only when the run succeeds");
     add_anneal_options(options, a.anneal);
+    add_coding_options(options, a.coding);
     options.add_options()
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
          "auto (the GPU when one is usable, else the CPU), cpu, or cuda (fail when no GPU is usable)")
@@ -61,7 +65,7 @@ void add_options(po::options_description& options, CompressArgs& a) {
 }
 
 void print_summary(const RunInput& input, const AnnealConfig& config, const FitResult& result,
-                   const ReportContext& context, const std::string& output) {
+                   const ReportContext& context, const std::string& output, const VlatFile& file) {
     const double total = context.load_seconds + result.seconds.total + context.write_seconds;
     const auto bytes = static_cast<double>(std::filesystem::file_size(output));
     const double raw = 4.0 * static_cast<double>(input.n) * static_cast<double>(input.d);
@@ -71,7 +75,10 @@ void print_summary(const RunInput& input, const AnnealConfig& config, const FitR
     std::printf("energy      %.9g\n", result.energy);
     std::printf("seconds     %.3f (load %.3f, fit %.3f, write %.3f; %s)\n", total, context.load_seconds,
                 result.seconds.total, context.write_seconds, context.backend.c_str());
-    std::printf("output      %s: %.0f bytes, %.3f bytes per vector, %.4f of float32 (%.1fx smaller)\n",
+    std::printf("codes       %s\n", describe_coding(file.anchors.rows, file.residuals.layout.bits).c_str());
+    const double code_bytes = code_bytes_per_vector(file);
+    std::printf("code bytes  %.3f per vector, %.4f of float32\n", code_bytes, code_bytes / (4.0 * static_cast<double>(input.d)));
+    std::printf("output      %s: %.0f bytes in all, %.3f bytes per vector, %.4f of float32 (%.1fx smaller)\n",
                 output.c_str(), bytes, bytes / static_cast<double>(input.n), bytes / raw, raw / bytes);
 }
 
@@ -110,6 +117,14 @@ int compress(int argc, char** argv) {
     const LoadedPoints loaded = load_input(kHelp.name, args.input, args.anneal, metric, args.quiet);
     context.load_seconds = seconds_since(start);
     context.input = {args.input, loaded.points.rows, loaded.points.cols, metric};
+    const CodingRequest coding = coding_request(values, args.coding, loaded.points.cols);
+    const std::size_t budget_anchors = anchors_for(coding, loaded.points.rows, config.anchors);
+    if (budget_anchors != config.anchors && !args.quiet) {
+        print_notice(kHelp.name, "note",
+                     "the budget of " + std::to_string(*coding.target_bytes) + " bytes per vector holds the ids of " +
+                         std::to_string(budget_anchors) + " anchors, not " + std::to_string(config.anchors));
+    }
+    config.anchors = budget_anchors;
 
     ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), config.max_iters, loaded.points.rows);
     const FitResult result =
@@ -117,7 +132,14 @@ int compress(int argc, char** argv) {
     progress.finish();
 
     start = std::chrono::steady_clock::now();
-    write_vlat(args.output, make_vlat(result, context.input, storage, run_metadata(config, result, context.input)));
+    const std::vector<std::uint8_t> widths = residual_widths(coding, loaded.points, result);
+    nlohmann::json metadata = run_metadata(config, result, context.input);
+    metadata["residuals"] = coding_json(coding, widths);
+    VlatFile file = make_vlat(result, context.input, storage, metadata);
+    if (!widths.empty()) {
+        add_residual_codes(file, loaded.points, widths);
+    }
+    write_vlat(args.output, file);
     context.write_seconds = seconds_since(start);
 
     if (report_file) {
@@ -125,7 +147,7 @@ int compress(int argc, char** argv) {
         report_file->commit();
     }
     if (!args.quiet) {
-        print_summary(context.input, config, result, context, args.output);
+        print_summary(context.input, config, result, context, args.output, file);
     }
     return 0;
 }

@@ -4,9 +4,13 @@
 #include "options.hpp"
 
 #include "vlattice/codec.hpp"
+#include "vlattice/device.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/io.hpp"
 #include "vlattice/pipeline.hpp"
+#ifdef VLATTICE_HAVE_CUDA
+#include "vlattice/cuda_search.hpp"
+#endif
 
 #include <cstdio>
 #include <optional>
@@ -17,13 +21,15 @@ namespace {
 
 const CommandHelp kHelp{
     "decompress",
-    "IN.vlat -o OUT.(fvecs|npy) [--reference ORIGINAL] [options]",
+    "IN.vlat -o OUT.(fvecs|npy|hdf5) [--reference ORIGINAL] [options]",
     "IN.vlat",
-    "Writes every vector of IN.vlat as its anchor (float32). With --reference, also\n"
-    "prints the mean squared distance between the reconstruction and the original\n"
-    "vectors (normalised first when the file's metric is angular); for the input the\n"
-    "file was made from, that is the energy of the run (with f16 anchor storage, up\n"
-    "to the anchors' rounding to half precision).",
+    "Writes every vector of IN.vlat as float32: its anchor plus its decoded residual\n"
+    "when the file has residual codes (an HDF5 output holds them in dataset `train`).\n"
+    "The CPU and the GPU decode to the same bits. With --reference, also prints the\n"
+    "mean squared distance between the reconstruction and the original vectors\n"
+    "(normalised first when the file's metric is angular); without residual codes,\n"
+    "for the input the file was made from, that is the energy of the run (with f16\n"
+    "anchor storage, up to the anchors' rounding to half precision).",
 };
 
 struct DecompressArgs {
@@ -31,17 +37,22 @@ struct DecompressArgs {
     std::string output;
     std::string reference;
     std::string dataset;
+    std::string device;
+    int gpu = 0;
     bool quiet = false;
 };
 
 void add_options(po::options_description& options, DecompressArgs& a) {
     options.add_options()
         ("output,o", po::value(&a.output)->required()->value_name("FILE"),
-         "the .fvecs or .npy file to write; an existing file is replaced only when everything succeeds")
+         "the .fvecs, .npy or .hdf5 file to write; an existing file is replaced only when everything succeeds")
         ("reference", po::value(&a.reference)->value_name("ORIGINAL"),
          "the original vectors (any format compress reads): print the reconstruction's mean squared error")
         ("dataset", po::value(&a.dataset)->default_value(ReadOptions{}.dataset)->value_name("NAME"),
          "dataset to read from an HDF5 --reference")
+        ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
+         "where to decode: auto (the GPU when one is usable, else the CPU), cpu, or cuda")
+        ("gpu", po::value(&a.gpu)->default_value(0)->value_name("N"), "which GPU")
         ("quiet", po::bool_switch(&a.quiet), "print nothing but errors and the error asked for by --reference");
 }
 
@@ -55,8 +66,17 @@ int decompress(int argc, char** argv) {
     }
     args.input = values["input"].as<std::string>();
 
+    const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
     const VlatFile file = read_vlat(args.input);
+    const GpuChoice gpu = choose_gpu(device, args.gpu);
+    if (!gpu.note.empty() && !args.quiet) {
+        print_notice(kHelp.name, "note", gpu.note);
+    }
+#ifdef VLATTICE_HAVE_CUDA
+    const Matrix reconstruction = gpu.use ? reconstruct_cuda(file, args.gpu) : reconstruct(file);
+#else
     const Matrix reconstruction = reconstruct(file);
+#endif
     // The reference is read and compared before anything is written, so a bad reference leaves the
     // output as it was.
     std::optional<double> mse;
@@ -69,7 +89,8 @@ int decompress(int argc, char** argv) {
     write_vectors(args.output, reconstruction);
 
     if (!args.quiet) {
-        std::printf("wrote %s: %zu x %zu\n", args.output.c_str(), reconstruction.rows, reconstruction.cols);
+        std::printf("wrote %s: %zu x %zu (decoded on the %s)\n", args.output.c_str(), reconstruction.rows,
+                    reconstruction.cols, gpu.use ? "GPU" : "CPU");
     }
     if (mse) {
         std::printf("reconstruction MSE: %.10g\n", *mse);

@@ -4,6 +4,7 @@
 
 #include "vlattice/codec.hpp"
 #include "vlattice/format.hpp"
+#include "vlattice/rate.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -54,7 +55,7 @@ nlohmann::json describe(const VlatFile& file, const std::string& path) {
                             {"checksum", hex64(section.checksum)}});
     }
     return {
-        {"version", kVlatVersion},
+        {"version", format_version(file)},
         {"n", file.n},
         {"d", file.d},
         {"m", m},
@@ -62,9 +63,12 @@ nlohmann::json describe(const VlatFile& file, const std::string& path) {
         {"anchor_storage", anchor_storage_name(file.anchor_storage)},
         {"codec", codec_name(file.codec)},
         {"assignment_bits", bits},
+        {"residual_widths", file.residuals.empty() ? std::string("none") : describe_widths(file.residuals.layout.bits)},
+        {"residual_code_bytes", file.residuals.layout.code_bytes},
         {"sections", sections},
         {"file_bytes", file.file_bytes},
-        {"code_bytes_per_vector", bits / 8.0},
+        {"code_bytes_per_vector", code_bytes_per_vector(file)},
+        {"code_ratio_to_float32", code_bytes_per_vector(file) / (4.0 * file.d)},
         {"total_bytes", file.file_bytes},
         {"bytes_per_vector", file.n > 0 ? bytes / n : 0.0},
         {"ratio_to_float32", file.n > 0 && file.d > 0 ? bytes / (4.0 * n * file.d) : 0.0},
@@ -90,13 +94,15 @@ void print_text(const nlohmann::json& info, const std::string& path) {
     line("anchor storage", plain(info["anchor_storage"]));
     line("residual codec", plain(info["codec"]));
     line("assignment bits", plain(info["assignment_bits"]));
+    line("residual widths", plain(info["residual_widths"]));
     std::printf("sections\n");
     for (const nlohmann::json& section : info["sections"]) {
         std::printf("  %-6s%12s bytes  checksum %s\n", plain(section["tag"]).c_str(), plain(section["bytes"]).c_str(),
                     plain(section["checksum"]).c_str());
     }
     line("file bytes", plain(info["file_bytes"]));
-    std::printf("%-24s%.4g\n", "code bytes per vector", info["code_bytes_per_vector"].get<double>());
+    std::printf("%-24s%.4g (%.4g of float32)\n", "code bytes per vector", info["code_bytes_per_vector"].get<double>(),
+                info["code_ratio_to_float32"].get<double>());
     std::printf("%-24s%.4g\n", "total bytes per vector", info["bytes_per_vector"].get<double>());
     std::printf("%-24s%.4g\n", "ratio to float32", info["ratio_to_float32"].get<double>());
     std::printf("run metadata\n");

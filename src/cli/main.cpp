@@ -18,6 +18,7 @@ constexpr Command kCommands[] = {
     {"compress", "learn anchors for a vector file and write a .vlat", vlattice::cli::run_compress},
     {"decompress", "write the vectors a .vlat stands for; with --reference, their error", vlattice::cli::run_decompress},
     {"info", "show a .vlat's header, sections, cost per vector and run metadata", vlattice::cli::run_info},
+    {"query", "k nearest neighbours of query vectors in a .vlat; recall against ground truth", vlattice::cli::run_query},
     {"compare", "run the same compression on the CPU and the GPU; times, energies, agreement", vlattice::cli::run_compare},
     {"batch", "compress the `train` of many HDF5 files, evaluate on `test`, one summary", vlattice::cli::run_batch},
 };

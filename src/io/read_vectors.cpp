@@ -4,6 +4,7 @@
 
 #include "io/bigann.hpp"
 #include "io/hdf5.hpp"
+#include "io/hdf5_writer.hpp"
 #include "io/npy.hpp"
 #include "io/texmex.hpp"
 
@@ -17,7 +18,7 @@ namespace vlattice {
 namespace {
 
 constexpr const char* kReadable = ".fvecs .bvecs .ivecs .fbin .u8bin .npy .h5 .hdf5";
-constexpr const char* kWritable = ".fvecs .npy";
+constexpr const char* kWritable = ".fvecs .npy .h5 .hdf5";
 
 // Lower-cased, so that DATA.FVECS reads like data.fvecs.
 std::string extension_of(const std::string& path) {
@@ -26,6 +27,15 @@ std::string extension_of(const std::string& path) {
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return extension;
 }
+
+}  // namespace
+
+bool is_hdf5_path(const std::string& path) {
+    const std::string extension = extension_of(path);
+    return extension == ".h5" || extension == ".hdf5";
+}
+
+namespace {
 
 [[noreturn]] void throw_unsupported(const std::string& path, const std::string& extension, const char* supported) {
     const std::string problem =
@@ -107,6 +117,10 @@ void write_vectors(const std::string& path, const Matrix& points) {
         io::write_fvecs(path, points);
     } else if (extension == ".npy") {
         io::write_npy(path, points);
+    } else if (extension == ".h5" || extension == ".hdf5") {
+        io::Hdf5Writer file(path);
+        file.dataset(kWrittenHdf5Dataset, H5T_NATIVE_FLOAT, {points.rows, points.cols}, points.data.data());
+        file.commit();
     } else {
         throw_unsupported(path, extension, kWritable);
     }

@@ -1,0 +1,73 @@
+// search_cuda (include/vlattice/cuda_search.hpp): the file goes up once, then the queries a batch at
+// a time (cuda/search.cuh), each batch's results coming back before the next starts.
+#include "vlattice/cuda_search.hpp"
+
+#include "member_lists.hpp"
+
+#include "device_buffer.hpp"
+#include "device_codes.cuh"
+#include "search.cuh"
+#include "select_gpu.hpp"
+#include "stream.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+namespace vlattice {
+
+Neighbors search_cuda(const VlatFile& file, const Matrix& queries, const SearchOptions& options, int gpu) {
+    const Matrix& anchors = file.anchors;
+    const std::size_t d = anchors.cols;
+    const std::size_t m = anchors.rows;
+    check_search(file, queries, options);
+    const std::size_t k = options.k;
+    const std::size_t nprobe = options.nprobe == 0 ? m : std::min(options.nprobe, m);
+    const MemberLists lists = member_lists(file.assignments, m);
+    cuda::select_gpu(gpu);
+
+    Neighbors out;
+    out.queries = queries.rows;
+    out.k = k;
+    out.ids.assign(queries.rows * k, -1);
+    out.distances.assign(queries.rows * k, std::numeric_limits<float>::infinity());
+    if (queries.rows == 0 || nprobe == 0 || lists.members.empty()) {
+        return out;  // nothing to visit
+    }
+
+    cuda::Stream stream;
+    const cudaStream_t s = stream.get();
+    const cuda::DeviceCodes codes(anchors, file.residuals, s);
+    cuda::DeviceBuffer<std::size_t> start(lists.start.size());
+    cuda::DeviceBuffer<std::uint32_t> members(lists.members.size());
+    CUDA_CHECK(cudaMemcpyAsync(start.data(), lists.start.data(), start.bytes(), cudaMemcpyHostToDevice, s));
+    CUDA_CHECK(cudaMemcpyAsync(members.data(), lists.members.data(), members.bytes(), cudaMemcpyHostToDevice, s));
+
+    cuda::SearchData data;
+    data.codes = codes.view();
+    data.m = m;
+    data.start = start.data();
+    data.members = members.data();
+    data.nprobe = nprobe;
+    data.k = k;
+
+    const std::size_t batch = std::min(queries.rows, cuda::search_batch_queries(m, d, k));
+    cuda::DeviceBuffer<float> batch_queries(batch * d);
+    cuda::DeviceBuffer<std::int64_t> ids(batch * k);
+    cuda::DeviceBuffer<float> distances(batch * k);
+    cuda::SearchScratch scratch;
+    for (std::size_t first = 0; first < queries.rows; first += batch) {
+        const std::size_t count = std::min(batch, queries.rows - first);
+        CUDA_CHECK(cudaMemcpyAsync(batch_queries.data(), queries.row(first), count * d * sizeof(float),
+                                   cudaMemcpyHostToDevice, s));
+        out.visited += cuda::search_batch(data, batch_queries.data(), count, ids.data(), distances.data(), scratch, s);
+        CUDA_CHECK(cudaMemcpyAsync(out.ids.data() + first * k, ids.data(), count * k * sizeof(std::int64_t),
+                                   cudaMemcpyDeviceToHost, s));
+        CUDA_CHECK(cudaMemcpyAsync(out.distances.data() + first * k, distances.data(), count * k * sizeof(float),
+                                   cudaMemcpyDeviceToHost, s));
+        stream.synchronize();
+    }
+    return out;
+}
+
+}  // namespace vlattice

@@ -1,0 +1,50 @@
+// src/numeric.hpp's ordered_squared_distance on the device, rounding for rounding, by the 16 threads
+// of a half warp: thread l is lane l (coordinates l, l + 16, ..., in turn), and the shuffles add the
+// lanes in the same tree. Float, with separate multiplies and adds (no fused multiply-add). The
+// shuffles span the whole warp, so both of its half warps must call together; every thread of the
+// half warp returns the result.
+#pragma once
+
+#include "decoded_row.cuh"
+#include "warp_math.cuh"
+
+namespace vlattice::cuda {
+
+constexpr int kDistanceLanes = 16;  // as in src/numeric.hpp
+
+namespace detail {
+
+// Coordinate k of the second operand is second(k), so that it may be decoded on the fly.
+template <class Second>
+__device__ inline float ordered_squared_distance(const float* __restrict__ a, const Second& second, int d, int l) {
+    float sum = 0.0f;
+    for (int k = l; k < d; k += kDistanceLanes) {
+        const float diff = __fsub_rn(a[k], second(k));
+        sum = __fadd_rn(sum, __fmul_rn(diff, diff));
+    }
+#pragma unroll
+    for (int width = kDistanceLanes / 2; width > 0; width /= 2) {
+        // Lane l < width adds lane l + width; the others' sums no longer matter.
+        sum = __fadd_rn(sum, __shfl_down_sync(kFullMask, sum, width, kDistanceLanes));
+    }
+    return __shfl_sync(kFullMask, sum, 0, kDistanceLanes);
+}
+
+struct StoredRow {
+    const float* __restrict__ row;
+    __device__ float operator()(int k) const { return row[k]; }
+};
+
+}  // namespace detail
+
+__device__ inline float ordered_squared_distance(const float* __restrict__ a, const float* __restrict__ b, int d,
+                                                 int l) {
+    return detail::ordered_squared_distance(a, detail::StoredRow{b}, d, l);
+}
+
+// Against a reconstruction: the CPU's ordered_squared_distance(a, decode_row(...)), without storing it.
+__device__ inline float ordered_squared_distance(const float* __restrict__ a, const DecodedRow& b, int d, int l) {
+    return detail::ordered_squared_distance(a, b, d, l);
+}
+
+}  // namespace vlattice::cuda

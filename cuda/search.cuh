@@ -1,0 +1,54 @@
+// k-NN over a compressed set on the device, one batch of queries at a time, with the CPU's arithmetic
+// and order (include/vlattice/search.hpp): each query's distances to every anchor are sorted as
+// (distance, anchor id) keys and its first nprobe anchors probed; each probed member is scored
+// against its reconstruction, decoded on the fly; the (distance, vector id) keys are sorted per
+// query and the first k kept. Keys are 64 bits, the float's bits over the id: distances are >= +0,
+// whose bits order like the values.
+#pragma once
+
+#include "decoded_row.cuh"
+#include "device_buffer.hpp"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vlattice::cuda {
+
+// What every batch reads: the file on the device.
+struct SearchData {
+    CodesView codes;
+    std::size_t m = 0;
+    const std::size_t* start = nullptr;      // m + 1: anchor j's members are members[start[j] .. start[j + 1])
+    const std::uint32_t* members = nullptr;  // n vector ids, by anchor, each anchor's in increasing order
+    std::size_t nprobe = 0;                  // 1 to m
+    std::size_t k = 0;                       // >= 1
+};
+
+// Device memory kept from batch to batch, grown when a batch needs more.
+struct SearchScratch {
+    DeviceBuffer<std::uint64_t> probe_keys[2];      // batch x m
+    DeviceBuffer<std::int64_t> slot_offsets;        // batch x nprobe + 1
+    DeviceBuffer<std::int64_t> query_offsets;       // batch + 1
+    DeviceBuffer<std::int64_t> segments;            // batch + 1: sort segments
+    DeviceBuffer<std::uint64_t> candidate_keys[2];  // a part's candidates
+    DeviceBuffer<unsigned char> temp;               // CUB's
+    PinnedBuffer<std::int64_t> host_query_offsets;  // batch + 1
+};
+
+// Queries per batch, so that its query-anchor keys, its queries and its results each stay within
+// kBatchValues values.
+constexpr std::size_t kBatchValues = std::size_t{1} << 24;
+std::size_t search_batch_queries(std::size_t m, std::size_t d, std::size_t k);
+
+// Candidates scored and sorted at once: the batch's queries go through in parts of at most this many
+// candidates, or of one query with more.
+constexpr std::size_t kPartCandidates = std::size_t{1} << 25;
+
+// Rows q < count of ids and distances (count x k, device) <- the k nearest neighbours of query row q
+// (queries: count x d, device), padded with -1 and +infinity. Returns the number of vectors scored.
+std::uint64_t search_batch(const SearchData& data, const float* queries, std::size_t count, std::int64_t* ids,
+                           float* distances, SearchScratch& scratch, cudaStream_t stream);
+
+}  // namespace vlattice::cuda

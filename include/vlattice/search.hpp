@@ -1,0 +1,50 @@
+// k-nearest-neighbour search over a compressed set, IVF style: each query is scored against the
+// anchors, and the members of its `nprobe` nearest anchors are ranked by their distance to their
+// reconstruction (anchor plus decoded residual).
+#pragma once
+
+#include "vlattice/format.hpp"
+#include "vlattice/types.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vlattice {
+
+struct SearchOptions {
+    std::size_t k = 10;      // neighbours per query, >= 1
+    std::size_t nprobe = 0;  // anchors visited per query; 0 or >= m visits every anchor (exhaustive)
+};
+
+// The arithmetic is fixed so that the CPU and the GPU return the same bits: a distance is
+// ordered_squared_distance (src/numeric.hpp) in float between the query and the anchor or the
+// reconstruction (decode_row); the probed anchors are the nprobe smallest by (distance, anchor id)
+// and the neighbours the k smallest by (distance, vector id).
+struct Neighbors {
+    std::size_t queries = 0;
+    std::size_t k = 0;
+    std::vector<std::int64_t> ids;   // queries x k; -1 where fewer than k vectors were visited
+    std::vector<float> distances;    // queries x k squared L2 distances; +infinity where ids is -1
+    std::uint64_t visited = 0;       // vectors scored over all queries
+};
+
+// Throws Error when the query dimension is not the file's, k is 0, or the file's parts do not fit
+// together (check_compressed_set): what both searches check first.
+void check_search(const VlatFile& file, const Matrix& queries, const SearchOptions& options);
+
+// On the CPU, queries in parallel (OpenMP). Throws Error when the query dimension is not the file's
+// or k is 0. Queries of an angular file must already be normalised (load_points does it).
+Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOptions& options);
+
+// k-recall@k of `found` against the first k columns of `truth` (ids as read_vectors returns them,
+// float32, one row per query): the share of the true k nearest among the first k found, averaged
+// over the queries. Throws Error on shapes that do not fit.
+double recall_at(const Neighbors& found, const Matrix& truth, std::size_t k);
+
+// Writes an HDF5 file (.h5/.hdf5) with datasets `neighbors` (int64, queries x k) and `distances`
+// (float32), under a temporary name renamed into place. Throws Error for another extension.
+void write_search_results(const std::string& path, const Neighbors& found);
+
+}  // namespace vlattice

@@ -1,0 +1,29 @@
+// The residual-coding options compress and batch share: --bits, --target-bytes, --target-ratio.
+#pragma once
+
+#include "options.hpp"
+
+#include "vlattice/pipeline.hpp"
+
+#include <cstddef>
+#include <string>
+
+namespace vlattice::cli {
+
+struct CodingArgs {
+    unsigned bits = 0;
+    double target_bytes = 0.0;
+    std::string target_ratio;
+};
+
+void add_coding_options(po::options_description& options, CodingArgs& args);
+
+// The request once the dimension d is known (a ratio is of 4 d bytes). Throws UsageError for a width
+// other than 0, 2, 4, 8, for --bits together with a target, for both targets, and for a target that
+// is not a positive number (a ratio may be written 0.125 or 12.5%).
+CodingRequest coding_request(const po::variables_map& values, const CodingArgs& args, std::size_t d);
+
+// "m = 1024 (10-bit ids), residuals 776 x 4 bits, 8 x 0 bits": what a run chose, for the user.
+std::string describe_coding(std::size_t m, const std::vector<std::uint8_t>& widths);
+
+}  // namespace vlattice::cli

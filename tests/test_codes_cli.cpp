@@ -1,0 +1,186 @@
+// Residual codes and search end to end: compress at a budget, decompress, query, as a user runs them.
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+using namespace vlattice::test;
+using Catch::Contains;
+
+namespace {
+
+const char* const kRun = " -m 64 --iters 12 --device cpu --threads 2 --quiet";
+
+// 3000 x 24 train, 100 test queries and their exact 100 neighbours, written by h5py.
+struct AnnFile {
+    ScratchDir dir;
+    std::string path = dir.path("mix.hdf5");
+    AnnFile() {
+        const CommandResult made = run_command(std::string("'") + VLATTICE_SOURCE_DIR + "/scripts/ann-hdf5' synthetic 3000 24 " +
+                                               quote(path) + " --queries 100 --clusters 20 2>&1");
+        INFO(made.output);
+        REQUIRE(made.exit_code == 0);
+    }
+};
+
+nlohmann::json info_of(const std::string& vlat) {
+    const CommandResult info = run_cli("info --json " + quote(vlat));
+    INFO(info.output);
+    REQUIRE(info.exit_code == 0);
+    return nlohmann::json::parse(info.output);
+}
+
+nlohmann::json query_json(const std::string& arguments) {
+    const CommandResult found = run_cli("query " + arguments + " --device cpu --json");
+    INFO(found.output);
+    REQUIRE(found.exit_code == 0);
+    return nlohmann::json::parse(found.output);
+}
+
+}  // namespace
+
+TEST_CASE("compress --target-bytes never overshoots and says what it chose", "[cli][codes]") {
+    const AnnFile ann;
+    for (const double budget : {0.4, 1.0, 2.5, 7.0, 13.3, 30.0, 200.0}) {
+        INFO("budget " << budget);
+        const std::string out = ann.dir.path("budget.vlat");
+        const CommandResult run = run_cli("compress " + quote(ann.path) + " -o " + quote(out) +
+                                          " -m 64 --iters 12 --device cpu --threads 2 --target-bytes " + std::to_string(budget));
+        INFO(run.output);
+        REQUIRE(run.exit_code == 0);
+        CHECK_THAT(run.output, Contains("code bytes"));
+        const nlohmann::json info = info_of(out);
+        CHECK(info["code_bytes_per_vector"].get<double>() <= budget);
+        if (budget < 1.0) {
+            CHECK(info["m"] == 8);  // 3-bit ids: 0.375 bytes
+            CHECK_THAT(run.output, Contains("holds the ids of 8 anchors, not 64"));
+        }
+        if (budget >= 25.0) {
+            CHECK(info["residual_widths"] == "24 x 8 bits");
+        }
+        if (budget >= 2.0) {
+            CHECK(info["version"] == 2);
+            CHECK(info["codec"] == "scalar");
+        }
+    }
+    // A ratio is of the float32 size, 4 d bytes: 12.5 % of 96 is 12.
+    REQUIRE(run_cli("compress " + quote(ann.path) + " -o " + quote(ann.dir.path("ratio.vlat")) + kRun +
+                    " --target-ratio 12.5%").exit_code == 0);
+    REQUIRE(run_cli("compress " + quote(ann.path) + " -o " + quote(ann.dir.path("bytes.vlat")) + kRun +
+                    " --target-bytes 12").exit_code == 0);
+    CHECK(read_file(ann.dir.path("ratio.vlat")) == read_file(ann.dir.path("bytes.vlat")));
+    CHECK(info_of(ann.dir.path("ratio.vlat"))["code_bytes_per_vector"].get<double>() <= 12.0);
+}
+
+TEST_CASE("compress --bits codes every dimension, and decompress writes what they decode to", "[cli][codes]") {
+    const AnnFile ann;
+    double previous = 1e300;
+    for (const int bits : {0, 2, 4, 8}) {
+        INFO("bits " << bits);
+        const std::string vlat = ann.dir.path("b" + std::to_string(bits) + ".vlat");
+        REQUIRE(run_cli("compress " + quote(ann.path) + " -o " + quote(vlat) + kRun + " --bits " + std::to_string(bits)).exit_code == 0);
+        const nlohmann::json info = info_of(vlat);
+        CHECK(info["version"] == (bits == 0 ? 1 : 2));
+        CHECK(info["residual_widths"] == (bits == 0 ? std::string("none") : "24 x " + std::to_string(bits) + " bits"));
+        CHECK(info["code_bytes_per_vector"].get<double>() == Approx(0.75 + 24.0 * bits / 8.0));
+        const CommandResult decoded = run_cli("decompress " + quote(vlat) + " -o " + quote(ann.dir.path("y.npy")) +
+                                              " --device cpu --reference " + quote(ann.path));
+        INFO(decoded.output);
+        REQUIRE(decoded.exit_code == 0);
+        const double mse = std::stod(decoded.output.substr(decoded.output.find("reconstruction MSE: ") + 20));
+        CHECK(mse < previous);
+        previous = mse;
+    }
+    CHECK(previous < 1e-3);
+    // The HDF5 output holds the same floats as the .npy one, in dataset `train`.
+    REQUIRE(run_cli("decompress " + quote(ann.dir.path("b8.vlat")) + " -o " + quote(ann.dir.path("y.hdf5")) +
+                    " --device cpu --quiet").exit_code == 0);
+    run_python("import h5py, numpy as np\n"
+               "a = np.load(" + quote(ann.dir.path("y.npy")) + ")\n"
+               "with h5py.File(" + quote(ann.dir.path("y.hdf5")) + ", 'r') as f:\n"
+               "    b = f['train'][:]\n"
+               "assert b.dtype == np.float32 and np.array_equal(a, b)\n");
+}
+
+TEST_CASE("compress rejects bad coding options", "[cli][codes]") {
+    const AnnFile ann;
+    const std::string out = ann.dir.path("never.vlat");
+    const auto rejects = [&](const std::string& options, const std::string& message) {
+        const CommandResult run = run_cli("compress " + quote(ann.path) + " -o " + quote(out) + kRun + " " + options);
+        INFO(options << ": " << run.output);
+        CHECK(run.exit_code == 2);
+        CHECK_THAT(run.output, Contains(message));
+    };
+    rejects("--bits 3", "--bits: expected 0, 2, 4 or 8, got 3");
+    rejects("--bits 4 --target-bytes 10", "give one");
+    rejects("--target-bytes 10 --target-ratio 0.1", "give one");
+    rejects("--target-ratio 0", "--target-ratio");
+    rejects("--target-ratio 150%", "--target-ratio");
+    rejects("--target-ratio abc", "--target-ratio");
+    rejects("--target-bytes -3", "--target-bytes");
+}
+
+TEST_CASE("query finds neighbours with and without codes and scores them against the ground truth", "[cli][codes]") {
+    const AnnFile ann;
+    const std::string coded = ann.dir.path("coded.vlat");
+    const std::string plain = ann.dir.path("plain.vlat");
+    REQUIRE(run_cli("compress " + quote(ann.path) + " -o " + quote(coded) + kRun + " --bits 8").exit_code == 0);
+    REQUIRE(run_cli("compress " + quote(ann.path) + " -o " + quote(plain) + kRun).exit_code == 0);
+    const std::string on = " --queries " + quote(ann.path) + " --ground-truth " + quote(ann.path + ":neighbors");
+
+    const nlohmann::json exhaustive = query_json(quote(coded) + on + " --k 10 --nprobe all");
+    CHECK(exhaustive["queries"] == 100);
+    CHECK(exhaustive["nprobe"] == 64);
+    CHECK(exhaustive["visited_per_query"].get<double>() == 3000.0);
+    CHECK(exhaustive["recall"]["10-recall@10"].get<double>() >= 0.99);
+    CHECK(exhaustive["recall"]["1-recall@1"].get<double>() >= 0.99);
+    CHECK(exhaustive["ids"].size() == 100);
+    CHECK(exhaustive["ids"][0].size() == 10);
+
+    const nlohmann::json anchors_only = query_json(quote(plain) + on + " --k 100 --nprobe all");
+    CHECK(anchors_only["recall"]["10-recall@10"].get<double>() < exhaustive["recall"]["10-recall@10"].get<double>());
+    CHECK(anchors_only["recall"].contains("100-recall@100"));
+
+    const nlohmann::json probed = query_json(quote(coded) + on + " --k 10 --nprobe 4 --limit 20 -o " +
+                                             quote(ann.dir.path("found.hdf5")));
+    CHECK(probed["queries"] == 20);
+    CHECK(probed["visited_per_query"].get<double>() < 3000.0);
+    CHECK(probed["recall"]["10-recall@10"].get<double>() > 0.5);
+    run_python("import h5py, json, numpy as np\n"
+               "with h5py.File(" + quote(ann.dir.path("found.hdf5")) + ", 'r') as f:\n"
+               "    ids, dist = f['neighbors'][:], f['distances'][:]\n"
+               "want = json.loads(" + quote(probed["ids"].dump()) + ")\n"
+               "assert ids.dtype == np.int64 and ids.shape == (20, 10), (ids.dtype, ids.shape)\n"
+               "assert (ids == np.array(want)).all()\n"
+               "assert (np.diff(dist, axis=1) >= 0).all()\n");
+
+    const CommandResult text = run_cli("query " + quote(coded) + on + " --nprobe 8 --device cpu");
+    INFO(text.output);
+    CHECK(text.exit_code == 0);
+    CHECK_THAT(text.output, Contains("10-recall@10") && Contains("queries per second") && Contains("query 0:"));
+}
+
+TEST_CASE("query rejects bad input, naming what is wrong", "[cli][codes]") {
+    const AnnFile ann;
+    const std::string vlat = ann.dir.path("q.vlat");
+    REQUIRE(run_cli("compress " + quote(ann.path) + " -o " + quote(vlat) + kRun + " --bits 4").exit_code == 0);
+    const auto fails = [&](const std::string& options, int code, const std::string& message) {
+        const CommandResult run = run_cli("query " + quote(vlat) + " --device cpu " + options);
+        INFO(options << ": " << run.output);
+        CHECK(run.exit_code == code);
+        CHECK_THAT(run.output, Contains(message));
+    };
+    const std::string queries = " --queries " + quote(ann.path);
+    fails(queries + " --nprobe 0", 2, "--nprobe: expected a whole number >= 1 or `all`, got '0'");
+    fails(queries + " --nprobe many", 2, "--nprobe");
+    fails(queries + " --k 0", 2, "--k");
+    fails(queries + " --dataset neighbors", 1, "the queries have 100 dimensions");
+    fails(queries + " --ground-truth " + quote(ann.path + ":nothing"), 1, "nothing");
+    fails(queries + " --ground-truth " + quote(ann.path + ":train"), 1, "not a vector id in [0, 3000)");
+    fails(queries + " --dataset train --ground-truth " + quote(ann.path + ":neighbors"), 1,
+          "100 rows of true neighbours for 3000 queries");
+    fails(queries + " -o " + quote(ann.dir.path("found.npy")), 1, "written as HDF5");
+    fails("", 2, "--queries");
+}
