@@ -10,7 +10,8 @@ import sys
 
 import numpy as np
 
-SOURCE = "/usr/share/datasets/fashion-mnist"
+# Debian's dataset-fashion-mnist; VLATTICE_FASHION_SOURCE points elsewhere (the GPU bundle carries the files).
+SOURCE = os.environ.get("VLATTICE_FASHION_SOURCE", "/usr/share/datasets/fashion-mnist")
 IDX_UBYTE_3D = 0x00000803  # IDX magic: unsigned bytes, three dimensions (n, rows, cols)
 SIDE = 28
 DEFAULT_OUT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "data"))
