@@ -64,7 +64,7 @@ ErrorTable quantiser_errors(const Matrix& points, const Matrix& anchors, const s
             const float* c = anchors.row(j);
             for (std::size_t k = 0; k < d; ++k) {
                 for (std::size_t w = 0; w < kWidthCount; ++w) {
-                    grids[k][w] = cell_grid(lo[k], ranges.hi.row(j)[k], kResidualWidths[w]);
+                    grids[k][w] = cell_grid(lo[k], ranges.hi.row(j)[k], ranges.mean.row(j)[k], kResidualWidths[w]);
                 }
             }
             for (std::size_t p = lists.start[j]; p < lists.start[j + 1]; ++p) {

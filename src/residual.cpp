@@ -86,7 +86,7 @@ ResidualCodes encode_residuals(const Matrix& points, const Matrix& anchors, cons
     for (std::ptrdiff_t jj = 0; jj < m; ++jj) {
         const auto j = static_cast<std::size_t>(jj);
         for (std::size_t k = 0; k < d; ++k) {
-            const CellGrid grid = cell_grid(ranges.lo.row(j)[k], ranges.hi.row(j)[k], bits[k]);
+            const CellGrid grid = cell_grid(ranges.lo.row(j)[k], ranges.hi.row(j)[k], ranges.mean.row(j)[k], bits[k]);
             if (!std::isfinite(grid.step)) {
                 throw Error("the residuals of anchor " + std::to_string(j) + ", dimension " + std::to_string(k) +
                             " span more than float32 can hold");

@@ -31,8 +31,9 @@ CodeLayout code_layout(const std::vector<std::uint8_t>& bits);
 
 // The quantiser of anchor j, dimension k, with b bits: the members' residuals span [lo, hi]; that
 // range is cut into 2^b cells of width step = (hi - lo) / 2^b, and a value decodes to the centre of
-// its cell, offset + step * code with offset = lo + step / 2. So every decoded residual is within
-// step / 2 of the true one (up to float rounding): the quantiser's bound. Width 0 has one cell.
+// its cell, offset + step * code with offset = lo + step / 2. Width 0 decodes every member to the
+// mean of their residuals, with step twice their largest distance from it. So every decoded
+// residual is within step / 2 of the true one (up to float rounding): the quantiser's bound.
 struct ResidualCodes {
     CodeLayout layout;
     Matrix offset;                    // m x d
