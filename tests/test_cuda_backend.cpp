@@ -6,7 +6,7 @@
 
 #ifdef VLATTICE_HAVE_CUDA
 
-#include "../cuda/gpu_probe.hpp"
+#include "gpu_usable.hpp"
 #include "call_order.hpp"
 #include "perturbed_backend.hpp"
 #include "reference.hpp"
@@ -22,14 +22,6 @@ using namespace vlattice;
 using namespace vlattice::test;
 
 namespace {
-
-bool gpu_usable() {
-    const cuda::GpuProbe probe = cuda::probe_gpu(0);
-    if (!probe.usable) {
-        WARN("skipped: no usable GPU: " << probe.description);
-    }
-    return probe.usable;
-}
 
 void check_anchors_close(const Matrix& got, const Matrix& want) {
     REQUIRE(got.rows == want.rows);

@@ -6,7 +6,7 @@
 
 #ifdef VLATTICE_HAVE_CUDA
 
-#include "../cuda/gpu_probe.hpp"
+#include "gpu_usable.hpp"
 #include "support.hpp"
 
 #include "vlattice/codec.hpp"
@@ -21,14 +21,6 @@ using namespace vlattice;
 using namespace vlattice::test;
 
 namespace {
-
-bool gpu_usable() {
-    const cuda::GpuProbe probe = cuda::probe_gpu(0);
-    if (!probe.usable) {
-        WARN("skipped: no usable GPU: " << probe.description);
-    }
-    return probe.usable;
-}
 
 struct Shape {
     std::size_t n, d, m;
