@@ -190,14 +190,22 @@ void launch_exact_assign(const AssignArgs& args, cudaStream_t stream) {
     fast.splits = args.plan.splits;
     fast.tiles_per_split = args.plan.tiles_per_split;
     fast.candidates = args.candidates;
-    const bool tensor = args.path == FastPath::tf32;
-    if (tensor) {
+    float factor = 0.0f;
+    switch (args.path) {
+    case FastPath::tf32:
         launch_fast_assign_tf32(fast, stream);
-    } else {
+        factor = tf32_rounding_factor(args.d);
+        break;
+    case FastPath::tf32x3:
+        launch_fast_assign_tf32x3(fast, stream);
+        factor = tf32x3_rounding_factor(args.d);
+        break;
+    case FastPath::fp32:
         launch_fast_assign_fp32(fast, stream);
+        factor = fp32_rounding_factor(args.d);
+        break;
     }
-    const Bound bound{args.point_norms, args.anchor_norms, args.max_anchor_norm_bits,
-                      tensor ? tf32_rounding_factor(args.d) : fp32_rounding_factor(args.d)};
+    const Bound bound{args.point_norms, args.anchor_norms, args.max_anchor_norm_bits, factor};
 
     constexpr int kResolveThreads = 256;
     resolve_kernel<<<static_cast<unsigned>(ceil_div(args.n, kResolveThreads)), kResolveThreads, 0, stream>>>(

@@ -25,8 +25,21 @@ using cuda::PinnedBuffer;
 
 // Point ids, segment offsets and chunk counts are 32-bit on the device.
 constexpr std::size_t kMaxRows = std::size_t{1} << 31;
-// The tensor-core fast path is given up when more than 1/16 of the points need every anchor re-scored.
+// A fast path is given up for a narrower one when more than 1/16 of the points need every anchor re-scored.
 constexpr std::size_t kMaxAllAnchorShare = 16;
+
+cuda::FastPath first_fast_path(FastKernel kernel) {
+    switch (kernel) {
+    case FastKernel::fp32:
+        return cuda::FastPath::fp32;
+    case FastKernel::tf32x3:
+        return cuda::FastPath::tf32x3;
+    case FastKernel::automatic:
+    case FastKernel::tf32:
+        break;
+    }
+    return cuda::FastPath::tf32;
+}
 // Points up to this size are uploaded without pinned staging: allocating and pinning the staging
 // costs more than a pageable copy of a small set (10k x 128 on the H100 machine: init 17 -> 9 ms).
 constexpr std::size_t kPageableUploadBytes = std::size_t{64} << 20;
@@ -99,7 +112,7 @@ public:
         CUDA_CHECK(cudaMemsetAsync(assignment_.data(), 0xff, assignment_.bytes(), s));
         stream_.synchronize();
         assigned_ = false;
-        fast_path_ = kernel_ == FastKernel::fp32 ? cuda::FastPath::fp32 : cuda::FastPath::tf32;
+        fast_path_ = first_fast_path(kernel_);
     }
 
     void upload_anchors(const Matrix& anchors) override {
@@ -267,12 +280,12 @@ public:
                                    cudaMemcpyDeviceToHost, s));
         stream_.synchronize();
         assigned_ = true;
-        // The tensor cores' window of uncertainty is ~20x the float32 one. Where anchors crowd around
-        // the points (many nearly equidistant), too many points fall back to the all-anchor re-score
-        // and the float32 kernel is faster; the run keeps it from then on. The assignments are exact
-        // either way.
+        // tf32's window of uncertainty is ~100x the float32 one. Where anchors crowd around the
+        // points (many nearly equidistant), too many points fall back to the all-anchor re-score, and
+        // a kernel with a narrower window is faster: split tf32, then float32. The run keeps the
+        // narrower one from then on. The assignments are exact either way.
         if (kernel_ == FastKernel::automatic && host_uncertain_counts_[1] > n_ / kMaxAllAnchorShare) {
-            fast_path_ = cuda::FastPath::fp32;
+            fast_path_ = fast_path_ == cuda::FastPath::tf32 ? cuda::FastPath::tf32x3 : cuda::FastPath::fp32;
         }
 
         AssignStats stats;

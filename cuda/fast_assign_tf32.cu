@@ -2,6 +2,9 @@
 // of points and anchors stream into shared memory through a three-stage cp.async pipeline, so that
 // global loads run two stages ahead of the tensor cores without holding registers; ldmatrix reads
 // each mma fragment in one instruction, and the operands are rounded to tf32 in registers.
+// The split variant (3xtf32) writes each operand as a tf32 head plus a tf32 tail and adds the three
+// products that matter, head x head + head x tail + tail x head: three times the tensor work for a
+// product error of ~2^-20 instead of 2^-10, which keeps the exact repair's window narrow.
 #include "fast_assign.cuh"
 
 #include "cuda_check.hpp"
@@ -75,22 +78,38 @@ __device__ __forceinline__ void stage_rows(float* to, const float* __restrict__ 
     }
 }
 
-__device__ __forceinline__ void load_matrices(unsigned address, float (&out)[4]) {
+__device__ __forceinline__ float to_tf32(float value) {
+    std::uint32_t rounded;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(rounded) : "f"(value));
+    return __uint_as_float(rounded);
+}
+
+// One mma operand fragment: the values rounded to tf32 (round to nearest, ties away: the operand
+// error the bound assumes), and with kSplit also what rounding left, rounded again.
+template <bool kSplit>
+struct Fragment {
+    float head[4];
+    float tail[kSplit ? 4 : 1];
+};
+
+template <bool kSplit>
+__device__ __forceinline__ void load_matrices(unsigned address, Fragment<kSplit>& out) {
     std::uint32_t r0, r1, r2, r3;
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                  : "r"(address));
     const std::uint32_t raw[4] = {r0, r1, r2, r3};
-    // Round to nearest (ties away) onto tf32's 10-bit significand: the operand error the bound assumes.
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-        std::uint32_t rounded;
-        asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(rounded) : "f"(__uint_as_float(raw[e])));
-        out[e] = __uint_as_float(rounded);
+        const float value = __uint_as_float(raw[e]);
+        out.head[e] = to_tf32(value);
+        if constexpr (kSplit) {
+            out.tail[e] = to_tf32(__fsub_rn(value, out.head[e]));
+        }
     }
 }
 
-__device__ __forceinline__ void mma(float (&acc)[4], const float (&a)[4], float b0, float b1) {
+__device__ __forceinline__ void mma(float (&acc)[4], const float* a, float b0, float b1) {
     asm volatile(
         "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%0, %1, %2, %3};"
@@ -99,8 +118,20 @@ __device__ __forceinline__ void mma(float (&acc)[4], const float (&a)[4], float 
           "r"(__float_as_uint(a[3])), "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)));
 }
 
-template <int kBytes>
-__global__ void __launch_bounds__(kThreads, kBytes == 16 ? 2 : 1)
+// acc += a . b over one k-step; with kSplit the small products go first.
+template <bool kSplit>
+__device__ __forceinline__ void mma_step(float (&acc)[4], const Fragment<kSplit>& a, const Fragment<kSplit>& b, int pair) {
+    if constexpr (kSplit) {
+        mma(acc, a.tail, b.head[2 * pair], b.head[2 * pair + 1]);
+        mma(acc, a.head, b.tail[2 * pair], b.tail[2 * pair + 1]);
+    }
+    mma(acc, a.head, b.head[2 * pair], b.head[2 * pair + 1]);
+}
+
+// Two blocks per SM hide latency for the plain kernel; the split one's doubled fragments would spill
+// at the 128 registers that allows, so it runs one.
+template <int kBytes, bool kSplit>
+__global__ void __launch_bounds__(kThreads, kBytes == 16 && !kSplit ? 2 : 1)
     fast_assign_kernel(const float* __restrict__ points, const float* __restrict__ point_norms,
                        const float* __restrict__ anchors, const float* __restrict__ anchor_norms, std::size_t n,
                        std::size_t m, int d, bool exclude_self, int tiles_per_split,
@@ -177,19 +208,19 @@ __global__ void __launch_bounds__(kThreads, kBytes == 16 ? 2 : 1)
             const unsigned b_base = shared_address(cs + (c % kStages) * kStageFloats + b_offset);
 #pragma unroll
             for (int kk = 0; kk < kChunk; kk += kMmaK) {
-                float a[kRowTiles][4];
+                Fragment<kSplit> a[kRowTiles];
 #pragma unroll
                 for (int i = 0; i < kRowTiles; ++i) {
                     load_matrices(a_base + (i * kMmaM * kStride + kk) * sizeof(float), a[i]);
                 }
 #pragma unroll
                 for (int p = 0; p < kColTiles / 2; ++p) {
-                    float b[4];
+                    Fragment<kSplit> b;
                     load_matrices(b_base + (p * 2 * kMmaN * kStride + kk) * sizeof(float), b);
 #pragma unroll
                     for (int i = 0; i < kRowTiles; ++i) {
-                        mma(acc[i][2 * p], a[i], b[0], b[1]);
-                        mma(acc[i][2 * p + 1], a[i], b[2], b[3]);
+                        mma_step(acc[i][2 * p], a[i], b, 0);
+                        mma_step(acc[i][2 * p + 1], a[i], b, 1);
                     }
                 }
             }
@@ -245,26 +276,35 @@ __global__ void __launch_bounds__(kThreads, kBytes == 16 ? 2 : 1)
     }
 }
 
-template <int kBytes>
+template <int kBytes, bool kSplit>
 void launch(const FastAssignArgs& a, cudaStream_t stream) {
     // More than the default 48 KiB of dynamic shared memory needs the kernel's consent on the current device.
-    CUDA_CHECK(cudaFuncSetAttribute(fast_assign_kernel<kBytes>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CUDA_CHECK(cudaFuncSetAttribute(fast_assign_kernel<kBytes, kSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(kSharedBytes)));
     const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, kTile)), static_cast<unsigned>(a.splits));
-    fast_assign_kernel<kBytes><<<tiles, kThreads, kSharedBytes, stream>>>(
+    fast_assign_kernel<kBytes, kSplit><<<tiles, kThreads, kSharedBytes, stream>>>(
         a.points, a.point_norms, a.anchors, a.anchor_norms, a.n, a.m, a.d, a.exclude_self, a.tiles_per_split,
         a.candidates);
-    check_launch("fast_assign_tf32_kernel", stream);
+    check_launch(kSplit ? "fast_assign_tf32x3_kernel" : "fast_assign_tf32_kernel", stream);
+}
+
+template <bool kSplit>
+void launch_aligned(const FastAssignArgs& a, cudaStream_t stream) {
+    if (a.d % 4 == 0) {
+        launch<16, kSplit>(a, stream);
+    } else {
+        launch<4, kSplit>(a, stream);
+    }
 }
 
 }  // namespace
 
 void launch_fast_assign_tf32(const FastAssignArgs& a, cudaStream_t stream) {
-    if (a.d % 4 == 0) {
-        launch<16>(a, stream);
-    } else {
-        launch<4>(a, stream);
-    }
+    launch_aligned<false>(a, stream);
+}
+
+void launch_fast_assign_tf32x3(const FastAssignArgs& a, cudaStream_t stream) {
+    launch_aligned<true>(a, stream);
 }
 
 // Each operand is rounded to tf32 (relative error 2^-11), so a product is off by at most
@@ -273,6 +313,13 @@ void launch_fast_assign_tf32(const FastAssignArgs& a, cudaStream_t stream) {
 // norms and the epilogue's two additions add a few units more, as in fp32_rounding_factor.
 float tf32_rounding_factor(int d) {
     return std::ldexp(1.0f, -10) + std::ldexp(1.0f, -22) + static_cast<float>(2 * d + 8) * FLT_EPSILON * 0.5f;
+}
+
+// With a = head + tail + e (|a - head| <= 2^-11 |a|, |e| <= 2^-11 |a - head| <= 2^-22 |a|), the three
+// products leave out tail x tail and the terms with e: at most 3 * 2^-22 (1 + 2^-10) + 2^-33 of |a||b|,
+// under 2^-20 in all. The accumulation adds 3 d terms, taken as truncating as above.
+float tf32x3_rounding_factor(int d) {
+    return std::ldexp(1.0f, -20) + static_cast<float>(6 * d + 8) * FLT_EPSILON * 0.5f;
 }
 
 }  // namespace vlattice::cuda

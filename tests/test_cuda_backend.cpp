@@ -61,8 +61,8 @@ TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend"
                             Case{10007, 3, 1000, 0.1}, Case{10007, 129, 7, 0.0}, Case{10007, 784, 1000, 0.1},
                             Case{70001, 1, 7, 0.35}, Case{70001, 129, 5000, 0.1}, Case{70001, 784, 1, 0.0});
     // Both fast kernels: their windows of uncertainty differ, their assignments may not.
-    const FastKernel kernel = GENERATE(FastKernel::tf32, FastKernel::fp32);
-    INFO("n " << c.n << " d " << c.d << " m " << c.m << " trim " << c.trim << " tf32 " << (kernel == FastKernel::tf32));
+    const FastKernel kernel = GENERATE(FastKernel::tf32, FastKernel::tf32x3, FastKernel::fp32);
+    INFO("n " << c.n << " d " << c.d << " m " << c.m << " trim " << c.trim << " kernel " << static_cast<int>(kernel));
     std::mt19937_64 rng(run_seed ^ (c.n * 1000003 + c.d * 1009 + c.m));
     const Matrix x = duplicated_points(c.n, c.d, rng);
     const Matrix anchors = anchors_near(x, c.m, rng);
@@ -139,8 +139,8 @@ TEST_CASE("cuda: assign is exact where the fast float distances nearly tie", "[g
     const NearTie tie = near_tie(rng);
     const Matrix& x = tie.points;
     const Matrix& c = tie.anchors;
-    const FastKernel kernel = GENERATE(FastKernel::tf32, FastKernel::fp32);
-    INFO("tf32 " << (kernel == FastKernel::tf32));
+    const FastKernel kernel = GENERATE(FastKernel::tf32, FastKernel::tf32x3, FastKernel::fp32);
+    INFO("kernel " << static_cast<int>(kernel));
     auto gpu = make_cuda_backend(0, kernel);
     gpu->upload_points(x);
     gpu->upload_anchors(c);

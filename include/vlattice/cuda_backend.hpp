@@ -13,9 +13,10 @@ namespace vlattice {
 // calling thread's current CUDA device.
 //
 // The fast half of its exact assign runs on tensor cores (tf32) unless too many points then need
-// every anchor re-scored, when it drops to float32 FMAs for the rest of the run (`automatic`). The
-// other settings pin one kernel, for tests and measurements; the assignments are the same.
-enum class FastKernel { automatic, tf32, fp32 };
+// every anchor re-scored; then it moves to split tf32 operands (3xtf32, a window ~50x narrower),
+// and if that is still too wide, to float32 FMAs, for the rest of the run (`automatic`). The other
+// settings pin one kernel, for tests and measurements; the assignments are the same.
+enum class FastKernel { automatic, tf32, tf32x3, fp32 };
 std::unique_ptr<Backend> make_cuda_backend(int gpu = 0, FastKernel kernel = FastKernel::automatic);
 
 }  // namespace vlattice
