@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
@@ -41,12 +42,60 @@ void check_search(const VlatFile& file, const Matrix& queries, const SearchOptio
     }
 }
 
+namespace {
+
+// Queries are searched in blocks; each list a block probes is decoded once into a cache that all of
+// the block's queries read, since decoding costs several times what the distance does. A block
+// grows until its lists would take more than SearchOptions::cache_floats or it reaches the end of
+// the chunk of kChunkQueries queries whose probes were computed together.
+constexpr std::size_t kChunkQueries = 1024;
+
+struct Block {
+    std::size_t count = 0;  // queries, from the one plan_block started at
+    std::vector<std::uint32_t> lists;        // the anchors the block probes, in increasing order
+    std::vector<std::size_t> cache_row;      // per anchor: its first row in the cache (lists only)
+    std::size_t cache_rows = 0;
+};
+
+// Extends the block from query `first` to at most `end` while its decoded lists fit the cache;
+// probes[q - chunk] are query q's.
+Block plan_block(std::size_t first, std::size_t end, std::size_t chunk, const std::vector<std::vector<Scored>>& probes,
+                 const MemberLists& lists, std::size_t d, std::size_t m, std::size_t cache_floats) {
+    Block block;
+    block.cache_row.assign(m, SIZE_MAX);
+    for (std::size_t q = first; q < end; ++q) {
+        std::size_t added = 0;
+        for (const auto& probe : probes[q - chunk]) {
+            const std::uint32_t j = probe.second;
+            if (block.cache_row[j] == SIZE_MAX) {
+                added += lists.start[j + 1] - lists.start[j];
+            }
+        }
+        if (block.count > 0 && (block.cache_rows + added) * d > cache_floats) {
+            break;
+        }
+        for (const auto& probe : probes[q - chunk]) {
+            const std::uint32_t j = probe.second;
+            if (block.cache_row[j] == SIZE_MAX) {
+                block.cache_row[j] = block.cache_rows;
+                block.cache_rows += lists.start[j + 1] - lists.start[j];
+                block.lists.push_back(j);
+            }
+        }
+        ++block.count;
+    }
+    return block;
+}
+
+}  // namespace
+
 Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOptions& options) {
     check_search(file, queries, options);
     const Matrix& anchors = file.anchors;
     const std::size_t d = anchors.cols;
     const std::size_t m = anchors.rows;
     const std::size_t nprobe = options.nprobe == 0 ? m : std::min(options.nprobe, m);
+    const bool coded = !file.residuals.empty();
     const MemberLists lists = member_lists(file.assignments, m);
 
     Neighbors out;
@@ -55,39 +104,63 @@ Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOption
     out.ids.assign(queries.rows * options.k, -1);
     out.distances.assign(queries.rows * options.k, std::numeric_limits<float>::infinity());
     std::uint64_t visited = 0;
-    const std::ptrdiff_t count = static_cast<std::ptrdiff_t>(queries.rows);
-#pragma omp parallel reduction(+ : visited)
-    {
-        std::vector<Scored> probes(m);
-        std::vector<Scored> candidates;
-        std::vector<float> reconstruction(d);
-#pragma omp for schedule(dynamic, 4)
-        for (std::ptrdiff_t qq = 0; qq < count; ++qq) {
-            const auto q = static_cast<std::size_t>(qq);
-            const float* query = queries.row(q);
-            probes.resize(m);
+    std::vector<std::vector<Scored>> probes;
+    Matrix cache;
+    for (std::size_t chunk = 0; chunk < queries.rows; chunk += kChunkQueries) {
+        const std::size_t end = std::min(queries.rows, chunk + kChunkQueries);
+        probes.resize(end - chunk);
+        const auto ahead = static_cast<std::ptrdiff_t>(probes.size());
+#pragma omp parallel for schedule(dynamic, 4)
+        for (std::ptrdiff_t qq = 0; qq < ahead; ++qq) {
+            std::vector<Scored>& probe = probes[static_cast<std::size_t>(qq)];
+            const float* query = queries.row(chunk + static_cast<std::size_t>(qq));
+            probe.resize(m);
             for (std::size_t j = 0; j < m; ++j) {
-                probes[j] = {distance(query, anchors.row(j), d), static_cast<std::uint32_t>(j)};
+                probe[j] = {distance(query, anchors.row(j), d), static_cast<std::uint32_t>(j)};
             }
-            keep_smallest(probes, nprobe);
-            candidates.clear();
-            for (const auto& [anchor_distance, j] : probes) {
-                for (std::size_t p = lists.start[j]; p < lists.start[j + 1]; ++p) {
-                    const std::uint32_t i = lists.members[p];
-                    float dist = anchor_distance;
-                    if (!file.residuals.empty()) {
-                        decode_row(anchors, file.residuals, j, i, reconstruction.data());
-                        dist = distance(query, reconstruction.data(), d);
+            keep_smallest(probe, nprobe);
+        }
+        for (std::size_t first = chunk; first < end;) {
+            const Block block = plan_block(first, end, chunk, probes, lists, d, m, options.cache_floats);
+            if (coded) {
+                cache.rows = block.cache_rows;
+                cache.cols = d;
+                cache.data.resize(block.cache_rows * d);
+                const auto list_count = static_cast<std::ptrdiff_t>(block.lists.size());
+#pragma omp parallel for schedule(dynamic, 8)
+                for (std::ptrdiff_t l = 0; l < list_count; ++l) {
+                    const std::uint32_t j = block.lists[static_cast<std::size_t>(l)];
+                    for (std::size_t p = lists.start[j]; p < lists.start[j + 1]; ++p) {
+                        decode_row(anchors, file.residuals, j, lists.members[p],
+                                   cache.row(block.cache_row[j] + p - lists.start[j]));
                     }
-                    candidates.emplace_back(dist, i);
                 }
             }
-            visited += candidates.size();
-            keep_smallest(candidates, options.k);
-            for (std::size_t r = 0; r < candidates.size(); ++r) {
-                out.ids[q * options.k + r] = candidates[r].second;
-                out.distances[q * options.k + r] = candidates[r].first;
+            const auto count = static_cast<std::ptrdiff_t>(block.count);
+#pragma omp parallel reduction(+ : visited)
+            {
+                std::vector<Scored> candidates;
+#pragma omp for schedule(dynamic, 4)
+                for (std::ptrdiff_t qq = 0; qq < count; ++qq) {
+                    const std::size_t q = first + static_cast<std::size_t>(qq);
+                    const float* query = queries.row(q);
+                    candidates.clear();
+                    for (const auto& [anchor_distance, j] : probes[q - chunk]) {
+                        const float* rows = coded ? cache.row(block.cache_row[j]) : nullptr;
+                        for (std::size_t p = lists.start[j]; p < lists.start[j + 1]; ++p) {
+                            const float dist = coded ? distance(query, rows + (p - lists.start[j]) * d, d) : anchor_distance;
+                            candidates.emplace_back(dist, lists.members[p]);
+                        }
+                    }
+                    visited += candidates.size();
+                    keep_smallest(candidates, options.k);
+                    for (std::size_t r = 0; r < candidates.size(); ++r) {
+                        out.ids[q * options.k + r] = candidates[r].second;
+                        out.distances[q * options.k + r] = candidates[r].first;
+                    }
+                }
             }
+            first += block.count;
         }
     }
     out.visited = visited;

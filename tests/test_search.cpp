@@ -105,6 +105,23 @@ TEST_CASE("search returns the contract's neighbours, with and without codes, at 
     }
 }
 
+TEST_CASE("search gives the same answer whatever blocks its decoded-list cache cuts the queries into", "[search]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Matrix x = duplicated_points(900, 7, rng);
+    const Matrix queries = random_points(1500, 7, rng);  // more than one chunk of 1,024 queries
+    const VlatFile file = compressed(x, 30, 4, rng);
+    for (const std::size_t nprobe : {2, 0}) {
+        for (const std::size_t cache : {std::size_t{0}, std::size_t{7 * 100}, std::size_t{64} << 20}) {
+            INFO("nprobe " << nprobe << ", cache " << cache);
+            SearchOptions options{5, nprobe};
+            options.cache_floats = cache;
+            check_same(search(file, queries, options), brute_force(file, queries, 5, nprobe));
+        }
+    }
+}
+
 TEST_CASE("search pads with -1 when fewer than k vectors are visited", "[search]") {
     const std::uint64_t s = seed();
     INFO("seed " << s);

@@ -16,6 +16,10 @@ namespace vlattice {
 struct SearchOptions {
     std::size_t k = 10;      // neighbours per query, >= 1
     std::size_t nprobe = 0;  // anchors visited per query; 0 or >= m visits every anchor (exhaustive)
+    // The CPU decodes each probed list once for a block of queries, holding at most this many floats
+    // (256 MiB: all of Fashion-MNIST, so its exhaustive search decodes each vector once per 1,024
+    // queries); a block that would need more is split. The answer does not depend on it.
+    std::size_t cache_floats = std::size_t{64} << 20;
 };
 
 // The arithmetic is fixed so that the CPU and the GPU return the same bits: a distance is
