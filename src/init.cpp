@@ -11,6 +11,42 @@ namespace vlattice {
 
 namespace {
 
+// A loop of a round runs on several threads only from this many point coordinates on (8k points of
+// 128 dimensions, about 0.1 ms of distances). Below it, waking the threads costs more than they
+// save, and idle OpenMP threads keep spinning for a while after each parallel region, slowing the
+// main thread wherever they share a core with it. Late rounds visit few points, so even a large
+// sample runs only its first rounds in parallel. On 16 cores, 10k x 128 with m = 64 over all 10k
+// points took 16 ms on one thread and 5 ms on 16.
+constexpr std::size_t kParallelWork = std::size_t{1} << 20;
+
+// ordered_squared_distance, which is nearly all of k-means++'s time, compiled a second time for AVX2
+// and chosen when the program loads where the CPU has it. The lanes are added and multiplied as
+// before, only twice as many at once and never fused, so every result is bit for bit the same; a
+// 128-d distance takes about 40% less time.
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+double anchor_distance(const float* a, const float* b, std::size_t d) {
+    return ordered_squared_distance(a, b, d);
+}
+
+// body(0), ..., body(n - 1), on the OpenMP threads when `parallel`. A serial loop does not enter an
+// OpenMP region at all: even one whose if clause is false costs a futex call on leaving (libgomp's
+// closing barrier), which hundreds of small rounds add up to a sizeable part of their time.
+template <class Body>
+void for_each_index(std::size_t n, bool parallel, const Body& body) {
+    if (!parallel) {
+        for (std::size_t i = 0; i < n; ++i) {
+            body(i);
+        }
+        return;
+    }
+#pragma omp parallel for schedule(guided)
+    for (std::size_t i = 0; i < n; ++i) {
+        body(i);
+    }
+}
+
 // The state of D^2 sampling over the sample. Each sample point knows its nearest chosen anchor and
 // each anchor its members and their largest distance, so that a new anchor c only visits the
 // members of anchors a with ||c - a|| < 2 * radius(a): a point x of a with ||c - a|| >= 2 ||x - a||
@@ -20,17 +56,15 @@ class DSquaredSampler {
 public:
     DSquaredSampler(const Matrix& points, std::vector<std::size_t> sample, std::size_t m)
         : points_(points), sample_(std::move(sample)), anchors_(m, points.cols), nearest_(sample_.size(), 0.0),
-          members_(m), radius_(m, 0.0),
-          block_sum_((sample_.size() + kBlock - 1) / kBlock, 0.0),
-          parallel_(sample_.size() * points.cols >= kParallelWork) {}
+          members_(m), radius_(m, 0.0), gap_(m, 0.0), moved_(sample_.size()),
+          block_sum_((sample_.size() + kBlock - 1) / kBlock, 0.0), dirty_(block_sum_.size(), false) {}
 
     std::size_t size() const { return sample_.size(); }
-    std::size_t row_of(std::size_t i) const { return sample_[i]; }
     Matrix take_anchors() { return std::move(anchors_); }
 
     // Adds sample point `chosen` as anchor j and lowers every weight it lowers.
     void add(std::size_t j, std::size_t chosen) {
-        std::memcpy(anchors_.row(j), points_.row(sample_[chosen]), anchors_.cols * sizeof(float));
+        std::memcpy(anchors_.row(j), point(chosen), anchors_.cols * sizeof(float));
         if (j == 0) {
             first_anchor();
         } else {
@@ -71,17 +105,32 @@ public:
 
 private:
     static constexpr std::size_t kBlock = 256;
-    // Below this many sample coordinates a round's work is smaller than waking the threads: on 16
-    // cores, 10k x 128 with m = 256 took 58 ms with threads, about 15 ms without.
-    static constexpr std::size_t kParallelWork = std::size_t{1} << 22;
+    // Long member lists are cut into spans of this many, so that the first rounds, when one or two
+    // anchors own every point, still split among the threads.
+    static constexpr std::size_t kSpan = 256;
+
+    // Members [begin, end) of one anchor's list, lowered by one thread. Afterwards the `kept` that
+    // stay lie at [begin, begin + kept) in their old order, the `moved` that go to the new anchor at
+    // moved_[scratch], and the two maxima are their largest weights.
+    struct Span {
+        std::size_t anchor = 0;
+        std::size_t begin = 0;
+        std::size_t end = 0;
+        std::size_t scratch = 0;
+        std::size_t kept = 0;
+        std::size_t moved = 0;
+        double kept_max = 0.0;
+        double moved_max = 0.0;
+    };
+
+    const float* point(std::size_t i) const { return points_.row(sample_[i]); }
 
     void first_anchor() {
         const std::size_t s = sample_.size();
+        const std::size_t d = anchors_.cols;
         const float* anchor = anchors_.row(0);
-#pragma omp parallel for schedule(static) if (parallel_)
-        for (std::size_t i = 0; i < s; ++i) {
-            nearest_[i] = ordered_squared_distance(points_.row(sample_[i]), anchor, anchors_.cols);
-        }
+        for_each_index(s, s * d >= kParallelWork,
+                       [&](std::size_t i) { nearest_[i] = anchor_distance(point(i), anchor, d); });
         members_[0].resize(s);
         std::iota(members_[0].begin(), members_[0].end(), std::uint32_t{0});
         radius_[0] = std::sqrt(*std::max_element(nearest_.begin(), nearest_.end()));
@@ -90,55 +139,105 @@ private:
         }
     }
 
+    // Each span is worked by one thread and lists its moves apart, so the outcome does not depend
+    // on the schedule.
     void claim_for(std::size_t j) {
-        const std::size_t d = anchors_.cols;
-        std::vector<double> gap(j);
-#pragma omp parallel for schedule(static) if (parallel_)
-        for (std::size_t a = 0; a < j; ++a) {
-            gap[a] = std::sqrt(ordered_squared_distance(anchors_.row(a), anchors_.row(j), d));
+        measure_gaps(j);
+        const std::size_t visits = plan_spans(j);
+        for_each_index(spans_.size(), visits * anchors_.cols >= kParallelWork,
+                       [&](std::size_t t) { lower(spans_[t], j); });
+        regroup(j);
+        for (std::size_t b = 0; b < block_sum_.size(); ++b) {
+            if (dirty_[b]) {
+                refresh_block(b);
+                dirty_[b] = false;
+            }
         }
-        // Per previous anchor: the members that move to j. Each anchor's list is filtered by one
-        // thread, so the outcome does not depend on the schedule.
-        std::vector<std::vector<std::uint32_t>> moved(j);
-#pragma omp parallel for schedule(dynamic, 16) if (parallel_)
+    }
+
+    // gap_[a] = ||anchor a - anchor j|| for every earlier anchor a.
+    void measure_gaps(std::size_t j) {
+        const std::size_t d = anchors_.cols;
+        const float* anchor = anchors_.row(j);
+        for_each_index(j, j * d >= kParallelWork,
+                       [&](std::size_t a) { gap_[a] = std::sqrt(anchor_distance(anchors_.row(a), anchor, d)); });
+    }
+
+    // Spans over the members of every anchor that may lose some to anchor j; returns their count.
+    std::size_t plan_spans(std::size_t j) {
+        spans_.clear();
+        std::size_t visits = 0;
         for (std::size_t a = 0; a < j; ++a) {
-            if (!(gap[a] < 2.0 * radius_[a])) {
+            if (!(gap_[a] < 2.0 * radius_[a])) {
                 continue;
             }
+            const std::size_t size = members_[a].size();
+            for (std::size_t begin = 0; begin < size; begin += kSpan) {
+                spans_.push_back({a, begin, std::min(begin + kSpan, size), visits + begin});
+            }
+            visits += size;
+        }
+        return visits;
+    }
+
+    // Lowers the weights of the span's members that are nearer to anchor j, and sorts the members
+    // into those that stay and those that move to j.
+    void lower(Span& span, std::size_t j) {
+        const std::size_t d = anchors_.cols;
+        const float* anchor = anchors_.row(j);
+        const double gap = gap_[span.anchor];
+        std::uint32_t* list = members_[span.anchor].data();
+        std::uint32_t* moved = moved_.data() + span.scratch;
+        // Counts and maxima in locals: the stores to nearest_ would otherwise force them to memory.
+        std::size_t kept = 0;
+        std::size_t moves = 0;
+        double kept_max = 0.0;
+        double moved_max = 0.0;
+        for (std::size_t t = span.begin; t < span.end; ++t) {
+            const std::uint32_t i = list[t];
+            const double current = nearest_[i];
+            if (gap < 2.0 * std::sqrt(current)) {
+                const double dist = anchor_distance(point(i), anchor, d);
+                if (dist < current) {
+                    nearest_[i] = dist;
+                    moved[moves++] = i;
+                    moved_max = std::max(moved_max, dist);
+                    continue;
+                }
+            }
+            list[span.begin + kept++] = i;
+            kept_max = std::max(kept_max, current);
+        }
+        span.kept = kept;
+        span.moved = moves;
+        span.kept_max = kept_max;
+        span.moved_max = moved_max;
+    }
+
+    // Closes the gaps the moves left in each list, hands the moved members to anchor j in span
+    // order, updates the radii and marks the blocks whose weights changed.
+    void regroup(std::size_t j) {
+        std::vector<std::uint32_t>& mine = members_[j];
+        double mine_max = 0.0;
+        for (std::size_t t = 0; t < spans_.size();) {
+            const std::size_t a = spans_[t].anchor;
             std::vector<std::uint32_t>& list = members_[a];
             std::size_t kept = 0;
-            double radius = 0.0;
-            for (std::uint32_t i : list) {
-                const double current = nearest_[i];
-                if (gap[a] < 2.0 * std::sqrt(current)) {
-                    const double dist = ordered_squared_distance(points_.row(sample_[i]), anchors_.row(j), d);
-                    if (dist < current) {
-                        nearest_[i] = dist;
-                        moved[a].push_back(i);
-                        continue;
-                    }
-                }
-                list[kept++] = i;
-                radius = std::max(radius, current);
+            double kept_max = 0.0;
+            for (; t < spans_.size() && spans_[t].anchor == a; ++t) {
+                const Span& span = spans_[t];
+                std::memmove(list.data() + kept, list.data() + span.begin, span.kept * sizeof(std::uint32_t));
+                kept += span.kept;
+                kept_max = std::max(kept_max, span.kept_max);
+                mine.insert(mine.end(), moved_.begin() + span.scratch, moved_.begin() + span.scratch + span.moved);
+                mine_max = std::max(mine_max, span.moved_max);
             }
             list.resize(kept);
-            radius_[a] = std::sqrt(radius);
+            radius_[a] = std::sqrt(kept_max);
         }
-        std::vector<std::uint32_t>& mine = members_[j];
-        double radius = 0.0;
-        std::vector<std::size_t> touched;
-        for (const std::vector<std::uint32_t>& list : moved) {
-            for (std::uint32_t i : list) {
-                mine.push_back(i);
-                radius = std::max(radius, nearest_[i]);
-                touched.push_back(i / kBlock);
-            }
-        }
-        radius_[j] = std::sqrt(radius);
-        std::sort(touched.begin(), touched.end());
-        touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-        for (std::size_t b : touched) {
-            refresh_block(b);
+        radius_[j] = std::sqrt(mine_max);
+        for (std::uint32_t i : mine) {
+            dirty_[i / kBlock] = true;
         }
     }
 
@@ -158,8 +257,12 @@ private:
     std::vector<double> nearest_;  // squared distance to the nearest chosen anchor
     std::vector<std::vector<std::uint32_t>> members_;
     std::vector<double> radius_;  // an upper bound of sqrt(nearest) over each anchor's members
+    // Scratch of one round, kept between rounds so that a round allocates nothing.
+    std::vector<double> gap_;
+    std::vector<Span> spans_;
+    std::vector<std::uint32_t> moved_;
     std::vector<double> block_sum_;
-    bool parallel_;
+    std::vector<bool> dirty_;  // blocks whose weights changed this round
 };
 
 }  // namespace

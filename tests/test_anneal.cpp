@@ -10,6 +10,7 @@
 #include "vlattice/cpu_backend.hpp"
 
 #include <catch2/catch.hpp>
+#include <omp.h>
 
 #include <cstring>
 #include <memory>
@@ -103,6 +104,22 @@ TEST_CASE("the pruned k-means++ picks what plain D^2 sampling picks", "[anneal][
         }
     }
     CHECK(kmeans_plus_plus(x, m, sample_size, run_seed).data == expected.data);
+}
+
+TEST_CASE("k-means++ picks the same anchors on any number of threads", "[anneal][init]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    // 20000 x 64 is past init.cpp's kParallelWork, so the first rounds run in parallel, with the
+    // first anchor's long member list cut into spans for the threads.
+    const Matrix x = random_points(20000, 64, rng, 30);
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const Matrix one = kmeans_plus_plus(x, 60, x.rows, run_seed);
+    omp_set_num_threads(4);
+    const Matrix four = kmeans_plus_plus(x, 60, x.rows, run_seed);
+    omp_set_num_threads(threads);
+    CHECK(one.data == four.data);
 }
 
 TEST_CASE("cold and untrimmed, each iteration is exactly a Lloyd step", "[anneal]") {
