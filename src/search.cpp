@@ -146,13 +146,18 @@ Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOption
                     const float* query = queries.row(q);
                     candidates.clear();
                     for (const auto& [anchor_distance, j] : probes[q - chunk]) {
+                        visited += lists.start[j + 1] - lists.start[j];
+                        // Without codes a list's members all lie at its anchor's distance, and the
+                        // probes come nearest first: once k are in hand, a farther list adds nothing.
+                        if (!coded && candidates.size() >= options.k && anchor_distance > candidates.back().first) {
+                            continue;
+                        }
                         const float* rows = coded ? cache.row(block.cache_row[j]) : nullptr;
                         for (std::size_t p = lists.start[j]; p < lists.start[j + 1]; ++p) {
                             const float dist = coded ? distance(query, rows + (p - lists.start[j]) * d, d) : anchor_distance;
                             candidates.emplace_back(dist, lists.members[p]);
                         }
                     }
-                    visited += candidates.size();
                     keep_smallest(candidates, options.k);
                     for (std::size_t r = 0; r < candidates.size(); ++r) {
                         out.ids[q * options.k + r] = candidates[r].second;
