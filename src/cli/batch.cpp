@@ -341,10 +341,8 @@ void write_summary(const std::string& folder, const nlohmann::json& rows) {
 
 int batch(int argc, char** argv) {
     BatchArgs args;
-    po::options_description options("options");
-    add_options(options, args);
     po::variables_map values;
-    if (!parse_command_line(argc, argv, kHelp, options, values)) {
+    if (!parse_command_line(argc, argv, kHelp, [&](po::options_description& o) { add_options(o, args); }, values)) {
         return 0;
     }
     if (values.count("input")) {

@@ -176,10 +176,8 @@ void print_table(const Comparison& c) {
 
 int compare(int argc, char** argv) {
     CompareArgs args;
-    po::options_description options("options");
-    add_options(options, args);
     po::variables_map values;
-    if (!parse_command_line(argc, argv, kHelp, options, values)) {
+    if (!parse_command_line(argc, argv, kHelp, [&](po::options_description& o) { add_options(o, args); }, values)) {
         return 0;
     }
     Comparison c;

@@ -84,10 +84,8 @@ void print_summary(const RunInput& input, const AnnealConfig& config, const FitR
 
 int compress(int argc, char** argv) {
     CompressArgs args;
-    po::options_description options("options");
-    add_options(options, args);
     po::variables_map values;
-    if (!parse_command_line(argc, argv, kHelp, options, values)) {
+    if (!parse_command_line(argc, argv, kHelp, [&](po::options_description& o) { add_options(o, args); }, values)) {
         return 0;
     }
     args.input = values["input"].as<std::string>();

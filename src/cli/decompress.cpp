@@ -58,10 +58,8 @@ void add_options(po::options_description& options, DecompressArgs& a) {
 
 int decompress(int argc, char** argv) {
     DecompressArgs args;
-    po::options_description options("options");
-    add_options(options, args);
     po::variables_map values;
-    if (!parse_command_line(argc, argv, kHelp, options, values)) {
+    if (!parse_command_line(argc, argv, kHelp, [&](po::options_description& o) { add_options(o, args); }, values)) {
         return 0;
     }
     args.input = values["input"].as<std::string>();

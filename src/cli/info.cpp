@@ -127,10 +127,11 @@ void print_text(const nlohmann::json& info, const std::string& path) {
 
 int info(int argc, char** argv) {
     bool as_json = false;
-    po::options_description options("options");
-    options.add_options()("json", po::bool_switch(&as_json), "print one JSON object with the same fields");
     po::variables_map values;
-    if (!parse_command_line(argc, argv, kHelp, options, values)) {
+    const auto declare = [&](po::options_description& options) {
+        options.add_options()("json", po::bool_switch(&as_json), "print one JSON object with the same fields");
+    };
+    if (!parse_command_line(argc, argv, kHelp, declare, values)) {
         return 0;
     }
     const std::string path = values["input"].as<std::string>();

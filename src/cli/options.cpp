@@ -6,8 +6,10 @@
 
 namespace vlattice::cli {
 
-bool parse_command_line(int argc, char** argv, const CommandHelp& help, po::options_description& options,
-                        po::variables_map& values) {
+bool parse_command_line(int argc, char** argv, const CommandHelp& help,
+                        const std::function<void(po::options_description&)>& declare, po::variables_map& values) {
+    po::options_description options("options");
+    declare(options);
     options.add_options()("help,h", "print this help and exit");
     po::options_description hidden;
     if (help.many_inputs) {

@@ -35,12 +35,12 @@ struct CommandHelp {
     bool many_inputs = false;
 };
 
-// Parses argv (argv[0] is the command name) into `values`, adding -h/--help and the positional
-// argument to `options`. Returns false when help was asked for and printed; the caller then exits
-// 0. Throws UsageError (or a Boost.Program_options error) on a bad command line, including a missing
-// positional argument or a missing required option.
-bool parse_command_line(int argc, char** argv, const CommandHelp& help, po::options_description& options,
-                        po::variables_map& values);
+// Parses argv (argv[0] is the command name) into `values`: the options `declare` adds, -h/--help
+// and the positional argument. Returns false when help was asked for and printed; the caller then
+// exits 0. Throws UsageError (or a Boost.Program_options error) on a bad command line, including a
+// missing positional argument or a missing required option.
+bool parse_command_line(int argc, char** argv, const CommandHelp& help,
+                        const std::function<void(po::options_description&)>& declare, po::variables_map& values);
 
 // Runs a sub-command's body and maps what it throws to "vlattice <command>: error: <message>" on
 // stderr and the exit status: usage errors 2, everything else 1.

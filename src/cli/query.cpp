@@ -126,10 +126,8 @@ void check_vector_ids(const Matrix& truth, std::uint64_t n, const std::string& n
 
 int query(int argc, char** argv) {
     QueryArgs args;
-    po::options_description options("options");
-    add_options(options, args);
     po::variables_map values;
-    if (!parse_command_line(argc, argv, kHelp, options, values)) {
+    if (!parse_command_line(argc, argv, kHelp, [&](po::options_description& o) { add_options(o, args); }, values)) {
         return 0;
     }
     args.input = values["input"].as<std::string>();
