@@ -18,13 +18,13 @@ std::string shape(const Matrix& m) {
 void check_compressed_set(const VlatFile& file) {
     const Matrix& anchors = file.anchors;
     if (anchors.cols != file.d || file.assignments.size() != file.n) {
-        throw Error("reconstruct: anchors are " + shape(anchors) + " and there are " +
+        throw Error("anchors are " + shape(anchors) + " and there are " +
                     std::to_string(file.assignments.size()) + " assignments, but the header says n = " +
                     std::to_string(file.n) + ", d = " + std::to_string(file.d));
     }
     for (std::size_t i = 0; i < file.n; ++i) {
         if (file.assignments[i] >= anchors.rows) {
-            throw Error("reconstruct: vector " + std::to_string(i) + " is assigned to anchor " +
+            throw Error("vector " + std::to_string(i) + " is assigned to anchor " +
                         std::to_string(file.assignments[i]) + " but there are only " + std::to_string(anchors.rows) +
                         " anchors");
         }
@@ -36,12 +36,12 @@ void check_compressed_set(const VlatFile& file) {
     const CodeLayout layout = code_layout(codes.layout.bits);
     if (layout.byte != codes.layout.byte || layout.shift != codes.layout.shift ||
         layout.code_bytes != codes.layout.code_bytes) {
-        throw Error("reconstruct: the residual code layout is not the one its widths give");
+        throw Error("the residual code layout is not the one its widths give");
     }
     if ((codes.layout.bits.size() != file.d || codes.offset.rows != anchors.rows || codes.offset.cols != file.d ||
          codes.step.rows != anchors.rows || codes.step.cols != file.d ||
          codes.codes.size() != file.n * codes.layout.code_bytes)) {
-        throw Error("reconstruct: residual codes of " + std::to_string(codes.layout.bits.size()) + " widths, " +
+        throw Error("residual codes of " + std::to_string(codes.layout.bits.size()) + " widths, " +
                     shape(codes.offset) + " offsets, " + shape(codes.step) + " steps and " +
                     std::to_string(codes.codes.size()) + " code bytes do not fit n = " + std::to_string(file.n) +
                     ", d = " + std::to_string(file.d) + ", m = " + std::to_string(anchors.rows));

@@ -6,6 +6,7 @@
 #include "io/binary_file.hpp"
 #include "little_endian.hpp"
 #include "vlattice/atomic_file.hpp"
+#include "vlattice/codec.hpp"
 #include "vlattice/half.hpp"
 
 #include <xxhash.h>
@@ -143,21 +144,16 @@ CodeLayout code_layout_or_throw(const std::string& path, const std::vector<std::
     }
 }
 
+// The codes' shapes are checked where every decoder checks them (check_compressed_set).
 void check_residuals(const std::string& path, const VlatFile& file) {
-    const ResidualCodes& r = file.residuals;
-    if (file.codec == ResidualCodec::none) {
-        if (!r.empty()) {
-            throw Error(path + ": residual codes given, but the codec is none");
-        }
-        return;
+    if ((file.codec == ResidualCodec::none) != file.residuals.empty()) {
+        throw Error(path + ": the residual codec is " + codec_name(file.codec) + ", but residual codes are " +
+                    (file.residuals.empty() ? "missing" : "given"));
     }
-    const std::size_t m = file.anchors.rows;
-    const CodeLayout layout = code_layout_or_throw(path, r.layout.bits);
-    if (r.layout.bits.size() != file.d || r.layout.code_bytes != layout.code_bytes || r.offset.rows != m ||
-        r.offset.cols != file.d || r.step.rows != m || r.step.cols != file.d ||
-        r.codes.size() != file.n * layout.code_bytes) {
-        throw Error(path + ": residual codes do not match n = " + std::to_string(file.n) + ", d = " +
-                    std::to_string(file.d) + ", m = " + std::to_string(m));
+    try {
+        check_compressed_set(file);
+    } catch (const Error& e) {
+        throw Error(path + ": " + e.what());
     }
 }
 

@@ -563,3 +563,28 @@ TEST_CASE("read_vlat rejects a damaged RESI section, naming it", "[format]") {
                           StartsWith(damaged) && Contains("section RESI truncated"));
     }
 }
+
+TEST_CASE("write_vlat refuses residual codes that do not fit the file", "[format]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    ScratchDir dir;
+    const std::string path = dir.path("codes.vlat");
+    const VlatFile good = sample(rng, 200, 5, 9, AnchorStorage::f32, true);
+
+    VlatFile no_codes = good;
+    no_codes.residuals = ResidualCodes{};
+    CHECK_THROWS_WITH(write_vlat(path, no_codes), Contains(path) && Contains("residual codes are missing"));
+    VlatFile no_codec = good;
+    no_codec.codec = ResidualCodec::none;
+    CHECK_THROWS_WITH(write_vlat(path, no_codec), Contains("the residual codec is none, but residual codes are given"));
+    VlatFile short_codes = good;
+    short_codes.residuals.codes.pop_back();
+    CHECK_THROWS_WITH(write_vlat(path, short_codes), Contains(path) && Contains("do not fit n = 200, d = 5, m = 9"));
+    VlatFile moved = good;
+    moved.residuals.layout.shift[0] ^= 1;
+    CHECK_THROWS_WITH(write_vlat(path, moved), Contains("layout is not the one its widths give"));
+    CHECK_FALSE(std::filesystem::exists(path));
+    write_vlat(path, good);
+    CHECK(read_vlat(path).residuals.codes == good.residuals.codes);
+}
