@@ -1,9 +1,12 @@
 // Residual codes and search end to end: compress at a budget, decompress, query, as a user runs them.
 #include "support.hpp"
 
+#include "vlattice/device.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <string>
 
 using namespace vlattice::test;
@@ -183,4 +186,26 @@ TEST_CASE("query rejects bad input, naming what is wrong", "[cli][codes]") {
           "100 rows of true neighbours for 3000 queries");
     fails(queries + " -o " + quote(ann.dir.path("found.npy")), 1, "written as HDF5");
     fails("", 2, "--queries");
+}
+
+TEST_CASE("decompress and query --device cuda either use the GPU or say why they cannot", "[cli][codes]") {
+    const AnnFile ann;
+    const std::string vlat = ann.dir.path("d.vlat");
+    REQUIRE(run_cli("compress " + quote(ann.path) + " -o " + quote(vlat) + kRun + " --bits 4").exit_code == 0);
+    const vlattice::GpuStatus gpu = vlattice::gpu_status(0);
+    const CommandResult decoded = run_cli("decompress " + quote(vlat) + " -o " + quote(ann.dir.path("y.npy")) + " --device cuda");
+    const CommandResult found = run_cli("query " + quote(vlat) + " --queries " + quote(ann.path) + " --device cuda --json");
+    INFO(decoded.output << found.output);
+    if (gpu.usable) {
+        CHECK(decoded.exit_code == 0);
+        CHECK_THAT(decoded.output, Contains("decoded on the GPU"));
+        CHECK(found.exit_code == 0);
+        CHECK(nlohmann::json::parse(found.output)["device"] == "cuda");
+    } else {
+        for (const CommandResult* run : {&decoded, &found}) {
+            CHECK(run->exit_code == 1);
+            CHECK_THAT(run->output, Contains("--device cuda: no usable GPU") && Contains("use --device cpu"));
+        }
+        CHECK_FALSE(std::filesystem::exists(ann.dir.path("y.npy")));
+    }
 }
