@@ -42,12 +42,12 @@ __global__ void scatter_rows_kernel(float* __restrict__ anchors, const float* __
     }
 }
 
-__global__ void gather_rows_kernel(const float* __restrict__ points, const std::uint32_t* __restrict__ members,
+__global__ void gather_rows_kernel(PointRows points, const std::uint32_t* __restrict__ members,
                                    std::size_t count, int d, float* __restrict__ out) {
     const std::size_t total = count * d;
     for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
          e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-        out[e] = points[static_cast<std::size_t>(members[e / d]) * d + e % d];
+        out[e] = points.at(members[e / d], static_cast<int>(e % d));
     }
 }
 
@@ -92,7 +92,7 @@ void launch_select_members(const std::uint32_t* assignment, std::size_t n, std::
                                      static_cast<std::int64_t>(n), IsMember{assignment, anchor}, stream));
 }
 
-void launch_gather_rows(const float* points, const std::uint32_t* members, std::size_t count, int d, float* out,
+void launch_gather_rows(const PointRows& points, const std::uint32_t* members, std::size_t count, int d, float* out,
                         cudaStream_t stream) {
     if (count == 0) {
         return;

@@ -2,6 +2,8 @@
 // gathering the members of one anchor.
 #pragma once
 
+#include "point_rows.cuh"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -24,8 +26,8 @@ void launch_select_members(const std::uint32_t* assignment, std::size_t n, std::
                            std::uint32_t* members, std::int64_t* selected, void* temp, std::size_t temp_bytes,
                            cudaStream_t stream);
 
-// out row r <- points row members[r], for r < count.
-void launch_gather_rows(const float* points, const std::uint32_t* members, std::size_t count, int d, float* out,
+// out row r <- points row members[r] as float32, for r < count.
+void launch_gather_rows(const PointRows& points, const std::uint32_t* members, std::size_t count, int d, float* out,
                         cudaStream_t stream);
 
 }  // namespace vlattice::cuda

@@ -7,6 +7,7 @@
 #include <math_constants.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace vlattice::cuda {
 
@@ -27,15 +28,24 @@ struct Bound {
     const float* point_norms;
     const float* anchor_norms;
     const unsigned* max_anchor_norm_bits;
-    float factor;  // the fast kernel's rounding factor
+    float factor;    // the fast kernel's rounding factor
+    float absolute;  // plus this much, for two distances (the half kernels' values below the normal range)
+    const unsigned* overflow;  // optional: kHalfOverflow set means the fast distances bound nothing
+    bool repair;     // false: the fast argmin stands unless the operands overflowed
 };
+
+// The fast distance of a Candidate value (which leaves out ||x||^2) for point i.
+__device__ __forceinline__ float distance_of(float value, std::size_t i, const Bound& bound) {
+    return bound.point_norms[i] + value;
+}
 
 // Any anchor whose fast distance exceeds this cannot be nearer than the best in exact arithmetic:
 // the CPU's bound, with the fast kernel's factor.
 __device__ __forceinline__ float threshold_of(const Candidate& c, std::size_t i, const Bound& bound) {
     const float max_anchor_norm = __uint_as_float(*bound.max_anchor_norm_bits);
-    return c.dist[0] +
-           bound.factor * (2.0f * bound.point_norms[i] + bound.anchor_norms[c.id[0]] + max_anchor_norm);
+    return distance_of(c.dist[0], i, bound) +
+           bound.factor * (2.0f * bound.point_norms[i] + bound.anchor_norms[c.id[0]] + max_anchor_norm) +
+           bound.absolute;
 }
 
 // Combines the splits, then sorts each point: certain (no other anchor within the bound of the best),
@@ -49,10 +59,17 @@ __global__ void resolve_kernel(const Candidate* __restrict__ candidates, int spl
         return;
     }
     const Candidate c = merged(candidates, splits, n, i);
-    const float threshold = threshold_of(c, i, bound);
     chosen[i] = c.id[0];
-    if (c.dist[1] <= threshold) {
-        if (c.next > threshold) {
+    if (bound.overflow != nullptr && (*bound.overflow & kHalfOverflow) != 0) {
+        uncertain[n - 1 - atomicAdd(&uncertain_counts[1], 1u)] = static_cast<std::uint32_t>(i);
+        return;
+    }
+    if (!bound.repair) {
+        return;
+    }
+    const float threshold = threshold_of(c, i, bound);
+    if (distance_of(c.dist[1], i, bound) <= threshold) {
+        if (distance_of(c.next, i, bound) > threshold) {
             uncertain[atomicAdd(&uncertain_counts[0], 1u)] = static_cast<std::uint32_t>(i);
         } else {
             uncertain[n - 1 - atomicAdd(&uncertain_counts[1], 1u)] = static_cast<std::uint32_t>(i);
@@ -64,7 +81,7 @@ __global__ void resolve_kernel(const Candidate* __restrict__ candidates, int spl
 // (distance, anchor) order keeps the lowest anchor on ties, as on the CPU. The list's order depends
 // on scheduling, but each point's result does not.
 __global__ void __launch_bounds__(kThreads)
-    rescore_short_kernel(const float* __restrict__ points, const float* __restrict__ anchors, int d,
+    rescore_short_kernel(PointRows points, const float* __restrict__ anchors, int d,
                          const Candidate* __restrict__ candidates, int splits, std::size_t n, Bound bound,
                          const std::uint32_t* __restrict__ uncertain, const unsigned* __restrict__ uncertain_counts,
                          std::uint32_t* __restrict__ chosen) {
@@ -80,11 +97,11 @@ __global__ void __launch_bounds__(kThreads)
         std::uint32_t ids[kKeep];
 #pragma unroll
         for (int s = 0; s < kKeep; ++s) {
-            ids[s] = c.dist[s] <= threshold && c.id[s] != kNoAnchor ? c.id[s] : c.id[0];
+            ids[s] = distance_of(c.dist[s], i, bound) <= threshold && c.id[s] != kNoAnchor ? c.id[s] : c.id[0];
             rows[s] = anchors + static_cast<std::size_t>(ids[s]) * d;
         }
         double dist[kKeep];
-        warp_squared_distances<kKeep>(points + static_cast<std::size_t>(i) * d, rows, d, lane, dist);
+        warp_squared_distances<kKeep>(PointRow{points, i}, rows, d, lane, dist);
         double best = dist[0];
         std::uint32_t best_j = ids[0];
 #pragma unroll
@@ -106,7 +123,7 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kAnchorsAtOnce = 4;
 
 __global__ void __launch_bounds__(kThreads)
-    rescore_all_kernel(const float* __restrict__ points, const float* __restrict__ anchors, std::uint32_t m, int d,
+    rescore_all_kernel(PointRows points, const float* __restrict__ anchors, std::uint32_t m, int d,
                        bool exclude_self, std::size_t n, const std::uint32_t* __restrict__ uncertain,
                        const unsigned* __restrict__ uncertain_counts, std::uint32_t* __restrict__ chosen) {
     constexpr int kWarps = kThreads / kWarp;
@@ -117,7 +134,7 @@ __global__ void __launch_bounds__(kThreads)
     const unsigned count = uncertain_counts[1];
     for (unsigned u = blockIdx.x; u < count; u += gridDim.x) {
         const std::uint32_t i = uncertain[n - 1 - u];
-        const float* x = points + static_cast<std::size_t>(i) * d;
+        const PointRow x{points, i};
         double best = CUDART_INF;
         std::uint32_t best_j = m;
         for (std::uint32_t j0 = static_cast<std::uint32_t>(warp) * kAnchorsAtOnce; j0 < m;
@@ -174,50 +191,93 @@ AssignPlan plan_assign(std::size_t n, std::size_t m, int multiprocessors) {
     return {static_cast<int>(splits), static_cast<int>(tiles_per_split)};
 }
 
-void launch_exact_assign(const AssignArgs& args, cudaStream_t stream) {
-    if (args.n == 0 || args.m == 0) {
+namespace {
+
+// The fast kernel of args.path, and the bound on its distances.
+Bound bound_of(const AssignArgs& args) {
+    Bound bound{args.point_norms, args.anchor_norms, args.max_anchor_norm_bits, 0.0f, 0.0f, nullptr, args.repair};
+    if (args.path == FastPath::fp32) {
+        bound.factor = fp32_rounding_factor(args.d);
+        return bound;
+    }
+    bound.factor = half_rounding_factor(args.half.type, half_products(args), args.d);
+    bound.absolute = 2.0f * half_absolute_bound(args.d, args.half.exponent);
+    bound.overflow = args.half.anchor_flags;
+    return bound;
+}
+
+void launch_fast(const AssignArgs& args, cudaStream_t stream) {
+    if (args.path == FastPath::fp32) {
+        if (args.points.type != RowType::f32) {
+            throw Error("fast assign: the float32 kernel needs float32 points");
+        }
+        FastAssignArgs fast;
+        fast.points = static_cast<const float*>(args.points.data);
+        fast.anchors = args.anchors;
+        fast.anchor_norms = args.anchor_norms;
+        fast.n = args.n;
+        fast.m = args.m;
+        fast.d = args.d;
+        fast.exclude_self = args.exclude_self;
+        fast.splits = args.plan.splits;
+        fast.tiles_per_split = args.plan.tiles_per_split;
+        fast.candidates = args.candidates;
+        launch_fast_assign_fp32(fast, stream);
         return;
     }
-    FastAssignArgs fast;
-    fast.points = args.points;
-    fast.point_norms = args.point_norms;
-    fast.anchors = args.anchors;
+    if (args.exclude_self) {
+        throw Error("fast assign: only the float32 kernel leaves a point's own row out");
+    }
+    const HalfOperands& h = args.half;
+    HalfAssignArgs fast;
+    fast.type = h.type;
+    fast.products = half_products(args);
+    fast.point_head = h.point_head;
+    fast.point_tail = h.point_tail;
+    fast.anchor_head = h.anchor_head;
+    fast.anchor_tail = h.anchor_tail;
     fast.anchor_norms = args.anchor_norms;
     fast.n = args.n;
     fast.m = args.m;
-    fast.d = args.d;
-    fast.exclude_self = args.exclude_self;
+    fast.stride = half_stride(args.d);
+    fast.scale = std::ldexp(1.0f, 1 - 2 * h.exponent);
     fast.splits = args.plan.splits;
     fast.tiles_per_split = args.plan.tiles_per_split;
     fast.candidates = args.candidates;
-    float factor = 0.0f;
-    switch (args.path) {
-    case FastPath::tf32:
-        launch_fast_assign_tf32(fast, stream);
-        factor = tf32_rounding_factor(args.d);
-        break;
-    case FastPath::tf32x3:
-        launch_fast_assign_tf32x3(fast, stream);
-        factor = tf32x3_rounding_factor(args.d);
-        break;
-    case FastPath::fp32:
-        launch_fast_assign_fp32(fast, stream);
-        factor = fp32_rounding_factor(args.d);
-        break;
-    }
-    const Bound bound{args.point_norms, args.anchor_norms, args.max_anchor_norm_bits, factor};
+    launch_fast_assign_half(fast, stream);
+}
 
+}  // namespace
+
+int half_products(const AssignArgs& args) {
+    return args.path == FastPath::half_single ? 1 : args.half.point_tail == nullptr ? 2 : 3;
+}
+
+void launch_shortlist(const AssignArgs& args, cudaStream_t stream) {
+    if (args.n == 0 || args.m == 0) {
+        return;
+    }
+    launch_fast(args, stream);
     constexpr int kResolveThreads = 256;
     resolve_kernel<<<static_cast<unsigned>(ceil_div(args.n, kResolveThreads)), kResolveThreads, 0, stream>>>(
-        args.candidates, args.plan.splits, args.n, bound, args.chosen, args.uncertain, args.uncertain_counts);
+        args.candidates, args.plan.splits, args.n, bound_of(args), args.chosen, args.uncertain,
+        args.uncertain_counts);
     check_launch("resolve_kernel", stream);
+}
 
+void launch_repair(const AssignArgs& args, cudaStream_t stream) {
+    if (args.n == 0 || args.m == 0) {
+        return;
+    }
     // Enough warps to fill the GPU; the counts of uncertain points stay on the device.
     const unsigned rescore_blocks = static_cast<unsigned>(std::max(args.multiprocessors, 1)) * 8;
-    rescore_short_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors, args.d, args.candidates,
-                                                                  args.plan.splits, args.n, bound, args.uncertain,
-                                                                  args.uncertain_counts, args.chosen);
-    check_launch("rescore_short_kernel", stream);
+    if (args.repair) {
+        rescore_short_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors, args.d,
+                                                                      args.candidates, args.plan.splits, args.n,
+                                                                      bound_of(args), args.uncertain,
+                                                                      args.uncertain_counts, args.chosen);
+        check_launch("rescore_short_kernel", stream);
+    }
     rescore_all_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors,
                                                                 static_cast<std::uint32_t>(args.m), args.d,
                                                                 args.exclude_self, args.n, args.uncertain,

@@ -1,12 +1,14 @@
-// Exact nearest-anchor assignment: a fast kernel (fast_assign.cuh: float32 FMAs or tf32 tensor
+// Exact nearest-anchor assignment: a fast kernel (fast_assign.cuh: float32 FMAs or 16-bit tensor
 // cores) keeps each point's kKeep smallest fast distances and the next one, and the points whose
 // runner-up lies within the kernel's worst-case rounding bound of the best are re-scored in double:
 // against the kept anchors within the bound (a warp per point) when the next distance lies outside
-// it, else against every anchor (a block per point). The result equals the argmin of the distances in double, ties to
-// the lowest anchor, as on the CPU.
+// it, else against every anchor (a block per point). The result equals the argmin of the distances in
+// double, ties to the lowest anchor, as on the CPU. Without the repair (AssignPrecision::fast) the
+// fast kernel's argmin stands.
 #pragma once
 
 #include "fast_assign.cuh"
+#include "point_rows.cuh"
 
 #include <cuda_runtime.h>
 
@@ -23,9 +25,20 @@ struct AssignPlan {
 };
 AssignPlan plan_assign(std::size_t n, std::size_t m, int multiprocessors);
 
+// The 16-bit operands of the half paths, from launch_split_rows.
+struct HalfOperands {
+    HalfType type = HalfType::f16;
+    int exponent = 0;
+    const std::uint16_t* point_head = nullptr;
+    const std::uint16_t* point_tail = nullptr;  // null when every point is exact in the type
+    const std::uint16_t* anchor_head = nullptr;
+    const std::uint16_t* anchor_tail = nullptr;
+    const unsigned* anchor_flags = nullptr;     // kHalfOverflow: every point is re-scored against every anchor
+};
+
 // n and m below 2^31 (ids are 32-bit on the device).
 struct AssignArgs {
-    const float* points = nullptr;
+    PointRows points;  // float32 rows for FastPath::fp32
     const float* point_norms = nullptr;
     const float* anchors = nullptr;
     const float* anchor_norms = nullptr;
@@ -36,8 +49,10 @@ struct AssignArgs {
     // The points are the anchors themselves: point i may not take anchor i (nearest other anchor;
     // needs m >= 2).
     bool exclude_self = false;
-    // Which fast kernel; either way the result is exact, only the share of points re-scored differs.
+    // Which fast kernel; with the repair the result is exact, only the share of points re-scored differs.
     FastPath path = FastPath::fp32;
+    HalfOperands half;
+    bool repair = true;
     AssignPlan plan;
     Candidate* candidates = nullptr;        // plan.splits * n
     std::uint32_t* chosen = nullptr;        // n: receives the exact argmin
@@ -46,6 +61,14 @@ struct AssignArgs {
     int multiprocessors = 1;
 };
 
-void launch_exact_assign(const AssignArgs& args, cudaStream_t stream);
+// The assign in two steps, so that the caller may look at the counts in between: the fast kernel
+// and the sorting of the points by how much repair they need (uncertain_counts: short list, all
+// anchors; the caller zeroes them first); then the repair in double. Between the two the caller may
+// run the first step again with a narrower path, if too many points would need every anchor.
+void launch_shortlist(const AssignArgs& args, cudaStream_t stream);
+void launch_repair(const AssignArgs& args, cudaStream_t stream);
+
+// Products per point-anchor pair of args.path's half-precision kernel.
+int half_products(const AssignArgs& args);
 
 }  // namespace vlattice::cuda

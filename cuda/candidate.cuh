@@ -14,7 +14,9 @@ namespace vlattice::cuda {
 constexpr int kKeep = 4;
 
 // One point's kKeep smallest fast distances over a range of anchors, ordered by (distance, anchor),
-// and the next smallest distance after them.
+// and the next smallest distance after them. The distances leave out the point's own squared norm,
+// the same for every anchor: ||c||^2 - 2 x.c; the repair adds it back, and since rounding is
+// monotonic the order is the same as that of the whole distances.
 struct Candidate {
     float dist[kKeep];
     std::uint32_t id[kKeep];
@@ -58,6 +60,24 @@ __device__ __forceinline__ void offer(float dist, std::uint32_t j, Candidate& c)
         }
     }
     c.next = fminf(c.next, dist);
+}
+
+// Offers a row's values value(e) with their anchors id(e), e < kCount, after one test of their
+// minimum against `next`: once the list has settled, most tiles change nothing and cost one
+// comparison per row instead of per value.
+template <int kCount, class Value, class Id>
+__device__ __forceinline__ void offer_all(const Value& value, const Id& id, Candidate& c) {
+    float least = value(0);
+#pragma unroll
+    for (int e = 1; e < kCount; ++e) {
+        least = fminf(least, value(e));
+    }
+    if (least < c.next) {
+#pragma unroll
+        for (int e = 0; e < kCount; ++e) {
+            offer(value(e), id(e), c);
+        }
+    }
 }
 
 // The two lists cover disjoint anchors: what either left out is no smaller than its `next`.

@@ -6,6 +6,9 @@
 #include "assign.cuh"
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
+#include "device_points.hpp"
+#include "graph.hpp"
+#include "half_operands.cuh"
 #include "point_distance.cuh"
 #include "robust_reduce.cuh"
 #include "seed_anchors.cuh"
@@ -21,50 +24,22 @@ namespace vlattice {
 namespace {
 
 using cuda::DeviceBuffer;
+using cuda::Footprint;
 using cuda::PinnedBuffer;
 
 // Point ids, segment offsets and chunk counts are 32-bit on the device.
 constexpr std::size_t kMaxRows = std::size_t{1} << 31;
-// A fast path is given up for a narrower one when more than 1/16 of the points need every anchor re-scored.
-constexpr std::size_t kMaxAllAnchorShare = 16;
+// The single-product path is given up for the split one when more than 1/128 of the points would
+// need every anchor re-scored.
+constexpr std::size_t kMaxAllAnchorShare = 128;
 
 cuda::FastPath first_fast_path(FastKernel kernel) {
-    switch (kernel) {
-    case FastKernel::fp32:
-        return cuda::FastPath::fp32;
-    case FastKernel::tf32x3:
-        return cuda::FastPath::tf32x3;
-    case FastKernel::automatic:
-    case FastKernel::tf32:
-        break;
-    }
-    return cuda::FastPath::tf32;
+    return kernel == FastKernel::split ? cuda::FastPath::half_split : cuda::FastPath::half_single;
 }
-// Points up to this size are uploaded without pinned staging: allocating and pinning the staging
-// costs more than a pageable copy of a small set (10k x 128 on the H100 machine: init 17 -> 9 ms).
-constexpr std::size_t kPageableUploadBytes = std::size_t{64} << 20;
-// Each half of the double-buffered upload: large enough for full PCIe speed, small enough to pin cheaply.
-constexpr std::size_t kStagingFloats = std::size_t{4} << 20;
 
 std::string mib(std::size_t bytes) {
     return std::to_string((bytes + (std::size_t{1} << 20) - 1) >> 20) + " MiB";
 }
-
-// Adds up buffer sizes the way the allocator hands them out (2 MiB pages), so that a run that passes
-// the check also gets its memory.
-class Footprint {
-public:
-    template <class T>
-    Footprint& add(std::size_t count) {
-        constexpr std::size_t kPage = std::size_t{2} << 20;
-        bytes_ += (count * sizeof(T) + kPage - 1) / kPage * kPage;
-        return *this;
-    }
-    std::size_t bytes() const { return bytes_; }
-
-private:
-    std::size_t bytes_ = 0;
-};
 
 int select_device(int gpu) {
     CUDA_CHECK(cudaSetDevice(gpu));
@@ -90,7 +65,7 @@ public:
 
     const char* name() const override { return "cuda"; }
 
-    void upload_points(const Matrix& points) override {
+    void upload_points(const Matrix& points, const RunSetup& setup) override {
         use_device();
         if (points.rows == 0 || points.cols == 0) {
             throw Error("cuda backend: no points to upload (" + std::to_string(points.rows) + " x " +
@@ -105,14 +80,17 @@ public:
                         std::to_string(points.rows * points.cols));
         }
         release_anchor_buffers();
-        allocate_point_buffers(points.rows, points.cols);
-        copy_points_up(points);
+        allocate_point_buffers(points.rows, points.cols, setup.format.storage);
         const cudaStream_t s = stream_.get();
-        cuda::launch_squared_norms(points_.data(), n_, dim(), point_norms_.data(), nullptr, s);
+        points_.upload(points, setup.format, s);
         CUDA_CHECK(cudaMemsetAsync(assignment_.data(), 0xff, assignment_.bytes(), s));
         stream_.synchronize();
+        n_ = points.rows;
+        d_ = points.cols;
+        precision_ = setup.precision;
         assigned_ = false;
         fast_path_ = first_fast_path(kernel_);
+        ++generation_;
     }
 
     void upload_anchors(const Matrix& anchors) override {
@@ -159,6 +137,7 @@ public:
         }
         const std::vector<std::uint32_t> sample(draws.sample.begin(), draws.sample.end());
         DeviceBuffer<std::uint32_t> sample_ids(s);
+        DeviceBuffer<float> sample_rows(s * d_);
         DeviceBuffer<double> uniforms(std::max<std::size_t>(draws.uniforms.size(), 1));
         DeviceBuffer<double> nearest(s);
         DeviceBuffer<std::uint32_t> owner(s);
@@ -173,11 +152,12 @@ public:
                                    cudaMemcpyHostToDevice, st));
         CUDA_CHECK(cudaMemcpyAsync(chosen.data(), &first, sizeof first, cudaMemcpyHostToDevice, st));
         CUDA_CHECK(cudaMemsetAsync(degenerate.data(), 0, degenerate.bytes(), st));
+        // The sampled rows in float32, in sample order, whatever the storage.
+        cuda::launch_gather_rows(points_.rows(), sample_ids.data(), s, dim(), sample_rows.data(), st);
 
         cuda::SeedArgs args;
-        args.points = points_.data();
+        args.sample = sample_rows.data();
         args.d = dim();
-        args.sample = sample_ids.data();
         args.s = s;
         args.m = m;
         args.uniforms = uniforms.data();
@@ -239,58 +219,26 @@ public:
         use_device();
         require_anchors("assign");
         const cudaStream_t s = stream_.get();
-        CUDA_CHECK(cudaMemsetAsync(max_anchor_norm_bits_.data(), 0, max_anchor_norm_bits_.bytes(), s));
-        CUDA_CHECK(cudaMemsetAsync(uncertain_counts_.data(), 0, uncertain_counts_.bytes(), s));
-        CUDA_CHECK(cudaMemsetAsync(changed_.data(), 0, changed_.bytes(), s));
-        // Anchors change between assigns (update, uploads), so their norms are taken afresh here.
-        cuda::launch_squared_norms(anchors_.data(), m_, dim(), anchor_norms_.data(), max_anchor_norm_bits_.data(), s);
-
-        cuda::AssignArgs args;
-        args.points = points_.data();
-        args.point_norms = point_norms_.data();
-        args.anchors = anchors_.data();
-        args.anchor_norms = anchor_norms_.data();
-        args.max_anchor_norm_bits = max_anchor_norm_bits_.data();
-        args.n = n_;
-        args.m = m_;
-        args.d = dim();
-        args.plan = plan_;
-        args.candidates = candidates_.data();
-        args.chosen = chosen_.data();
-        args.uncertain = uncertain_.data();
-        args.uncertain_counts = uncertain_counts_.data();
-        args.multiprocessors = multiprocessors_;
-        args.path = fast_path_;
-        cuda::launch_exact_assign(args, s);
-
-        cuda::PointDistanceArgs distances;
-        distances.points = points_.data();
-        distances.anchors = anchors_.data();
-        distances.n = n_;
-        distances.d = dim();
-        distances.source = chosen_.data();
-        distances.assignment = assignment_.data();
-        distances.changed = changed_.data();
-        distances.distance = distance_.data();
-        distances.block_sums = block_sums_.data();
-        cuda::launch_point_distances(distances, s);
-        const double total = sum_block_sums();
-        CUDA_CHECK(cudaMemcpyAsync(host_changed_.data(), changed_.data(), changed_.bytes(), cudaMemcpyDeviceToHost, s));
-        CUDA_CHECK(cudaMemcpyAsync(host_uncertain_counts_.data(), uncertain_counts_.data(), uncertain_counts_.bytes(),
-                                   cudaMemcpyDeviceToHost, s));
+        const bool repair = precision_ == AssignPrecision::exact;
+        shortlist_graph_.run(s, assign_key(repair), [&] { queue_shortlist(repair); });
+        stream_.synchronize();
+        // One half-precision product leaves a window of uncertainty ~100x float32's. Where anchors
+        // crowd around the points (many nearly equidistant), too many points would then need every
+        // anchor re-scored, each reading all the anchors: about 1 % of the points costs what the split
+        // operands' two extra products cost for all of them, with a window as narrow as float32's.
+        // So the shortlist is redone split, and the run keeps that path from then on.
+        if (kernel_ == FastKernel::automatic && repair && fast_path_ == cuda::FastPath::half_single &&
+            host_uncertain_counts_[1] > n_ / kMaxAllAnchorShare) {
+            fast_path_ = cuda::FastPath::half_split;
+            shortlist_graph_.run(s, assign_key(repair), [&] { queue_shortlist(repair); });
+        }
+        finish_graph_.run(s, assign_key(repair), [&] { queue_finish(repair); });
         stream_.synchronize();
         assigned_ = true;
-        // tf32's window of uncertainty is ~100x the float32 one. Where anchors crowd around the
-        // points (many nearly equidistant), too many points fall back to the all-anchor re-score, and
-        // a kernel with a narrower window is faster: split tf32, then float32. The run keeps the
-        // narrower one from then on. The assignments are exact either way.
-        if (kernel_ == FastKernel::automatic && host_uncertain_counts_[1] > n_ / kMaxAllAnchorShare) {
-            fast_path_ = fast_path_ == cuda::FastPath::tf32 ? cuda::FastPath::tf32x3 : cuda::FastPath::fp32;
-        }
 
         AssignStats stats;
         stats.changed = static_cast<std::size_t>(host_changed_[0]);
-        stats.energy = total / static_cast<double>(n_);
+        stats.energy = host_energy_sum_[0] / static_cast<double>(n_);
         return stats;
     }
 
@@ -300,32 +248,9 @@ public:
         if (!(trim >= 0.0 && trim < 1.0)) {
             throw Error("cuda backend: trim must be in [0, 1), got " + std::to_string(trim));
         }
-        cuda::ReduceArgs args;
-        args.points = points_.data();
-        args.anchors = anchors_.data();
-        args.distance = distance_.data();
-        args.assignment = assignment_.data();
-        args.n = n_;
-        args.m = m_;
-        args.d = dim();
-        args.trim = trim;
-        for (int b = 0; b < 2; ++b) {
-            args.distance_keys[b] = distance_keys_[b].data();
-            args.anchor_keys[b] = anchor_keys_[b].data();
-            args.members[b] = members_[b].data();
-        }
-        args.offsets = offsets_.data();
-        args.item_counts = item_counts_.data();
-        args.item_offsets = item_offsets_.data();
-        args.partial_sums = partial_sums_.data();
-        args.partial_distance = partial_distance_.data();
-        args.count = count_.data();
-        args.kept = kept_.data();
-        args.variance = variance_.data();
-        args.means = means_.data();
-        args.temp = temp_.data();
-        args.temp_bytes = temp_.bytes();
-        cuda::launch_robust_reduce(args, stream_.get());
+        host_trim_[0] = trim;
+        const bool trims = cuda::trims_any(trim, n_);
+        reduce_graph_.run(stream_.get(), (generation_ << 1) | (trims ? 1 : 0), [&] { queue_reduce(trims); });
         stream_.synchronize();
         have_stats_ = true;
     }
@@ -361,14 +286,17 @@ public:
         use_device();
         require_assignment("energy");
         cuda::PointDistanceArgs distances;
-        distances.points = points_.data();
+        distances.points = points_.rows();
         distances.anchors = anchors_.data();
         distances.n = n_;
         distances.d = dim();
         distances.source = assignment_.data();
         distances.block_sums = block_sums_.data();
-        cuda::launch_point_distances(distances, stream_.get());
-        return sum_block_sums() / static_cast<double>(n_);
+        const cudaStream_t s = stream_.get();
+        cuda::launch_point_distances(distances, s);
+        queue_energy_sum();
+        stream_.synchronize();
+        return host_energy_sum_[0] / static_cast<double>(n_);
     }
 
     std::vector<std::uint32_t> download_assignments() override {
@@ -399,7 +327,7 @@ public:
         if (gathered_.size() < count * d_) {
             gathered_ = DeviceBuffer<float>(count * d_);
         }
-        cuda::launch_gather_rows(points_.data(), members, count, dim(), gathered_.data(), s);
+        cuda::launch_gather_rows(points_.rows(), members, count, dim(), gathered_.data(), s);
         return download_rows(gathered_.data(), count);
     }
 
@@ -424,10 +352,11 @@ public:
                                    s));
         CUDA_CHECK(cudaMemsetAsync(k.max_norm_bits.data(), 0, k.max_norm_bits.bytes(), s));
         CUDA_CHECK(cudaMemsetAsync(k.uncertain_counts.data(), 0, k.uncertain_counts.bytes(), s));
-        cuda::launch_squared_norms(k.rows.data(), count, dim(), k.norms.data(), k.max_norm_bits.data(), s);
+        const cuda::PointRows rows_view = cuda::PointRows::floats(k.rows.data(), dim());
+        cuda::launch_squared_norms(rows_view, count, dim(), k.norms.data(), k.max_norm_bits.data(), s);
 
         cuda::AssignArgs args;
-        args.points = k.rows.data();
+        args.points = rows_view;
         args.point_norms = k.norms.data();
         args.anchors = k.rows.data();
         args.anchor_norms = k.norms.data();
@@ -436,7 +365,7 @@ public:
         args.m = count;
         args.d = dim();
         args.exclude_self = true;
-        // Anchors crowd each other: in the tf32 window most rows would need every anchor re-scored.
+        // Anchors crowd each other, and they are float32 rows: the float32 kernel's window is narrow.
         args.path = cuda::FastPath::fp32;
         args.plan = plan;
         args.candidates = k.candidates.data();
@@ -444,10 +373,11 @@ public:
         args.uncertain = k.uncertain.data();
         args.uncertain_counts = k.uncertain_counts.data();
         args.multiprocessors = multiprocessors_;
-        cuda::launch_exact_assign(args, s);
+        cuda::launch_shortlist(args, s);
+        cuda::launch_repair(args, s);
 
         cuda::PointDistanceArgs distances;
-        distances.points = k.rows.data();
+        distances.points = rows_view;
         distances.anchors = k.rows.data();
         distances.n = count;
         distances.d = dim();
@@ -551,10 +481,9 @@ private:
         }
     }
 
-    void allocate_point_buffers(std::size_t n, std::size_t d) {
+    void allocate_point_buffers(std::size_t n, std::size_t d, PointStorage storage) {
         // Old buffers go first, so that their memory counts as free.
-        points_ = {};
-        point_norms_ = {};
+        points_.release();
         assignment_ = {};
         chosen_ = {};
         uncertain_ = {};
@@ -568,14 +497,14 @@ private:
         n_ = 0;
         const std::size_t blocks = cuda::distance_block_count(n);
         Footprint need;
-        need.add<float>(n * d).add<float>(n).add<std::uint32_t>(n).add<std::uint32_t>(n).add<std::uint32_t>(n);
+        cuda::DevicePoints::add_footprint(need, n, d, storage);
+        need.add<std::uint32_t>(n).add<std::uint32_t>(n).add<std::uint32_t>(n);
         need.add<double>(n).add<double>(blocks);
         need.add<std::uint64_t>(n).add<std::uint64_t>(n).add<std::uint32_t>(n).add<std::uint32_t>(n);
         need.add<std::uint32_t>(n).add<std::uint32_t>(n);
-        check_fits(need.bytes(), std::to_string(n) + " points of dimension " + std::to_string(d));
+        check_fits(need.bytes(), std::to_string(n) + " points of dimension " + std::to_string(d) + " stored as " +
+                                     storage_name(storage));
 
-        points_ = DeviceBuffer<float>(n * d);
-        point_norms_ = DeviceBuffer<float>(n);
         assignment_ = DeviceBuffer<std::uint32_t>(n);
         chosen_ = DeviceBuffer<std::uint32_t>(n);
         uncertain_ = DeviceBuffer<std::uint32_t>(n);
@@ -590,22 +519,26 @@ private:
             changed_ = DeviceBuffer<unsigned long long>(1);
             uncertain_counts_ = DeviceBuffer<unsigned>(2);
             max_anchor_norm_bits_ = DeviceBuffer<unsigned>(1);
+            anchor_flags_ = DeviceBuffer<unsigned>(1);
             energy_sum_ = DeviceBuffer<double>(1);
+            trim_ = DeviceBuffer<double>(1);
             selected_ = DeviceBuffer<std::int64_t>(1);
             host_changed_ = PinnedBuffer<unsigned long long>(1);
             host_uncertain_counts_ = PinnedBuffer<unsigned>(2);
             host_energy_sum_ = PinnedBuffer<double>(1);
+            host_trim_ = PinnedBuffer<double>(1);
             host_selected_ = PinnedBuffer<std::int64_t>(1);
         }
-        n_ = n;
-        d_ = d;
     }
 
     void release_anchor_buffers() {
         m_ = 0;
         have_stats_ = false;
+        ++generation_;  // captured graphs name the buffers that go here
         anchors_ = {};
         anchor_norms_ = {};
+        anchor_head_ = {};
+        anchor_tail_ = {};
         candidates_ = {};
         offsets_ = {};
         item_counts_ = {};
@@ -632,7 +565,9 @@ private:
             std::max({cuda::robust_reduce_temp_bytes(n_, m), cuda::sum_temp_bytes(cuda::distance_block_count(n_)),
                       cuda::select_members_temp_bytes(n_), std::size_t{1}});
         Footprint need;
+        const std::size_t stride = static_cast<std::size_t>(cuda::half_stride(dim()));
         need.add<float>(m * d).add<float>(m).add<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
+        need.add<std::uint16_t>(m * stride).add<std::uint16_t>(m * stride);
         need.add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1);
         need.add<std::uint32_t>(m).add<std::uint32_t>(m).add<double>(m).add<double>(m * d);
         need.add<double>(chunks * d).add<double>(chunks).add<float>(m * d).add<std::uint32_t>(m);
@@ -642,6 +577,8 @@ private:
 
         anchors_ = DeviceBuffer<float>(m * d);
         anchor_norms_ = DeviceBuffer<float>(m);
+        anchor_head_ = DeviceBuffer<std::uint16_t>(m * stride);
+        anchor_tail_ = DeviceBuffer<std::uint16_t>(m * stride);
         candidates_ = DeviceBuffer<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
         offsets_ = DeviceBuffer<std::uint32_t>(m + 1);
         item_counts_ = DeviceBuffer<std::uint32_t>(m + 1);
@@ -660,62 +597,147 @@ private:
         m_ = m;
     }
 
-    // Through pinned staging in two halves: the CPU fills one half while the DMA engine drains the other.
-    // Small sets go straight from pageable memory: pinning the staging would take longer than the copy.
-    void copy_points_up(const Matrix& points) {
-        const std::size_t total = points.data.size();
-        if (total * sizeof(float) <= kPageableUploadBytes) {
-            CUDA_CHECK(cudaMemcpyAsync(points_.data(), points.data.data(), total * sizeof(float),
-                                       cudaMemcpyHostToDevice, stream_.get()));
-            stream_.synchronize();
-            return;
-        }
-        const std::size_t chunk = std::min(total, kStagingFloats);
-        PinnedBuffer<float> staging(2 * chunk);
-        cuda::Event drained[2];
-        const cudaStream_t s = stream_.get();
-        std::size_t part = 0;
-        for (std::size_t offset = 0; offset < total; offset += chunk, ++part) {
-            const std::size_t half = part % 2;
-            const std::size_t count = std::min(chunk, total - offset);
-            float* buffer = staging.data() + half * chunk;
-            if (part >= 2) {
-                drained[half].synchronize();
-            }
-            std::memcpy(buffer, points.data.data() + offset, count * sizeof(float));
-            CUDA_CHECK(cudaMemcpyAsync(points_.data() + offset, buffer, count * sizeof(float), cudaMemcpyHostToDevice,
-                                       s));
-            drained[half].record(s);
-        }
-        stream_.synchronize();
+    // What the captured assign graphs depend on besides their buffers.
+    std::uint64_t assign_key(bool repair) const {
+        return (generation_ << 3) | (static_cast<std::uint64_t>(fast_path_) << 1) | (repair ? 1 : 0);
     }
 
-    // Sums the per-block distance sums on the device and brings the total down.
-    double sum_block_sums() {
+    cuda::AssignArgs assign_args(bool repair) {
+        cuda::AssignArgs args;
+        args.points = points_.rows();
+        args.point_norms = points_.norms();
+        args.anchors = anchors_.data();
+        args.anchor_norms = anchor_norms_.data();
+        args.max_anchor_norm_bits = max_anchor_norm_bits_.data();
+        args.n = n_;
+        args.m = m_;
+        args.d = dim();
+        args.path = fast_path_;
+        args.half.type = points_.half_type();
+        args.half.exponent = points_.exponent();
+        args.half.point_head = points_.head();
+        args.half.point_tail = points_.tail();
+        args.half.anchor_head = anchor_head_.data();
+        args.half.anchor_tail = anchor_tail_.data();
+        args.half.anchor_flags = anchor_flags_.data();
+        args.repair = repair;
+        args.plan = plan_;
+        args.candidates = candidates_.data();
+        args.chosen = chosen_.data();
+        args.uncertain = uncertain_.data();
+        args.uncertain_counts = uncertain_counts_.data();
+        args.multiprocessors = multiprocessors_;
+        return args;
+    }
+
+    // The first half of an assign, queued on the stream (and captured once per configuration): the
+    // anchors' norms and 16-bit operands, the fast kernel, and the counts of points to repair, on
+    // their way to host_uncertain_counts_.
+    void queue_shortlist(bool repair) {
+        const cudaStream_t s = stream_.get();
+        CUDA_CHECK(cudaMemsetAsync(max_anchor_norm_bits_.data(), 0, max_anchor_norm_bits_.bytes(), s));
+        CUDA_CHECK(cudaMemsetAsync(anchor_flags_.data(), 0, anchor_flags_.bytes(), s));
+        CUDA_CHECK(cudaMemsetAsync(uncertain_counts_.data(), 0, uncertain_counts_.bytes(), s));
+        // Anchors change between assigns (update, uploads), so their norms and operands are made afresh.
+        cuda::launch_squared_norms(cuda::PointRows::floats(anchors_.data(), dim()), m_, dim(), anchor_norms_.data(),
+                                   max_anchor_norm_bits_.data(), s);
+        cuda::SplitArgs split;
+        split.rows = anchors_.data();
+        split.count = m_;
+        split.d = dim();
+        split.exponent = points_.exponent();
+        split.type = points_.half_type();
+        split.head = anchor_head_.data();
+        split.tail = anchor_tail_.data();
+        split.flags = anchor_flags_.data();
+        cuda::launch_split_rows(split, s);
+        cuda::launch_shortlist(assign_args(repair), s);
+        CUDA_CHECK(cudaMemcpyAsync(host_uncertain_counts_.data(), uncertain_counts_.data(), uncertain_counts_.bytes(),
+                                   cudaMemcpyDeviceToHost, s));
+    }
+
+    // The second half: the repair, each point's distance and the changes, and the scalars the driver reads.
+    void queue_finish(bool repair) {
+        const cudaStream_t s = stream_.get();
+        CUDA_CHECK(cudaMemsetAsync(changed_.data(), 0, changed_.bytes(), s));
+        cuda::launch_repair(assign_args(repair), s);
+        cuda::PointDistanceArgs distances;
+        distances.points = points_.rows();
+        distances.anchors = anchors_.data();
+        distances.n = n_;
+        distances.d = dim();
+        distances.source = chosen_.data();
+        distances.assignment = assignment_.data();
+        distances.changed = changed_.data();
+        distances.distance = distance_.data();
+        distances.block_sums = block_sums_.data();
+        cuda::launch_point_distances(distances, s);
+        queue_energy_sum();
+        CUDA_CHECK(cudaMemcpyAsync(host_changed_.data(), changed_.data(), changed_.bytes(), cudaMemcpyDeviceToHost, s));
+    }
+
+    // The robust reduce, queued; the trim share comes from host_trim_ when the work runs.
+    void queue_reduce(bool trims) {
+        const cudaStream_t s = stream_.get();
+        CUDA_CHECK(cudaMemcpyAsync(trim_.data(), host_trim_.data(), sizeof(double), cudaMemcpyHostToDevice, s));
+        cuda::ReduceArgs args;
+        args.points = points_.rows();
+        args.anchors = anchors_.data();
+        args.distance = distance_.data();
+        args.assignment = assignment_.data();
+        args.n = n_;
+        args.m = m_;
+        args.d = dim();
+        args.trim = trim_.data();
+        args.trims = trims;
+        for (int b = 0; b < 2; ++b) {
+            args.distance_keys[b] = distance_keys_[b].data();
+            args.anchor_keys[b] = anchor_keys_[b].data();
+            args.members[b] = members_[b].data();
+        }
+        args.offsets = offsets_.data();
+        args.item_counts = item_counts_.data();
+        args.item_offsets = item_offsets_.data();
+        args.partial_sums = partial_sums_.data();
+        args.partial_distance = partial_distance_.data();
+        args.count = count_.data();
+        args.kept = kept_.data();
+        args.variance = variance_.data();
+        args.means = means_.data();
+        args.temp = temp_.data();
+        args.temp_bytes = temp_.bytes();
+        cuda::launch_robust_reduce(args, s);
+    }
+
+    // Sums the per-block distance sums on the device and queues the total's way down to host_energy_sum_.
+    void queue_energy_sum() {
         const cudaStream_t s = stream_.get();
         cuda::launch_sum(block_sums_.data(), block_sums_.size(), energy_sum_.data(), temp_.data(), temp_.bytes(), s);
         CUDA_CHECK(
             cudaMemcpyAsync(host_energy_sum_.data(), energy_sum_.data(), sizeof(double), cudaMemcpyDeviceToHost, s));
-        stream_.synchronize();
-        return host_energy_sum_[0];
     }
 
     int gpu_;
     int multiprocessors_;
     FastKernel kernel_;
     cuda::Stream stream_;
+    // Bumped whenever buffers are replaced, so that no captured graph outlives what it names.
+    std::uint64_t generation_ = 0;
+    cuda::CachedGraph shortlist_graph_;
+    cuda::CachedGraph finish_graph_;
+    cuda::CachedGraph reduce_graph_;
 
     std::size_t n_ = 0;
     std::size_t d_ = 0;  // checked to fit the kernels' int
     std::size_t m_ = 0;
     cuda::AssignPlan plan_;
     bool assigned_ = false;    // assignment_ holds ids valid for the current anchor count
-    cuda::FastPath fast_path_ = cuda::FastPath::tf32;
+    AssignPrecision precision_ = AssignPrecision::exact;
+    cuda::FastPath fast_path_ = cuda::FastPath::half_single;
     bool have_stats_ = false;  // a robust_reduce ran since the anchors were last replaced
 
     // Per point, for the whole run.
-    DeviceBuffer<float> points_;
-    DeviceBuffer<float> point_norms_;
+    cuda::DevicePoints points_;
     DeviceBuffer<std::uint32_t> assignment_;
     DeviceBuffer<std::uint32_t> chosen_;
     DeviceBuffer<std::uint32_t> uncertain_;
@@ -728,6 +750,8 @@ private:
     // Per anchor, reallocated when the anchor count changes.
     DeviceBuffer<float> anchors_;
     DeviceBuffer<float> anchor_norms_;
+    DeviceBuffer<std::uint16_t> anchor_head_;
+    DeviceBuffer<std::uint16_t> anchor_tail_;
     DeviceBuffer<cuda::Candidate> candidates_;
     DeviceBuffer<std::uint32_t> offsets_;
     DeviceBuffer<std::uint32_t> item_counts_;
@@ -749,11 +773,14 @@ private:
     DeviceBuffer<unsigned long long> changed_;
     DeviceBuffer<unsigned> uncertain_counts_;
     DeviceBuffer<unsigned> max_anchor_norm_bits_;
+    DeviceBuffer<unsigned> anchor_flags_;
     DeviceBuffer<double> energy_sum_;
+    DeviceBuffer<double> trim_;
     DeviceBuffer<std::int64_t> selected_;
     PinnedBuffer<unsigned long long> host_changed_;
     PinnedBuffer<unsigned> host_uncertain_counts_;
     PinnedBuffer<double> host_energy_sum_;
+    PinnedBuffer<double> host_trim_;
     PinnedBuffer<std::int64_t> host_selected_;
 };
 

@@ -113,4 +113,20 @@ private:
     std::size_t size_ = 0;
 };
 
+// Adds up buffer sizes the way the allocator hands them out (2 MiB pages), so that a run that passes
+// a memory check also gets its memory.
+class Footprint {
+public:
+    template <class T>
+    Footprint& add(std::size_t count) {
+        constexpr std::size_t kPage = std::size_t{2} << 20;
+        bytes_ += (count * sizeof(T) + kPage - 1) / kPage * kPage;
+        return *this;
+    }
+    std::size_t bytes() const { return bytes_; }
+
+private:
+    std::size_t bytes_ = 0;
+};
+
 }  // namespace vlattice::cuda

@@ -1,11 +1,12 @@
 // The fast half of the exact assign: kernels that compute every point-anchor distance in float from
 // ||x||^2 + ||c||^2 - 2 x.c, keep each point's Candidate instead of writing the n x m distances, and
-// state how far their distances can be from exact. Three are available: float32 FMAs; tensor cores
-// with tf32 operands (several times the throughput, a window of uncertainty ~100x wider); and tensor
-// cores with split tf32 operands (3xtf32: three times tf32's tensor work, a window ~5x float32's).
+// state how far their distances can be from exact. Two families: float32 FMAs, and tensor cores with
+// 16-bit operands, one product (a window of uncertainty ~100x float32's) or split operands (two or
+// three products, a window as narrow as float32's, narrower at large d).
 #pragma once
 
 #include "candidate.cuh"
+#include "half_operands.cuh"
 
 #include <cuda_runtime.h>
 
@@ -16,11 +17,10 @@ namespace vlattice::cuda {
 // Both kernels tile the points and the anchors by this many rows.
 constexpr int kFastTile = 128;
 
-enum class FastPath { fp32, tf32, tf32x3 };
+enum class FastPath { fp32, half_single, half_split };
 
 struct FastAssignArgs {
     const float* points = nullptr;
-    const float* point_norms = nullptr;
     const float* anchors = nullptr;
     const float* anchor_norms = nullptr;
     std::size_t n = 0;
@@ -44,12 +44,30 @@ __device__ __forceinline__ TileRange split_tiles(std::size_t m, int tiles_per_sp
 }
 
 void launch_fast_assign_fp32(const FastAssignArgs& args, cudaStream_t stream);
-void launch_fast_assign_tf32(const FastAssignArgs& args, cudaStream_t stream);
-void launch_fast_assign_tf32x3(const FastAssignArgs& args, cudaStream_t stream);
 
-// Bounds on |fast - exact| of any distance, relative to ||x||^2 + ||c||^2.
+// Operands from launch_split_rows, all with the same type, exponent and stride.
+struct HalfAssignArgs {
+    HalfType type = HalfType::f16;
+    int products = 1;  // 1, 2 (points exact in the type: no point tails) or 3 (float16 only)
+    const std::uint16_t* point_head = nullptr;
+    const std::uint16_t* point_tail = nullptr;   // 3 products
+    const std::uint16_t* anchor_head = nullptr;
+    const std::uint16_t* anchor_tail = nullptr;  // 2 and 3 products
+    const float* anchor_norms = nullptr;
+    std::size_t n = 0;
+    std::size_t m = 0;
+    int stride = 0;       // half_stride(d)
+    float scale = 0.0f;   // 2^(1 - 2 exponent): turns a scaled dot product into 2 x.c, exactly
+    int splits = 1;
+    int tiles_per_split = 1;
+    Candidate* candidates = nullptr;  // splits * n
+};
+void launch_fast_assign_half(const HalfAssignArgs& args, cudaStream_t stream);
+
+// Bounds on |fast - exact| of any distance, relative to ||x||^2 + ||c||^2; the half kernels add an
+// absolute term for values below their type's normal range.
 float fp32_rounding_factor(int d);
-float tf32_rounding_factor(int d);
-float tf32x3_rounding_factor(int d);
+float half_rounding_factor(HalfType type, int products, int d);
+float half_absolute_bound(int d, int exponent);
 
 }  // namespace vlattice::cuda

@@ -2,6 +2,8 @@
 
 #include "cuda_check.hpp"
 
+#include <math_constants.h>
+
 #include <cfloat>
 
 namespace vlattice::cuda {
@@ -41,13 +43,11 @@ __device__ __forceinline__ void load_stage(const float* __restrict__ rows, std::
 }
 
 __global__ void __launch_bounds__(kThreads)
-    fast_assign_kernel(const float* __restrict__ points, const float* __restrict__ point_norms,
-                       const float* __restrict__ anchors, const float* __restrict__ anchor_norms, std::size_t n,
+    fast_assign_kernel(const float* __restrict__ points, const float* __restrict__ anchors, const float* __restrict__ anchor_norms, std::size_t n,
                        std::size_t m, int d, bool exclude_self, int tiles_per_split,
                        Candidate* __restrict__ candidates) {
     __shared__ __align__(16) float xs[kTileK][kTileM + kPad];
     __shared__ __align__(16) float cs[kTileK][kTileN + kPad];
-    __shared__ float x_norms[kTileM];
 
     const int tid = threadIdx.x;
     const int tx = tid % kSide;  // column group: anchors
@@ -55,10 +55,6 @@ __global__ void __launch_bounds__(kThreads)
     const int load_k = tid % kTileK;
     const int load_row = tid / kTileK;
     const std::size_t row0 = static_cast<std::size_t>(blockIdx.x) * kTileM;
-
-    for (int r = tid; r < kTileM; r += kThreads) {
-        x_norms[r] = row0 + r < n ? point_norms[row0 + r] : 0.0f;
-    }
 
     Candidate top[kOwn];
 #pragma unroll
@@ -83,7 +79,7 @@ __global__ void __launch_bounds__(kThreads)
         load_stage(points, n, d, row0, load_k, load_row, x_next);
         load_stage(anchors, m, d, col0, load_k, load_row, c_next);
         for (int k0 = 0; k0 < d; k0 += kTileK) {
-            __syncthreads();  // the previous stage is read by everyone; x_norms is written
+            __syncthreads();  // the previous stage is read by everyone
 #pragma unroll
             for (int e = 0; e < kLoads; ++e) {
                 xs[load_k][load_row + e * kRowsPerPass] = x_next[e];
@@ -112,24 +108,24 @@ __global__ void __launch_bounds__(kThreads)
             }
         }
 
+        // Past the last anchor, and for the point's own row when excluded, the value is +inf, which no
+        // list takes.
         float c_norm[kOwn];
 #pragma unroll
         for (int j = 0; j < kOwn; ++j) {
             const std::size_t col = col0 + owned(tx, j);
-            c_norm[j] = col < m ? anchor_norms[col] : 0.0f;
+            c_norm[j] = col < m ? anchor_norms[col] : CUDART_INF_F;
         }
 #pragma unroll
         for (int i = 0; i < kOwn; ++i) {
-            const float x_norm = x_norms[owned(ty, i)];
             const std::size_t row = row0 + owned(ty, i);
 #pragma unroll
             for (int j = 0; j < kOwn; ++j) {
-                const std::size_t col = col0 + owned(tx, j);
-                if (col < m && !(exclude_self && col == row)) {
-                    // The CPU's expression; the rounding bound covers any evaluation order.
-                    offer(x_norm + c_norm[j] - 2.0f * acc[i][j], static_cast<std::uint32_t>(col), top[i]);
-                }
+                const bool self = exclude_self && col0 + owned(tx, j) == row;
+                acc[i][j] = self ? CUDART_INF_F : fmaf(-2.0f, acc[i][j], c_norm[j]);
             }
+            offer_all<kOwn>([&](int j) { return acc[i][j]; },
+                            [&](int j) { return static_cast<std::uint32_t>(col0 + owned(tx, j)); }, top[i]);
         }
     }
 
@@ -148,7 +144,7 @@ __global__ void __launch_bounds__(kThreads)
 
 void launch_fast_assign_fp32(const FastAssignArgs& a, cudaStream_t stream) {
     const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, kTileM)), static_cast<unsigned>(a.splits));
-    fast_assign_kernel<<<tiles, kThreads, 0, stream>>>(a.points, a.point_norms, a.anchors, a.anchor_norms, a.n, a.m,
+    fast_assign_kernel<<<tiles, kThreads, 0, stream>>>(a.points, a.anchors, a.anchor_norms, a.n, a.m,
                                                        a.d, a.exclude_self, a.tiles_per_split, a.candidates);
     check_launch("fast_assign_fp32_kernel", stream);
 }

@@ -13,14 +13,14 @@ constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / kWarp;
 
 __global__ void __launch_bounds__(kThreads)
-    squared_norms_kernel(const float* __restrict__ rows, std::size_t count, int d, float* __restrict__ norms,
+    squared_norms_kernel(PointRows rows, std::size_t count, int d, float* __restrict__ norms,
                          unsigned* __restrict__ max_bits) {
     const int lane = threadIdx.x % kWarp;
     const std::size_t row = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
     if (row >= count) {
         return;
     }
-    const float norm = static_cast<float>(warp_squared_norm(rows + row * d, d, lane));
+    const float norm = static_cast<float>(warp_squared_norm(PointRow{rows, row}, d, lane));
     if (lane == 0) {
         norms[row] = norm;
         // Norms are >= 0, and the bits of non-negative floats order like the floats.
@@ -45,15 +45,15 @@ __global__ void __launch_bounds__(kThreads) point_distance_kernel(PointDistanceA
     // first point and is not counted.
     constexpr int kAtOnce = 4;
     for (int p0 = 0; p0 < kWarp && first + p0 < args.n; p0 += kAtOnce) {
-        const float* xs[kAtOnce];
-        const float* cs[kAtOnce];
+        PointRow xs[kAtOnce];
+        FloatRow cs[kAtOnce];
         std::uint32_t anchor[kAtOnce];
 #pragma unroll
         for (int q = 0; q < kAtOnce; ++q) {
             const std::size_t i = first + p0 + q < args.n ? first + p0 + q : first;
             anchor[q] = args.source[i];
-            xs[q] = args.points + i * args.d;
-            cs[q] = args.anchors + static_cast<std::size_t>(anchor[q]) * args.d;
+            xs[q] = PointRow{args.points, i};
+            cs[q] = FloatRow{args.anchors + static_cast<std::size_t>(anchor[q]) * args.d};
         }
         double dist[kAtOnce];
         warp_squared_distances<kAtOnce>(xs, cs, args.d, lane, dist);
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(kThreads) point_distance_kernel(PointDistanceA
 
 }  // namespace
 
-void launch_squared_norms(const float* rows, std::size_t count, int d, float* norms, unsigned* max_bits,
+void launch_squared_norms(const PointRows& rows, std::size_t count, int d, float* norms, unsigned* max_bits,
                           cudaStream_t stream) {
     if (count == 0) {
         return;

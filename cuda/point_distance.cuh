@@ -2,6 +2,8 @@
 // the deterministic energy sum.
 #pragma once
 
+#include "point_rows.cuh"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -11,7 +13,7 @@ namespace vlattice::cuda {
 
 // norms[r] = float(||row r||^2 accumulated in double), as the CPU stores them. When max_bits is given
 // (the caller zeroes it first), it receives the bits of the largest norm.
-void launch_squared_norms(const float* rows, std::size_t count, int d, float* norms, unsigned* max_bits,
+void launch_squared_norms(const PointRows& rows, std::size_t count, int d, float* norms, unsigned* max_bits,
                           cudaStream_t stream);
 
 // Each block sums the distances of this many consecutive points in a fixed order.
@@ -21,7 +23,7 @@ inline std::size_t distance_block_count(std::size_t n) {
 }
 
 struct PointDistanceArgs {
-    const float* points = nullptr;
+    PointRows points;
     const float* anchors = nullptr;
     std::size_t n = 0;
     int d = 0;

@@ -63,7 +63,7 @@ __global__ void segment_offsets_kernel(const std::uint32_t* __restrict__ sorted_
 }
 
 // keep = count - floor(trim * count), in double as on the CPU.
-__global__ void keep_kernel(const std::uint32_t* __restrict__ offsets, std::size_t m, double trim,
+__global__ void keep_kernel(const std::uint32_t* __restrict__ offsets, std::size_t m, const double* __restrict__ trim_share,
                             std::uint32_t* __restrict__ count, std::uint32_t* __restrict__ kept,
                             std::uint32_t* __restrict__ item_counts) {
     const std::size_t j = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -75,6 +75,7 @@ __global__ void keep_kernel(const std::uint32_t* __restrict__ offsets, std::size
         return;
     }
     const std::uint32_t members = offsets[j + 1] - offsets[j];
+    const double trim = *trim_share;
     const std::uint32_t keep = members - static_cast<std::uint32_t>(floor(trim * static_cast<double>(members)));
     count[j] = members;
     kept[j] = keep;
@@ -83,7 +84,7 @@ __global__ void keep_kernel(const std::uint32_t* __restrict__ offsets, std::size
 
 // Block b sums one chunk of up to kChunk kept members of one anchor: threads across the coordinates,
 // members in sorted order.
-__global__ void member_sums_kernel(const float* __restrict__ points, int d, const double* __restrict__ distance,
+__global__ void member_sums_kernel(PointRows points, int d, const double* __restrict__ distance,
                                    const std::uint32_t* __restrict__ members, const std::uint32_t* __restrict__ offsets,
                                    const std::uint32_t* __restrict__ kept,
                                    const std::uint32_t* __restrict__ item_offsets,
@@ -129,7 +130,7 @@ __global__ void member_sums_kernel(const float* __restrict__ points, int d, cons
         double sum = 0.0;
 #pragma unroll 8
         for (int r = 0; r < size; ++r) {
-            sum += static_cast<double>(points[static_cast<std::size_t>(chunk[r]) * d + k]);
+            sum += static_cast<double>(points.at(chunk[r], k));
         }
         partial_sums[static_cast<std::size_t>(b) * d + k] = sum;
     }
@@ -201,6 +202,12 @@ int member_threads(int d) {
 
 }  // namespace
 
+// floor(trim * count) grows with count, so when it is 0 for n it is 0 for every anchor, and the point
+// order within each anchor does not matter.
+bool trims_any(double trim, std::size_t n) {
+    return std::floor(trim * static_cast<double>(n)) > 0.0;
+}
+
 std::size_t max_member_chunks(std::size_t n, std::size_t m) {
     return ceil_div(n, kChunk) + m;
 }
@@ -226,10 +233,7 @@ void launch_robust_reduce(const ReduceArgs& a, cudaStream_t stream) {
     cub::DoubleBuffer<std::uint32_t> anchor_keys(a.anchor_keys[0], a.anchor_keys[1]);
     cub::DoubleBuffer<std::uint32_t> members(a.members[0], a.members[1]);
     std::size_t temp_bytes = a.temp_bytes;
-    // floor(trim * count) grows with count, so when it is 0 for n it is 0 for every anchor, and the
-    // point order within each anchor does not matter.
-    const bool trims = std::floor(a.trim * static_cast<double>(a.n)) > 0.0;
-    if (trims) {
+    if (a.trims) {
         // Sort by distance first; the stable sort by anchor below keeps that order within an anchor,
         // and equal distances stay in point order, which is the CPU's (distance, index) order.
         cub::DoubleBuffer<std::uint64_t> distance_keys(a.distance_keys[0], a.distance_keys[1]);

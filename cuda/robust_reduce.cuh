@@ -4,6 +4,8 @@
 // atomics, so a run gives the same bits every time.
 #pragma once
 
+#include "point_rows.cuh"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -12,14 +14,18 @@
 namespace vlattice::cuda {
 
 struct ReduceArgs {
-    const float* points = nullptr;
+    PointRows points;
     const float* anchors = nullptr;
     const double* distance = nullptr;        // n: each point's distance to its anchor, from assign
     const std::uint32_t* assignment = nullptr;
     std::size_t n = 0;
     std::size_t m = 0;
     int d = 0;
-    double trim = 0.0;
+    // The share to trim is read on the device, so that a captured reduce serves every temperature;
+    // `trims` says whether it can drop any member at all (floor(trim * n) > 0), which decides
+    // whether the members are sorted by distance first.
+    const double* trim = nullptr;
+    bool trims = false;
 
     // Sort scratch, n entries each, two of each for the radix sort's double buffering.
     std::uint64_t* distance_keys[2] = {nullptr, nullptr};
@@ -45,6 +51,8 @@ struct ReduceArgs {
 // Upper bound on the number of member chunks: sum_j ceil(kept_j / chunk) <= n / chunk + m.
 std::size_t max_member_chunks(std::size_t n, std::size_t m);
 std::size_t robust_reduce_temp_bytes(std::size_t n, std::size_t m);
+// Whether trimming `trim` of n points can drop any member of any anchor.
+bool trims_any(double trim, std::size_t n);
 void launch_robust_reduce(const ReduceArgs& args, cudaStream_t stream);
 
 }  // namespace vlattice::cuda

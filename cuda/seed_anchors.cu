@@ -18,7 +18,7 @@ __device__ __forceinline__ std::size_t half_warp_row() {
 
 // Anchor j becomes a copy of the sample point at *chosen, by the threads of one block.
 __device__ void copy_pick(const SeedArgs& a, std::size_t j) {
-    const float* from = a.points + static_cast<std::size_t>(a.sample[*a.chosen]) * a.d;
+    const float* from = a.sample + static_cast<std::size_t>(*a.chosen) * a.d;
     float* to = a.anchors + j * a.d;
     for (int k = threadIdx.x; k < a.d; k += blockDim.x) {
         to[k] = from[k];
@@ -34,8 +34,7 @@ __global__ void first_weights_kernel(SeedArgs a) {
     const int l = threadIdx.x % kDistanceLanes;
     // Rows past the end compute on row 0 so that every thread reaches the shuffles.
     const std::size_t row = i < a.s ? i : 0;
-    const double dist = ordered_squared_distance(a.points + static_cast<std::size_t>(a.sample[row]) * a.d, a.anchors,
-                                                 a.d, l);
+    const double dist = ordered_squared_distance(a.sample + row * a.d, a.anchors, a.d, l);
     if (i < a.s && l == 0) {
         a.nearest[i] = dist;
         a.owner[i] = 0;
@@ -64,8 +63,7 @@ __global__ void lower_weights_kernel(SeedArgs a, std::size_t j) {
     // Both half warps of a warp take part in the shuffles, so the distance is computed when either
     // needs it.
     if (__any_sync(kFullMask, near)) {
-        const double dist = ordered_squared_distance(a.points + static_cast<std::size_t>(a.sample[row]) * a.d,
-                                                     a.anchors + j * a.d, a.d, l);
+        const double dist = ordered_squared_distance(a.sample + row * a.d, a.anchors + j * a.d, a.d, l);
         if (near && l == 0 && dist < current) {
             a.nearest[i] = dist;
             a.owner[i] = static_cast<std::uint32_t>(j);

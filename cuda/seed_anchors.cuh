@@ -12,9 +12,8 @@
 namespace vlattice::cuda {
 
 struct SeedArgs {
-    const float* points = nullptr;
+    const float* sample = nullptr;  // s x d: the sampled points' rows, in sample order
     int d = 0;
-    const std::uint32_t* sample = nullptr;  // s point ids
     std::size_t s = 0;
     std::size_t m = 0;
     const double* uniforms = nullptr;  // m - 1: round j's target is uniforms[j] * total weight

@@ -24,12 +24,18 @@ __device__ inline double warp_sum(double value) {
     return value;
 }
 
-// ||a[r] - b[r]||^2 in double for several pairs of rows at once, so that their loads overlap; lanes
-// stride over the coordinates, so loads are coalesced across the warp. Each pair's sum takes the
-// same steps whatever the count, and every lane returns the same values.
-template <int kCount>
-__device__ inline void warp_squared_distances(const float* const (&a)[kCount], const float* const (&b)[kCount], int d,
-                                              int lane, double (&out)[kCount]) {
+// Coordinate k of a float32 row: how anchors, and any other float rows, are read by the helpers below.
+struct FloatRow {
+    const float* row;
+    __device__ __forceinline__ float operator()(int k) const { return row[k]; }
+};
+
+// ||a[r] - b[r]||^2 in double for several pairs of rows at once, so that their loads overlap; a[r](k)
+// and b[r](k) give coordinate k. Lanes stride over the coordinates, so loads are coalesced across the
+// warp. Each pair's sum takes the same steps whatever the count, and every lane returns the same values.
+template <int kCount, class A, class B>
+__device__ inline void warp_squared_distances(const A (&a)[kCount], const B (&b)[kCount], int d, int lane,
+                                              double (&out)[kCount]) {
     double sum[kCount];
 #pragma unroll
     for (int r = 0; r < kCount; ++r) {
@@ -38,7 +44,7 @@ __device__ inline void warp_squared_distances(const float* const (&a)[kCount], c
     for (int k = lane; k < d; k += kWarp) {
 #pragma unroll
         for (int r = 0; r < kCount; ++r) {
-            const double diff = static_cast<double>(a[r][k]) - static_cast<double>(b[r][k]);
+            const double diff = static_cast<double>(a[r](k)) - static_cast<double>(b[r](k));
             sum[r] = fma(diff, diff, sum[r]);
         }
     }
@@ -48,30 +54,25 @@ __device__ inline void warp_squared_distances(const float* const (&a)[kCount], c
     }
 }
 
-// One row x against several rows.
-template <int kCount>
-__device__ inline void warp_squared_distances(const float* __restrict__ x, const float* const (&rows)[kCount], int d,
-                                              int lane, double (&out)[kCount]) {
-    const float* xs[kCount];
+// One row x against several float32 rows.
+template <int kCount, class A>
+__device__ inline void warp_squared_distances(const A& x, const float* const (&rows)[kCount], int d, int lane,
+                                              double (&out)[kCount]) {
+    A xs[kCount];
+    FloatRow bs[kCount];
 #pragma unroll
     for (int r = 0; r < kCount; ++r) {
         xs[r] = x;
+        bs[r] = FloatRow{rows[r]};
     }
-    warp_squared_distances<kCount>(xs, rows, d, lane, out);
+    warp_squared_distances<kCount>(xs, bs, d, lane, out);
 }
 
-__device__ inline double warp_squared_distance(const float* __restrict__ a, const float* __restrict__ b, int d,
-                                               int lane) {
-    const float* const rows[1] = {b};
-    double out[1];
-    warp_squared_distances<1>(a, rows, d, lane, out);
-    return out[0];
-}
-
-__device__ inline double warp_squared_norm(const float* __restrict__ a, int d, int lane) {
+template <class A>
+__device__ inline double warp_squared_norm(const A& a, int d, int lane) {
     double sum = 0.0;
     for (int k = lane; k < d; k += kWarp) {
-        const double v = static_cast<double>(a[k]);
+        const double v = static_cast<double>(a(k));
         sum += v * v;
     }
     return warp_sum(sum);

@@ -116,15 +116,23 @@ double eta_at(double temperature) {
     return 1.0 / (1.0 + temperature);
 }
 
-FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend,
+FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
               const IterationCallback& on_iteration) {
-    validate(config, points.rows);
+    validate(config, input.rows);
     const auto start = std::chrono::steady_clock::now();
-    const std::size_t n = points.rows;
+    const std::size_t n = input.rows;
     FitResult result;
+    // Under a 16-bit storage the fit, the validation included, sees the points as stored.
+    Matrix rounded;
+    const RunSetup setup{point_format(input, config.storage), config.assign_precision};
+    if (config.storage != PointStorage::f32) {
+        rounded = input;
+        round_to_format(rounded, setup.format);
+    }
+    const Matrix& points = config.storage == PointStorage::f32 ? input : rounded;
     {
         Stopwatch watch(result.seconds.init);
-        backend.upload_points(points);
+        backend.upload_points(points, setup);
         backend.seed_anchors(points, config.anchors, init_sample_size(config, n), config.seed);
     }
 

@@ -54,6 +54,8 @@ nlohmann::json config_json(const AnnealConfig& c) {
         {"tolerance", c.tolerance},
         {"patience", c.patience},
         {"init_sample", c.init_sample},
+        {"storage", storage_name(c.storage)},
+        {"assign_precision", precision_name(c.assign_precision)},
         {"seed", c.seed},
     };
 }

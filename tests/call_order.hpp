@@ -15,7 +15,7 @@ inline void check_call_order(Backend& backend) {
     const Matrix points(10, 3);  // outlives every call: the CPU backend borrows it
     CHECK_THROWS_AS(backend.assign(), Error);
     CHECK_THROWS_AS(backend.upload_anchors(Matrix(2, 3)), Error);
-    backend.upload_points(points);
+    backend.upload_points(points, {});
     CHECK_THROWS_AS(backend.upload_anchors(Matrix(2, 4)), Error);
     backend.upload_anchors(Matrix(2, 3));
     CHECK_THROWS_AS(backend.robust_reduce(0.1), Error);

@@ -13,7 +13,7 @@ class PerturbedAnchors final : public Backend {
 public:
     explicit PerturbedAnchors(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
     const char* name() const override { return "perturbed"; }
-    void upload_points(const Matrix& points) override { inner_->upload_points(points); }
+    void upload_points(const Matrix& points, const RunSetup& setup) override { inner_->upload_points(points, setup); }
     void upload_anchors(const Matrix& anchors) override { inner_->upload_anchors(anchors); }
     void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) override {
         inner_->upload_anchor_rows(anchors, rows);

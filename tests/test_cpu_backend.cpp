@@ -28,7 +28,7 @@ TEST_CASE("assign, robust reduce, update and energy match the double reference",
     const Matrix c = anchors_near(x, m, rng);
 
     auto backend = make_cpu_backend(2);
-    backend->upload_points(x);
+    backend->upload_points(x, {});
     backend->upload_anchors(c);
     const AssignStats stats = backend->assign();
     const ReferenceAssign ref = reference_assign(x, c);
@@ -71,7 +71,7 @@ TEST_CASE("assign is exact where the fast float distances nearly tie", "[cpu][ba
     const Matrix& x = tie.points;
     const Matrix& c = tie.anchors;
     auto backend = make_cpu_backend(1);
-    backend->upload_points(x);
+    backend->upload_points(x, {});
     backend->upload_anchors(c);
     backend->assign();
     CHECK(backend->download_assignments() == reference_assign(x, c).assignment);
@@ -84,7 +84,7 @@ TEST_CASE("gather_members returns the first members of an anchor in point order"
     std::memcpy(c.row(0), x.row(0), 3 * sizeof(float));
     std::memcpy(c.row(1), x.row(1), 3 * sizeof(float));
     auto backend = make_cpu_backend(1);
-    backend->upload_points(x);
+    backend->upload_points(x, {});
     backend->upload_anchors(c);
     backend->assign();
     const std::vector<std::uint32_t> a = backend->download_assignments();

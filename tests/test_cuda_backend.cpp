@@ -49,6 +49,28 @@ struct Case {
     double trim;
 };
 
+// Points as a run with this storage holds them (rounded, as fit() rounds them), and the setup that says so.
+struct Held {
+    Matrix points;
+    RunSetup setup;
+};
+Held held(Matrix x, PointStorage storage, AssignPrecision precision = AssignPrecision::exact) {
+    Held h;
+    h.setup = {point_format(x, storage), precision};
+    round_to_format(x, h.setup.format);
+    h.points = std::move(x);
+    return h;
+}
+
+// Both backends on the same points and anchors: equal assignments and energies after assign.
+void check_assign_matches_cpu(Backend& gpu, Backend& cpu) {
+    const AssignStats gpu_stats = gpu.assign();
+    const AssignStats cpu_stats = cpu.assign();
+    CHECK(gpu_stats.changed == cpu_stats.changed);
+    CHECK(gpu.download_assignments() == cpu.download_assignments());
+    CHECK(close(gpu_stats.energy, cpu_stats.energy, 1e-12));
+}
+
 }  // namespace
 
 TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend", "[gpu][backend]") {
@@ -60,19 +82,23 @@ TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend"
     const Case c = GENERATE(Case{1, 3, 1, 0.1}, Case{333, 1, 7, 0.35}, Case{333, 129, 333, 0.1},
                             Case{10007, 3, 1000, 0.1}, Case{10007, 129, 7, 0.0}, Case{10007, 784, 1000, 0.1},
                             Case{70001, 1, 7, 0.35}, Case{70001, 129, 5000, 0.1}, Case{70001, 784, 1, 0.0});
-    // Both fast kernels: their windows of uncertainty differ, their assignments may not.
-    const FastKernel kernel = GENERATE(FastKernel::tf32, FastKernel::tf32x3, FastKernel::fp32);
-    INFO("n " << c.n << " d " << c.d << " m " << c.m << " trim " << c.trim << " kernel " << static_cast<int>(kernel));
+    // Both fast kernels under every storage: their windows of uncertainty differ, their assignments
+    // may not. Under float32 storage these points need three products (split), under 16-bit storage two.
+    const FastKernel kernel = GENERATE(FastKernel::single, FastKernel::split);
+    const PointStorage storage = GENERATE(PointStorage::f32, PointStorage::f16, PointStorage::bf16);
+    INFO("n " << c.n << " d " << c.d << " m " << c.m << " trim " << c.trim << " kernel " << static_cast<int>(kernel)
+              << " storage " << storage_name(storage));
     std::mt19937_64 rng(run_seed ^ (c.n * 1000003 + c.d * 1009 + c.m));
-    const Matrix x = duplicated_points(c.n, c.d, rng);
+    const Held h = held(duplicated_points(c.n, c.d, rng), storage);
+    const Matrix& x = h.points;
     const Matrix anchors = anchors_near(x, c.m, rng);
     // The brute-force references are quadratic; they check the small cases, the CPU backend all.
     const bool small = c.n * c.m * c.d <= 50'000'000;
 
     auto cpu = make_cpu_backend(0);
     auto gpu = make_cuda_backend(0, kernel);
-    cpu->upload_points(x);
-    gpu->upload_points(x);
+    cpu->upload_points(x, h.setup);
+    gpu->upload_points(x, h.setup);
     cpu->upload_anchors(anchors);
     gpu->upload_anchors(anchors);
 
@@ -137,18 +163,20 @@ TEST_CASE("cuda: assign is exact where the fast float distances nearly tie", "[g
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
     const NearTie tie = near_tie(rng);
-    const Matrix& x = tie.points;
+    const FastKernel kernel = GENERATE(FastKernel::single, FastKernel::split);
+    const PointStorage storage = GENERATE(PointStorage::f32, PointStorage::f16);
+    INFO("kernel " << static_cast<int>(kernel) << " storage " << storage_name(storage));
+    const Held h = held(tie.points, storage);
+    const Matrix& x = h.points;
     const Matrix& c = tie.anchors;
-    const FastKernel kernel = GENERATE(FastKernel::tf32, FastKernel::tf32x3, FastKernel::fp32);
-    INFO("kernel " << static_cast<int>(kernel));
     auto gpu = make_cuda_backend(0, kernel);
-    gpu->upload_points(x);
+    gpu->upload_points(x, h.setup);
     gpu->upload_anchors(c);
     gpu->assign();
     const std::vector<std::uint32_t> assignment = gpu->download_assignments();
     CHECK(assignment == reference_assign(x, c).assignment);
     auto cpu = make_cpu_backend(1);
-    cpu->upload_points(x);
+    cpu->upload_points(x, h.setup);
     cpu->upload_anchors(c);
     cpu->assign();
     CHECK(assignment == cpu->download_assignments());
@@ -168,8 +196,8 @@ TEST_CASE("cuda: k-means++ on the device picks the CPU's anchors, bit for bit", 
     const Matrix x = duplicated_points(c.n, c.d, rng);
     auto cpu = make_cpu_backend(0);
     auto gpu = make_cuda_backend(0);
-    cpu->upload_points(x);
-    gpu->upload_points(x);
+    cpu->upload_points(x, {});
+    gpu->upload_points(x, {});
     // sample 0 here means every point; the driver's default is applied before this call.
     const std::size_t size = sample == 0 ? c.n : sample;
     cpu->seed_anchors(x, c.m, size, run_seed);
@@ -191,8 +219,8 @@ TEST_CASE("cuda: k-means++ with fewer distinct points than anchors still matches
     }
     auto cpu = make_cpu_backend(0);
     auto gpu = make_cuda_backend(0);
-    cpu->upload_points(x);
-    gpu->upload_points(x);
+    cpu->upload_points(x, {});
+    gpu->upload_points(x, {});
     cpu->seed_anchors(x, 8, x.rows, 7);
     gpu->seed_anchors(x, 8, x.rows, 7);
     CHECK(gpu->download_anchors().data == cpu->download_anchors().data);
@@ -209,8 +237,8 @@ TEST_CASE("cuda: gather_members returns the CPU's rows", "[gpu][backend][quick]"
     const Matrix anchors = anchors_near(x, 7, rng);
     auto cpu = make_cpu_backend(0);
     auto gpu = make_cuda_backend(0);
-    cpu->upload_points(x);
-    gpu->upload_points(x);
+    cpu->upload_points(x, {});
+    gpu->upload_points(x, {});
     // Before any assign no point belongs to an anchor.
     gpu->upload_anchors(anchors);
     CHECK(gpu->gather_members(0, 10).rows == 0);
@@ -243,7 +271,7 @@ TEST_CASE("cuda: nearest_rows matches the CPU's, duplicate rows included", "[gpu
     // Duplicates make exact ties at distance 0: the lower index of the copies must win.
     const Matrix rows = duplicated_points(count, d, rng);
     auto gpu = make_cuda_backend(0);
-    gpu->upload_points(rows);
+    gpu->upload_points(rows, {});
     const NearestRows got = gpu->nearest_rows(rows);
     const NearestRows want = make_cpu_backend(0)->nearest_rows(rows);
     CHECK(got.index == want.index);
@@ -271,7 +299,7 @@ TEST_CASE("cuda: upload_anchor_rows changes only the listed rows", "[gpu][backen
     const std::vector<std::uint32_t> rows = {0, 17, 17, 151, 299};
 
     auto gpu = make_cuda_backend(0);
-    gpu->upload_points(x);
+    gpu->upload_points(x, {});
     gpu->upload_anchors(anchors);
     gpu->upload_anchor_rows(changed, rows);
     Matrix expected = anchors;
@@ -281,7 +309,7 @@ TEST_CASE("cuda: upload_anchor_rows changes only the listed rows", "[gpu][backen
     CHECK(gpu->download_anchors().data == expected.data);
 
     auto cpu = make_cpu_backend(0);
-    cpu->upload_points(x);
+    cpu->upload_points(x, {});
     cpu->upload_anchors(anchors);
     cpu->upload_anchor_rows(changed, rows);
     const AssignStats cpu_stats = cpu->assign();
@@ -304,8 +332,8 @@ TEST_CASE("cuda: a new anchor count reallocates and still matches the CPU", "[gp
     const Matrix x = duplicated_points(20011, 33, rng);
     auto cpu = make_cpu_backend(0);
     auto gpu = make_cuda_backend(0);
-    cpu->upload_points(x);
-    gpu->upload_points(x);
+    cpu->upload_points(x, {});
+    gpu->upload_points(x, {});
     for (std::size_t m : {7, 1000, 1, 129}) {
         INFO("m " << m);
         const Matrix anchors = anchors_near(x, m, rng);
@@ -320,6 +348,119 @@ TEST_CASE("cuda: a new anchor count reallocates and still matches the CPU", "[gp
         gpu->robust_reduce(0.2);
         check_stats_equal(gpu->download_stats(), cpu->download_stats());
     }
+}
+
+TEST_CASE("cuda: points exact in float16 take two products and stay exact", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // Pixel-like integers under float32 storage: every point is exact in float16, so the split kernel
+    // multiplies by the anchors' head and tail only.
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    Matrix x = duplicated_points(9001, 100, rng);
+    for (float& v : x.data) {
+        v = std::clamp(std::round(16.0f * v + 128.0f), 0.0f, 255.0f);
+    }
+    const Matrix anchors = anchors_near(x, 300, rng);
+    auto cpu = make_cpu_backend(0);
+    auto gpu = make_cuda_backend(0, FastKernel::split);
+    cpu->upload_points(x, {point_format(x, PointStorage::f32), AssignPrecision::exact});
+    gpu->upload_points(x, {point_format(x, PointStorage::f32), AssignPrecision::exact});
+    cpu->upload_anchors(anchors);
+    gpu->upload_anchors(anchors);
+    check_assign_matches_cpu(*gpu, *cpu);
+    CHECK(gpu->download_assignments() == reference_assign(x, anchors).assignment);
+}
+
+TEST_CASE("cuda: anchors beyond float16's range are still assigned exactly", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // The points set the scale; an anchor 10^6 times farther out overflows its float16 operand, and
+    // the assign must then re-score every point against every anchor.
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = duplicated_points(3001, 24, rng);
+    Matrix anchors = anchors_near(x, 40, rng);
+    anchors.row(7)[3] = 1e6f * *std::max_element(x.data.begin(), x.data.end());
+    const FastKernel kernel = GENERATE(FastKernel::single, FastKernel::split);
+    auto cpu = make_cpu_backend(0);
+    auto gpu = make_cuda_backend(0, kernel);
+    cpu->upload_points(x, {point_format(x, PointStorage::f32), AssignPrecision::exact});
+    gpu->upload_points(x, {point_format(x, PointStorage::f32), AssignPrecision::exact});
+    cpu->upload_anchors(anchors);
+    gpu->upload_anchors(anchors);
+    check_assign_matches_cpu(*gpu, *cpu);
+    CHECK(gpu->download_assignments() == reference_assign(x, anchors).assignment);
+}
+
+TEST_CASE("cuda: each reduce uses its own trim share", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // The reduce replays a captured graph; the share must still be the one of each call.
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = duplicated_points(12007, 19, rng);
+    const Matrix anchors = anchors_near(x, 77, rng);
+    auto cpu = make_cpu_backend(0);
+    auto gpu = make_cuda_backend(0);
+    cpu->upload_points(x, {});
+    gpu->upload_points(x, {});
+    cpu->upload_anchors(anchors);
+    gpu->upload_anchors(anchors);
+    check_assign_matches_cpu(*gpu, *cpu);
+    for (double trim : {0.3, 0.1, 0.0, 0.25, 0.3}) {
+        INFO("trim " << trim);
+        cpu->robust_reduce(trim);
+        gpu->robust_reduce(trim);
+        check_stats_equal(gpu->download_stats(), cpu->download_stats());
+    }
+}
+
+TEST_CASE("cuda: fast precision keeps the fast argmin, within the kernel's window", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = random_points(20011, 64, rng, 40);
+    const Matrix anchors = anchors_near(x, 500, rng);
+    auto gpu = make_cuda_backend(0);
+    gpu->upload_points(x, {point_format(x, PointStorage::f32), AssignPrecision::fast});
+    gpu->upload_anchors(anchors);
+    const AssignStats stats = gpu->assign();
+    const std::vector<std::uint32_t> fast = gpu->download_assignments();
+    const ReferenceAssign exact = reference_assign(x, anchors);
+    auto squared_norm = [](const float* row, std::size_t d) {
+        double sum = 0.0;
+        for (std::size_t k = 0; k < d; ++k) {
+            sum += static_cast<double>(row[k]) * row[k];
+        }
+        return sum;
+    };
+    double max_anchor_norm = 0.0;
+    for (std::size_t j = 0; j < anchors.rows; ++j) {
+        max_anchor_norm = std::max(max_anchor_norm, squared_norm(anchors.row(j), anchors.cols));
+    }
+    std::size_t equal = 0;
+    std::size_t outside = 0;
+    for (std::size_t i = 0; i < x.rows; ++i) {
+        equal += fast[i] == exact.assignment[i] ? 1 : 0;
+        const double gap = reference_distance(x, i, anchors, fast[i]) - exact.distance[i];
+        // One float16 product per pair: off by under 2^-9 of the norms (2^-10 plus the accumulation).
+        const double window = 2e-3 * (2.0 * squared_norm(x.row(i), x.cols) + 2.0 * max_anchor_norm);
+        outside += gap <= window ? 0 : 1;
+    }
+    CHECK(outside == 0);
+    CHECK(static_cast<double>(equal) >= 0.95 * static_cast<double>(x.rows));
+    // The energy is that of the assignments it made, exactly.
+    CHECK(close(stats.energy, cpu_energy(x, anchors, fast), 1e-12));
 }
 
 TEST_CASE("cuda: calls out of order are reported as errors", "[gpu][backend][quick]") {
@@ -339,12 +480,14 @@ TEST_CASE("cuda: a full fit lands where the CPU's does", "[gpu][anneal]") {
     std::mt19937_64 rng(run_seed);
     const auto shape = GENERATE(std::make_pair(std::size_t{20011}, std::size_t{32}),
                                 std::make_pair(std::size_t{5003}, std::size_t{129}));
-    INFO("n " << shape.first << " d " << shape.second);
+    const PointStorage storage = GENERATE(PointStorage::f32, PointStorage::f16);
+    INFO("n " << shape.first << " d " << shape.second << " storage " << storage_name(storage));
     const Matrix x = duplicated_points(shape.first, shape.second, rng);
     AnnealConfig config;
     config.anchors = 100;
     config.max_iters = 30;
     config.seed = run_seed;
+    config.storage = storage;
 
     auto cpu = make_cpu_backend(0);
     auto gpu = make_cuda_backend(0);
@@ -355,8 +498,10 @@ TEST_CASE("cuda: a full fit lands where the CPU's does", "[gpu][anneal]") {
 
     // The GPU's result is consistent: its assignments are the argmin over its anchors, and its energy
     // is theirs, recomputed on the CPU.
+    // Under f16 storage both fits saw the rounded points, and so does this check.
+    const Held h = held(x, storage);
     auto check = make_cpu_backend(0);
-    check->upload_points(x);
+    check->upload_points(h.points, h.setup);
     check->upload_anchors(on_gpu.anchors);
     const AssignStats recomputed = check->assign();
     CHECK(check->download_assignments() == on_gpu.assignments);

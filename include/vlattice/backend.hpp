@@ -5,6 +5,7 @@
 // iteration.
 #pragma once
 
+#include "vlattice/point_format.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstdint>
@@ -31,6 +32,12 @@ struct NearestRows {
     std::vector<double> distance;
 };
 
+// What a run tells the backend with its points.
+struct RunSetup {
+    PointFormat format;  // the points are already rounded to it
+    AssignPrecision precision = AssignPrecision::exact;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -39,7 +46,7 @@ public:
 
     // Once per run, before anything else. Assignments start as "none", so the first assign counts
     // every point as changed.
-    virtual void upload_points(const Matrix& points) = 0;
+    virtual void upload_points(const Matrix& points, const RunSetup& setup) = 0;
     // Replaces all anchors (their number may change between calls).
     virtual void upload_anchors(const Matrix& anchors) = 0;
     // Replaces all anchors with m picked by k-means++ from `points` (the uploaded points): the same
@@ -50,7 +57,8 @@ public:
     virtual Matrix download_anchors() = 0;
 
     // a(i) = argmin_j ||x_i - c_j||^2, ties to the lowest j, exact: the chosen anchor is the one the
-    // same distances computed in double would choose. Keeps each point's distance for the reduce.
+    // same distances computed in double would choose (unless the run asked for AssignPrecision::fast).
+    // Keeps each point's distance, in double, for the reduce.
     virtual AssignStats assign() = 0;
     // Per anchor: drop the floor(trim * count) farthest members (ties broken by point index) and
     // average the rest into the robust mean; also count, kept and variance.

@@ -2,6 +2,8 @@
 // each field; `vlattice compress --help` prints the same defaults from this struct.
 #pragma once
 
+#include "vlattice/point_format.hpp"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -54,6 +56,13 @@ struct AnnealConfig {
     // Fashion-MNIST, 8 m instead of 32 m cut the init 5x, and the final energy moved by -0.3 %
     // (m = 1024) and +0.2 % (m = 256).
     std::size_t init_sample = 0;
+    // Precision the points are held in during the fit (--storage): f32, or f16/bf16 (half the GPU
+    // memory and bandwidth for the points; both backends round the points first, see PointStorage).
+    PointStorage storage = PointStorage::f32;
+    // exact (--assign-precision): every assignment is the double-precision argmin; fast: the fast
+    // distances decide alone (see AssignPrecision).
+    AssignPrecision assign_precision = AssignPrecision::exact;
+
     // Seeds every random choice; the same seed and input give a byte-identical result.
     std::uint64_t seed = 1;
     // OpenMP and BLAS threads (--threads); 0 uses every core.

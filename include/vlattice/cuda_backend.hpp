@@ -12,11 +12,12 @@ namespace vlattice {
 // and call it under that macro. Throws Error when the GPU cannot be used. Its methods make `gpu` the
 // calling thread's current CUDA device.
 //
-// The fast half of its exact assign runs on tensor cores (tf32) unless too many points then need
-// every anchor re-scored; then it moves to split tf32 operands (3xtf32, a window ~50x narrower),
-// and if that is still too wide, to float32 FMAs, for the rest of the run (`automatic`). The other
+// The fast half of its exact assign runs on tensor cores with half-precision operands (float16, or
+// bfloat16 under bf16 storage): one product per point-anchor pair (`single`), unless too many points
+// then need every anchor re-scored; then it moves to split operands (`split`: two or three products,
+// a window of uncertainty as narrow as float32's) for the rest of the run (`automatic`). The other
 // settings pin one kernel, for tests and measurements; the assignments are the same.
-enum class FastKernel { automatic, tf32, tf32x3, fp32 };
+enum class FastKernel { automatic, single, split };
 std::unique_ptr<Backend> make_cuda_backend(int gpu = 0, FastKernel kernel = FastKernel::automatic);
 
 }  // namespace vlattice

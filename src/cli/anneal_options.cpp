@@ -50,6 +50,15 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
                                ->default_value(c.validate_every, show(c.validate_every))->value_name("K"),
          "also check the energy against the CPU's double-precision recomputation after every K-th assign "
          "(every run is checked once at its end); 0: only at the end")
+        ("storage", po::value(&a.storage)->default_value(storage_name(c.storage))->value_name("TYPE"),
+         "precision the points are held in during the fit: f32, f16 or bf16 (half the GPU memory and bandwidth "
+         "for the points); both backends round the points the same way first, and the energy is that of the "
+         "rounded points")
+        ("assign-precision", po::value(&a.precision)->default_value(precision_name(c.assign_precision))
+                                 ->value_name("P"),
+         "exact: every vector goes to the anchor its double-precision distances pick; fast: the fast distances "
+         "decide alone (GPU: one half-precision tensor-core product; CPU: float32), so vectors nearly "
+         "equidistant from two anchors may take the farther one")
         ("threads", po::value(&a.config.threads)->default_value(c.threads, show(c.threads))->value_name("N"),
          "CPU threads (OpenMP and BLAS); 0 uses every core; the result does not depend on it")
         ("gpu", po::value(&a.gpu)->default_value(0)->value_name("N"), "index of the CUDA device to use")
@@ -72,6 +81,8 @@ void check_anneal_args(AnnealArgs& a) {
     require(a.init_sample >= 0, "--init-sample", ">= 0", a.init_sample);
     a.config.anchors = static_cast<std::size_t>(a.anchors);
     a.config.init_sample = static_cast<std::size_t>(a.init_sample);
+    a.config.storage = parse_option_value([&] { return parse_storage(a.storage); });
+    a.config.assign_precision = parse_option_value([&] { return parse_precision(a.precision); });
 }
 
 Metric metric_of(const AnnealArgs& args, const std::string& input) {

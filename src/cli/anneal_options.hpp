@@ -18,6 +18,8 @@ struct AnnealArgs {
     long long anchors = 0;  // signed, so that -m -1 is reported rather than wrapped
     long long init_sample = 0;  // checked, then copied into config
     std::string metric;
+    std::string storage;
+    std::string precision;
     int gpu = 0;
     std::string dataset;
 };
@@ -25,7 +27,8 @@ struct AnnealArgs {
 void add_anneal_options(po::options_description& options, AnnealArgs& args);
 
 // Range checks named by option, before the input is read (whether M fits the data is left to
-// vlattice::validate once n is known); then copies M into the config. Throws UsageError.
+// vlattice::validate once n is known); then copies M, the storage and the assign precision into the
+// config. Throws UsageError.
 void check_anneal_args(AnnealArgs& args);
 
 // --metric, where `auto` asks the input (an HDF5 file's `distance` attribute) and falls back to l2.

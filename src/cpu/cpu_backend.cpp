@@ -30,11 +30,13 @@ public:
 
     const char* name() const override { return "cpu"; }
 
-    // The CPU works on the caller's points in place: a copy would double the memory of a run.
-    void upload_points(const Matrix& points) override {
+    // The CPU works on the caller's points in place: a copy would double the memory of a run. They
+    // come already rounded to the run's storage, which the CPU keeps in float32.
+    void upload_points(const Matrix& points, const RunSetup& setup) override {
         require(points.rows > 0 && points.cols > 0 && points.data.size() == points.rows * points.cols,
                 "no points to upload, or a matrix whose size does not match its shape");
         points_ = &points;
+        precision_ = setup.precision;
         norms_.resize(points.rows);
 #pragma omp parallel for schedule(static)
         for (std::size_t i = 0; i < points.rows; ++i) {
@@ -77,7 +79,7 @@ public:
         require(points_ != nullptr && anchors_.rows > 0, "assign before upload_points and upload_anchors");
         assigned_ = true;
         AssignStats result;
-        result.changed = cpu::exact_assign(*points_, norms_, anchors_, assignment_, distance_);
+        result.changed = cpu::assign_nearest(*points_, norms_, anchors_, precision_, assignment_, distance_);
         result.energy = deterministic_sum(points_->rows, [&](std::size_t i) { return distance_[i]; }) /
                         static_cast<double>(points_->rows);
         return result;
@@ -141,6 +143,7 @@ private:
     }
 
     const Matrix* points_ = nullptr;
+    AssignPrecision precision_ = AssignPrecision::exact;
     bool assigned_ = false;
     std::vector<float> norms_;
     Matrix anchors_;

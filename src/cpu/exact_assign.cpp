@@ -29,9 +29,9 @@ float rounding_factor(std::size_t d) {
 
 }  // namespace
 
-std::size_t exact_assign(const Matrix& points, const std::vector<float>& point_norms, const Matrix& anchors,
-                         std::vector<std::uint32_t>& assignment, std::vector<double>& distance,
-                         const std::vector<std::uint32_t>* excluded) {
+std::size_t assign_nearest(const Matrix& points, const std::vector<float>& point_norms, const Matrix& anchors,
+                           AssignPrecision precision, std::vector<std::uint32_t>& assignment,
+                           std::vector<double>& distance, const std::vector<std::uint32_t>* excluded) {
     const std::size_t n = points.rows;
     const std::size_t m = anchors.rows;
     const std::size_t d = points.cols;
@@ -40,7 +40,8 @@ std::size_t exact_assign(const Matrix& points, const std::vector<float>& point_n
         anchor_norms[j] = static_cast<float>(squared_norm(anchors.row(j), d));
     }
     const float max_anchor_norm = *std::max_element(anchor_norms.begin(), anchor_norms.end());
-    const float factor = rounding_factor(d);
+    // Fast precision: a bound of zero re-scores only the float32 argmin itself.
+    const float factor = precision == AssignPrecision::exact ? rounding_factor(d) : 0.0f;
 
     const std::size_t rows = std::min(block_rows(m), n);
     std::vector<float> dot(rows * m);
@@ -101,7 +102,7 @@ NearestRows nearest_rows(const Matrix& rows) {
     NearestRows nearest;
     nearest.index.assign(rows.rows, 0);
     nearest.distance.assign(rows.rows, 0.0);
-    exact_assign(rows, norms, rows, nearest.index, nearest.distance, &self);
+    assign_nearest(rows, norms, rows, AssignPrecision::exact, nearest.index, nearest.distance, &self);
     return nearest;
 }
 

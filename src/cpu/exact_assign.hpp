@@ -8,15 +8,15 @@
 
 namespace vlattice::cpu {
 
-// Nearest anchor of every point, exact: the fast float32 GEMM form ||x||^2 - 2 x.c + ||c||^2 picks
-// the candidates, and every anchor whose fast distance lies within the worst-case rounding bound of
-// the best is re-scored in double, ties to the lowest index. distance[i] receives the double-scored
-// squared distance to the chosen anchor. With `excluded`, point i may not take anchor excluded[i]
-// (nearest other anchor; needs at least two anchors). Returns the number of points whose
-// assignment changed.
-std::size_t exact_assign(const Matrix& points, const std::vector<float>& point_norms, const Matrix& anchors,
-                         std::vector<std::uint32_t>& assignment, std::vector<double>& distance,
-                         const std::vector<std::uint32_t>* excluded = nullptr);
+// Nearest anchor of every point. The fast float32 GEMM form ||x||^2 - 2 x.c + ||c||^2 picks the
+// candidates; exact precision then re-scores in double every anchor whose fast distance lies within
+// the worst-case rounding bound of the best, ties to the lowest index, while fast precision keeps the
+// float32 argmin. distance[i] receives the double-scored squared distance to the chosen anchor. With
+// `excluded`, point i may not take anchor excluded[i] (nearest other anchor; needs at least two
+// anchors). Returns the number of points whose assignment changed.
+std::size_t assign_nearest(const Matrix& points, const std::vector<float>& point_norms, const Matrix& anchors,
+                           AssignPrecision precision, std::vector<std::uint32_t>& assignment,
+                           std::vector<double>& distance, const std::vector<std::uint32_t>* excluded = nullptr);
 
 // Each row's nearest other row (at least two rows): exact_assign of the rows to themselves, each
 // barred from choosing itself.

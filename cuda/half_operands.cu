@@ -1,0 +1,97 @@
+#include "half_operands.cuh"
+
+#include "cuda_check.hpp"
+#include "warp_math.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+
+namespace vlattice::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kGroup = 8;  // values per thread: one 16-byte store of each output
+
+template <HalfType kType>
+__device__ __forceinline__ std::uint16_t round_to(float value) {
+    if constexpr (kType == HalfType::f16) {
+        return __half_as_ushort(__float2half_rn(value));
+    } else {
+        return __bfloat16_as_ushort(__float2bfloat16_rn(value));
+    }
+}
+
+template <HalfType kType>
+__device__ __forceinline__ float widen(std::uint16_t bits) {
+    if constexpr (kType == HalfType::f16) {
+        return __half2float(__ushort_as_half(bits));
+    } else {
+        return __bfloat162float(__ushort_as_bfloat16(bits));
+    }
+}
+
+// Eight 16-bit values as one 16-byte word, lowest address first.
+__device__ __forceinline__ uint4 pack(const std::uint16_t (&v)[8]) {
+    return make_uint4(v[0] | (unsigned{v[1]} << 16), v[2] | (unsigned{v[3]} << 16), v[4] | (unsigned{v[5]} << 16),
+                      v[6] | (unsigned{v[7]} << 16));
+}
+
+template <HalfType kType>
+__global__ void __launch_bounds__(kThreads) split_rows_kernel(SplitArgs a, float scale) {
+    const int stride = half_stride(a.d);
+    const int groups = stride / kGroup;
+    const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kThreads + threadIdx.x;
+    const std::size_t row = item / groups;
+    unsigned flags = 0;
+    // No early return: the whole warp takes part in the flag reduction below.
+    if (row < a.count) {
+        const int k0 = static_cast<int>(item % groups) * kGroup;
+        const float* in = a.rows + row * a.d;
+        std::uint16_t head[kGroup];
+        std::uint16_t tail[kGroup];
+#pragma unroll
+        for (int e = 0; e < kGroup; ++e) {
+            const int k = k0 + e;
+            // Powers of two scale exactly, and a float minus its own rounding is exact.
+            const float value = k < a.d ? in[k] * scale : 0.0f;
+            head[e] = round_to<kType>(value);
+            const float head_value = widen<kType>(head[e]);
+            const float rest = value - head_value;
+            tail[e] = round_to<kType>(rest);
+            flags |= isinf(head_value) ? kHalfOverflow : 0u;
+            flags |= rest != 0.0f ? kHalfInexact : 0u;
+        }
+        const std::size_t out = row * stride + k0;
+        *reinterpret_cast<uint4*>(a.head + out) = pack(head);
+        if (a.tail != nullptr) {
+            *reinterpret_cast<uint4*>(a.tail + out) = pack(tail);
+        }
+    }
+    // One atomic per warp at most: flags are rare, and the common case touches nothing.
+    const unsigned warp_flags = __reduce_or_sync(kFullMask, flags);
+    if (warp_flags != 0 && threadIdx.x % kWarp == 0) {
+        atomicOr(a.flags, warp_flags);
+    }
+}
+
+}  // namespace
+
+void launch_split_rows(const SplitArgs& a, cudaStream_t stream) {
+    if (a.count == 0) {
+        return;
+    }
+    const std::size_t items = a.count * static_cast<std::size_t>(half_stride(a.d) / kGroup);
+    const auto blocks = static_cast<unsigned>(ceil_div(items, kThreads));
+    const float scale = std::ldexp(1.0f, a.exponent);
+    if (a.type == HalfType::f16) {
+        split_rows_kernel<HalfType::f16><<<blocks, kThreads, 0, stream>>>(a, scale);
+    } else {
+        split_rows_kernel<HalfType::bf16><<<blocks, kThreads, 0, stream>>>(a, scale);
+    }
+    check_launch("split_rows_kernel", stream);
+}
+
+}  // namespace vlattice::cuda

@@ -1,0 +1,37 @@
+// Rows of floats rewritten as tensor-core operands in a 16-bit type: each value scaled by 2^exponent
+// (exact) and written as a head, its rounding to the 16-bit type, plus optionally a tail, the rounding
+// of what the head left out. Head + tail hold about twice the type's precision, which is what lets
+// a few half-precision products stand in for one float32 product (fast_assign_half.cu).
+// The rows are padded with zeros to a stride that is a multiple of 8, so that every row starts
+// 16-byte aligned for cp.async and the padding adds nothing to the dot products.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vlattice::cuda {
+
+enum class HalfType { f16, bf16 };
+
+__host__ __device__ inline int half_stride(int d) { return (d + 7) / 8 * 8; }
+
+// Bits of the flags word that launch_split_rows ORs in (the caller zeroes it).
+constexpr unsigned kHalfOverflow = 1u;  // some scaled value is beyond the type's range
+constexpr unsigned kHalfInexact = 2u;   // some value needs a tail (it is not exact in the type)
+
+struct SplitArgs {
+    const float* rows = nullptr;  // count x d
+    std::size_t count = 0;
+    int d = 0;
+    int exponent = 0;
+    HalfType type = HalfType::f16;
+    std::uint16_t* head = nullptr;  // count x half_stride(d)
+    std::uint16_t* tail = nullptr;  // count x half_stride(d), or null: then only the flags say what a tail would hold
+    unsigned* flags = nullptr;
+};
+
+void launch_split_rows(const SplitArgs& args, cudaStream_t stream);
+
+}  // namespace vlattice::cuda

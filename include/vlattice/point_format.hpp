@@ -1,0 +1,47 @@
+// How a fit holds its points (--storage) and how exactly it assigns them (--assign-precision).
+#pragma once
+
+#include "vlattice/types.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace vlattice {
+
+// The precision the points are held in during a fit. f16 and bf16 halve the GPU's memory for the
+// points and the bytes of every pass over them. Both backends round the points the same way before
+// the fit, so a CPU and a GPU fit of one input see the same points; the energy is that of the
+// rounded points. The rounding scales by a power of two first (exactly), so that float16's range
+// fits the data whatever its units.
+enum class PointStorage : std::uint8_t { f32, f16, bf16 };
+
+// exact: every point gets the anchor that its distances computed in double would give it, ties to
+// the lowest anchor, on any backend. fast: the fast distances decide alone (on the GPU one
+// half-precision tensor-core product, as coarse as tf32; on the CPU the float32 GEMM), so a point
+// nearly equidistant from two anchors may take the farther one.
+enum class AssignPrecision : std::uint8_t { exact, fast };
+
+struct PointFormat {
+    PointStorage storage = PointStorage::f32;
+    // Stored values are 2^exponent times the coordinates; chosen so that the largest |coordinate|
+    // lands in [2^14, 2^15), below float16's largest value with room for anchors up to twice that.
+    // The GPU's half-precision operands use it under every storage.
+    int exponent = 0;
+};
+
+// The format of `storage` for these points (their largest |coordinate| sets the exponent).
+PointFormat point_format(const Matrix& points, PointStorage storage);
+
+// Rounds every coordinate to the nearest value the format holds (ties to even), in place:
+// x <- 2^-e half(2^e x). f32 leaves the points as they are.
+void round_to_format(Matrix& points, const PointFormat& format);
+
+const char* storage_name(PointStorage storage);
+// Throws Error naming the bad value.
+PointStorage parse_storage(const std::string& name);
+
+const char* precision_name(AssignPrecision precision);
+// Throws Error naming the bad value.
+AssignPrecision parse_precision(const std::string& name);
+
+}  // namespace vlattice

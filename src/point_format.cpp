@@ -1,0 +1,91 @@
+#include "vlattice/point_format.hpp"
+
+#include "vlattice/half.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace vlattice {
+
+namespace {
+
+// Exponents beyond this would take 2^(1 - 2e), the GPU's unscaling of a dot product, out of float's range.
+constexpr int kMaxExponent = 60;
+
+// float32 -> bfloat16 -> float32, to nearest with ties to even, for finite values.
+float round_to_bf16(float value) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    bits &= 0xffff0000u;
+    float rounded;
+    std::memcpy(&rounded, &bits, sizeof rounded);
+    return rounded;
+}
+
+}  // namespace
+
+PointFormat point_format(const Matrix& points, PointStorage storage) {
+    float largest = 0.0f;
+#pragma omp parallel for schedule(static) reduction(max : largest)
+    for (std::size_t e = 0; e < points.data.size(); ++e) {
+        largest = std::max(largest, std::abs(points.data[e]));
+    }
+    PointFormat format;
+    format.storage = storage;
+    if (largest > 0.0f && std::isfinite(largest)) {
+        format.exponent = std::clamp(14 - std::ilogb(largest), -kMaxExponent, kMaxExponent);
+    }
+    return format;
+}
+
+void round_to_format(Matrix& points, const PointFormat& format) {
+    if (format.storage == PointStorage::f32) {
+        return;
+    }
+    const bool f16 = format.storage == PointStorage::f16;
+    const int e = format.exponent;
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < points.data.size(); ++i) {
+        const float scaled = std::ldexp(points.data[i], e);
+        const float rounded = f16 ? half_to_float(float_to_half(scaled)) : round_to_bf16(scaled);
+        points.data[i] = std::ldexp(rounded, -e);
+    }
+}
+
+const char* storage_name(PointStorage storage) {
+    switch (storage) {
+    case PointStorage::f16:
+        return "f16";
+    case PointStorage::bf16:
+        return "bf16";
+    case PointStorage::f32:
+        break;
+    }
+    return "f32";
+}
+
+PointStorage parse_storage(const std::string& name) {
+    for (PointStorage s : {PointStorage::f32, PointStorage::f16, PointStorage::bf16}) {
+        if (name == storage_name(s)) {
+            return s;
+        }
+    }
+    throw Error("--storage: expected f32, f16 or bf16, got '" + name + "'");
+}
+
+const char* precision_name(AssignPrecision precision) {
+    return precision == AssignPrecision::fast ? "fast" : "exact";
+}
+
+AssignPrecision parse_precision(const std::string& name) {
+    for (AssignPrecision p : {AssignPrecision::exact, AssignPrecision::fast}) {
+        if (name == precision_name(p)) {
+            return p;
+        }
+    }
+    throw Error("--assign-precision: expected exact or fast, got '" + name + "'");
+}
+
+}  // namespace vlattice
