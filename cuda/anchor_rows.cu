@@ -3,8 +3,6 @@
 #include "cuda_check.hpp"
 #include "warp_math.cuh"
 
-#include <cub/device/device_select.cuh>
-#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 
@@ -51,12 +49,6 @@ __global__ void gather_rows_kernel(PointRows points, const std::uint32_t* __rest
     }
 }
 
-struct IsMember {
-    const std::uint32_t* assignment;
-    std::uint32_t anchor;
-    __device__ bool operator()(std::uint32_t i) const { return assignment[i] == anchor; }
-};
-
 }  // namespace
 
 void launch_update(float* anchors, const double* means, const std::uint32_t* kept, std::size_t m, int d, double eta,
@@ -75,21 +67,6 @@ void launch_scatter_rows(float* anchors, const float* staged, const std::uint32_
     }
     scatter_rows_kernel<<<blocks_for(count * d), kThreads, 0, stream>>>(anchors, staged, rows, count, d);
     check_launch("scatter_rows_kernel", stream);
-}
-
-std::size_t select_members_temp_bytes(std::size_t n) {
-    std::size_t bytes = 0;
-    CUDA_CHECK(cub::DeviceSelect::If(nullptr, bytes, thrust::counting_iterator<std::uint32_t>(0),
-                                     static_cast<std::uint32_t*>(nullptr), static_cast<std::int64_t*>(nullptr),
-                                     static_cast<std::int64_t>(n), IsMember{nullptr, 0}));
-    return bytes;
-}
-
-void launch_select_members(const std::uint32_t* assignment, std::size_t n, std::uint32_t anchor,
-                           std::uint32_t* members, std::int64_t* selected, void* temp, std::size_t temp_bytes,
-                           cudaStream_t stream) {
-    CUDA_CHECK(cub::DeviceSelect::If(temp, temp_bytes, thrust::counting_iterator<std::uint32_t>(0), members, selected,
-                                     static_cast<std::int64_t>(n), IsMember{assignment, anchor}, stream));
 }
 
 void launch_gather_rows(const PointRows& points, const std::uint32_t* members, std::size_t count, int d, float* out,

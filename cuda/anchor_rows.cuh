@@ -1,5 +1,5 @@
 // Row-wise device work on anchors and points: the update step, replacing listed anchor rows, and
-// gathering the members of one anchor.
+// gathering listed point rows.
 #pragma once
 
 #include "point_rows.cuh"
@@ -19,12 +19,6 @@ void launch_update(float* anchors, const double* means, const std::uint32_t* kep
 // anchors row rows[r] <- staged row r, for r < count.
 void launch_scatter_rows(float* anchors, const float* staged, const std::uint32_t* rows, std::size_t count, int d,
                          cudaStream_t stream);
-
-// members <- the indices i with assignment[i] == anchor, in increasing order; *selected <- how many.
-std::size_t select_members_temp_bytes(std::size_t n);
-void launch_select_members(const std::uint32_t* assignment, std::size_t n, std::uint32_t anchor,
-                           std::uint32_t* members, std::int64_t* selected, void* temp, std::size_t temp_bytes,
-                           cudaStream_t stream);
 
 // out row r <- points row members[r] as float32, for r < count.
 void launch_gather_rows(const PointRows& points, const std::uint32_t* members, std::size_t count, int d, float* out,

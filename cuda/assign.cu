@@ -236,7 +236,16 @@ void launch_fast(const AssignArgs& args, cudaStream_t stream) {
     fast.point_tail = h.point_tail;
     fast.anchor_head = h.anchor_head;
     fast.anchor_tail = h.anchor_tail;
+    fast.point_norms = args.point_norms;
     fast.anchor_norms = args.anchor_norms;
+    fast.max_anchor_norm_bits = args.max_anchor_norm_bits;
+    if (args.repair) {
+        // Wider than the resolve's threshold by what the kernel's own float comparisons can round
+        // away: 0.1 % of it, and 8 units of 2^-24 of the norms.
+        const Bound bound = bound_of(args);
+        fast.window_factor = bound.factor * 1.001f + 8.0f * std::ldexp(1.0f, -24);
+        fast.window_absolute = bound.absolute * 1.001f;
+    }
     fast.n = args.n;
     fast.m = args.m;
     fast.stride = half_stride(args.d);

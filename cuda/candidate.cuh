@@ -62,22 +62,37 @@ __device__ __forceinline__ void offer(float dist, std::uint32_t j, Candidate& c)
     c.next = fminf(c.next, dist);
 }
 
-// Offers a row's values value(e) with their anchors id(e), e < kCount, after one test of their
-// minimum against `next`: once the list has settled, most tiles change nothing and cost one
-// comparison per row instead of per value.
+// Offers a row's values value(e) with their anchors id(e), e < kCount, that lie below `bound`, after
+// one test of their minimum: once the lists have settled, most tiles change nothing and cost one
+// comparison per row instead of per value. `bound` may be the least `next` of any list that covers
+// other anchors of the same row (see RowBound): a value at or above it can never reach the row's
+// final kKeep, nor lower its final `next`, since that list keeps a `next` at most `bound`.
 template <int kCount, class Value, class Id>
-__device__ __forceinline__ void offer_all(const Value& value, const Id& id, Candidate& c) {
+__device__ __forceinline__ void offer_below(float bound, const Value& value, const Id& id, Candidate& c) {
+    bound = fminf(bound, c.next);
     float least = value(0);
 #pragma unroll
     for (int e = 1; e < kCount; ++e) {
         least = fminf(least, value(e));
     }
-    if (least < c.next) {
+    if (least < bound) {
 #pragma unroll
         for (int e = 0; e < kCount; ++e) {
-            offer(value(e), id(e), c);
+            if (value(e) < bound) {
+                offer(value(e), id(e), c);
+            }
         }
     }
+}
+
+// A float as an unsigned whose order is the float's (negative values included), so that atomicMin
+// on shared memory can keep the least `next` of the lists of one row.
+__device__ __forceinline__ unsigned ordered_bits(float value) {
+    const unsigned bits = __float_as_uint(value);
+    return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+}
+__device__ __forceinline__ float from_ordered_bits(unsigned bits) {
+    return __uint_as_float((bits & 0x80000000u) != 0 ? bits & 0x7fffffffu : ~bits);
 }
 
 // The two lists cover disjoint anchors: what either left out is no smaller than its `next`.

@@ -7,6 +7,7 @@
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
 #include "device_points.hpp"
+#include "gather_members.cuh"
 #include "graph.hpp"
 #include "half_operands.cuh"
 #include "point_distance.cuh"
@@ -27,6 +28,8 @@ using cuda::DeviceBuffer;
 using cuda::Footprint;
 using cuda::PinnedBuffer;
 
+// Members gathered for maintenance per batch, in floats: bounds the buffer whatever the list.
+constexpr std::size_t kGatherValues = std::size_t{16} << 20;
 // Point ids, segment offsets and chunk counts are 32-bit on the device.
 constexpr std::size_t kMaxRows = std::size_t{1} << 31;
 // The single-product path is given up for the split one when more than 1/128 of the points would
@@ -309,26 +312,27 @@ public:
         return out;
     }
 
-    Matrix gather_members(std::uint32_t anchor, std::size_t limit) override {
+    std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         use_device();
         require_anchors("gather_members");
-        const cudaStream_t s = stream_.get();
-        // The selection writes into sort scratch, which holds nothing between calls.
-        std::uint32_t* members = members_[0].data();
-        cuda::launch_select_members(assignment_.data(), n_, anchor, members, selected_.data(), temp_.data(),
-                                    temp_.bytes(), s);
-        CUDA_CHECK(
-            cudaMemcpyAsync(host_selected_.data(), selected_.data(), selected_.bytes(), cudaMemcpyDeviceToHost, s));
-        stream_.synchronize();
-        const std::size_t count = std::min(limit, static_cast<std::size_t>(host_selected_[0]));
-        if (count == 0) {
-            return Matrix(0, d_);
+        std::vector<bool> listed(m_, false);
+        for (std::uint32_t j : anchors) {
+            if (j < m_ && listed[j]) {
+                throw Error("cuda backend: gather_members: anchor " + std::to_string(j) + " is listed twice");
+            }
+            if (j < m_) {
+                listed[j] = true;
+            }
         }
-        if (gathered_.size() < count * d_) {
-            gathered_ = DeviceBuffer<float>(count * d_);
+        // In batches of at most m anchors whose rows fit a bounded buffer.
+        const std::size_t row_values = std::max<std::size_t>(limit * d_, 1);
+        const std::size_t per_batch = std::clamp<std::size_t>(kGatherValues / row_values, 1, m_);
+        std::vector<Matrix> out;
+        out.reserve(anchors.size());
+        for (std::size_t first = 0; first < anchors.size(); first += per_batch) {
+            gather_batch(anchors.data() + first, std::min(per_batch, anchors.size() - first), limit, out);
         }
-        cuda::launch_gather_rows(points_.rows(), members, count, dim(), gathered_.data(), s);
-        return download_rows(gathered_.data(), count);
+        return out;
     }
 
     // The rows go up into buffers of their own, so nothing the run keeps on the device is touched.
@@ -434,6 +438,48 @@ private:
     };
 
     int dim() const { return static_cast<int>(d_); }
+
+    // One batch of gather_members, appended to `out`: two waits, whatever the batch's size.
+    void gather_batch(const std::uint32_t* anchors, std::size_t count, std::size_t limit, std::vector<Matrix>& out) {
+        const cudaStream_t s = stream_.get();
+        if (gathered_.size() < count * limit * d_) {
+            gathered_ = DeviceBuffer<float>(count * limit * d_);
+        }
+        CUDA_CHECK(cudaMemcpyAsync(row_ids_.data(), anchors, count * sizeof(std::uint32_t), cudaMemcpyHostToDevice, s));
+        cuda::GatherArgs args;
+        args.points = points_.rows();
+        args.assignment = assignment_.data();
+        args.n = n_;
+        args.m = m_;
+        args.d = dim();
+        args.listed = row_ids_.data();
+        args.count = count;
+        args.limit = limit;
+        args.slot_of = member_slot_.data();
+        for (int b = 0; b < 2; ++b) {
+            args.keys[b] = anchor_keys_[b].data();
+            args.members[b] = members_[b].data();
+        }
+        args.selected = selected_.data();
+        args.temp = temp_.data();
+        args.temp_bytes = temp_.bytes();
+        args.offsets = offsets_.data();
+        args.rows = gathered_.data();
+        cuda::launch_select_listed(args, s);
+        CUDA_CHECK(
+            cudaMemcpyAsync(host_selected_.data(), selected_.data(), selected_.bytes(), cudaMemcpyDeviceToHost, s));
+        stream_.synchronize();
+        cuda::launch_gather_listed(args, static_cast<std::size_t>(host_selected_[0]), s);
+        std::vector<std::uint32_t> offsets(count + 1);
+        CUDA_CHECK(cudaMemcpyAsync(offsets.data(), offsets_.data(), offsets.size() * sizeof(std::uint32_t),
+                                   cudaMemcpyDeviceToHost, s));
+        const Matrix rows = download_rows(gathered_.data(), count * limit);
+        for (std::size_t t = 0; t < count; ++t) {
+            Matrix members(std::min<std::size_t>(limit, offsets[t + 1] - offsets[t]), d_);
+            std::copy(rows.row(t * limit), rows.row(t * limit) + members.data.size(), members.data.begin());
+            out.push_back(std::move(members));
+        }
+    }
 
     // Rows of d floats into a new matrix, through pinned memory: pageable copies of the anchors ran
     // at 1.5 GB/s on the H100 machine.
@@ -552,6 +598,7 @@ private:
         row_staging_ = {};
         host_staging_ = {};
         row_ids_ = {};
+        member_slot_ = {};
         temp_ = {};
         gathered_ = {};
     }
@@ -563,14 +610,14 @@ private:
         // CUB reports its scratch needs for given sizes; one buffer serves every call, one at a time.
         const std::size_t temp_bytes =
             std::max({cuda::robust_reduce_temp_bytes(n_, m), cuda::sum_temp_bytes(cuda::distance_block_count(n_)),
-                      cuda::select_members_temp_bytes(n_), std::size_t{1}});
+                      cuda::gather_members_temp_bytes(n_), std::size_t{1}});
         Footprint need;
         const std::size_t stride = static_cast<std::size_t>(cuda::half_stride(dim()));
         need.add<float>(m * d).add<float>(m).add<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
         need.add<std::uint16_t>(m * stride).add<std::uint16_t>(m * stride);
         need.add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1);
         need.add<std::uint32_t>(m).add<std::uint32_t>(m).add<double>(m).add<double>(m * d);
-        need.add<double>(chunks * d).add<double>(chunks).add<float>(m * d).add<std::uint32_t>(m);
+        need.add<double>(chunks * d).add<double>(chunks).add<float>(m * d).add<std::uint32_t>(m).add<std::uint32_t>(m);
         need.add<unsigned char>(temp_bytes);
         check_fits(need.bytes(), std::to_string(m) + " anchors of dimension " + std::to_string(d) + " for " +
                                      std::to_string(n_) + " points");
@@ -592,6 +639,7 @@ private:
         row_staging_ = DeviceBuffer<float>(m * d);
         host_staging_ = PinnedBuffer<float>(m * d);
         row_ids_ = DeviceBuffer<std::uint32_t>(m);
+        member_slot_ = DeviceBuffer<std::uint32_t>(m);
         temp_ = DeviceBuffer<unsigned char>(temp_bytes);
         plan_ = plan;
         m_ = m;
@@ -765,6 +813,7 @@ private:
     DeviceBuffer<float> row_staging_;
     PinnedBuffer<float> host_staging_;  // m x d at least; grown by download_rows
     DeviceBuffer<std::uint32_t> row_ids_;
+    DeviceBuffer<std::uint32_t> member_slot_;
     DeviceBuffer<unsigned char> temp_;
     DeviceBuffer<float> gathered_;
     NearestScratch nearest_scratch_;

@@ -53,7 +53,13 @@ struct HalfAssignArgs {
     const std::uint16_t* point_tail = nullptr;   // 3 products
     const std::uint16_t* anchor_head = nullptr;
     const std::uint16_t* anchor_tail = nullptr;  // 2 and 3 products
+    const float* point_norms = nullptr;
     const float* anchor_norms = nullptr;
+    const unsigned* max_anchor_norm_bits = nullptr;
+    // The repair's window for a row is at most window_factor (2 ||x||^2 + 2 max ||c||^2) +
+    // window_absolute; values beyond the row's best by more need not be kept. Zero without a repair.
+    float window_factor = 0.0f;
+    float window_absolute = 0.0f;
     std::size_t n = 0;
     std::size_t m = 0;
     int stride = 0;       // half_stride(d)

@@ -124,8 +124,8 @@ __global__ void __launch_bounds__(kThreads)
                 const bool self = exclude_self && col0 + owned(tx, j) == row;
                 acc[i][j] = self ? CUDART_INF_F : fmaf(-2.0f, acc[i][j], c_norm[j]);
             }
-            offer_all<kOwn>([&](int j) { return acc[i][j]; },
-                            [&](int j) { return static_cast<std::uint32_t>(col0 + owned(tx, j)); }, top[i]);
+            offer_below<kOwn>(CUDART_INF_F, [&](int j) { return acc[i][j]; },
+                              [&](int j) { return static_cast<std::uint32_t>(col0 + owned(tx, j)); }, top[i]);
         }
     }
 

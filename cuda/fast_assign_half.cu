@@ -55,11 +55,16 @@ __device__ __forceinline__ unsigned shared_address(const void* pointer) {
     return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
 }
 
-// 16 bytes from global to shared memory, asynchronously; with `valid` false, zeros instead, which add
-// nothing to the dot products.
-__device__ __forceinline__ void copy_async(std::uint16_t* to, const std::uint16_t* from, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(to)), "l"(from),
-                 "r"(valid ? 16 : 0));
+// 16 bytes from global memory to the shared address `to`, asynchronously; with `valid` false, zeros
+// instead, which add nothing to the dot products.
+__device__ __forceinline__ void copy_async(unsigned to, const std::uint16_t* from, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to), "l"(from), "r"(valid ? 16 : 0));
+}
+
+// 4 bytes, for the anchors' norms (their buffer has no padding to read 16 bytes past its end).
+__device__ __forceinline__ void copy_async_word(float* to, const float* from, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(shared_address(to)), "l"(from),
+                 "r"(valid ? 4 : 0));
 }
 
 __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;"); }
@@ -69,23 +74,17 @@ __device__ __forceinline__ void wait_copies() {
     asm volatile("cp.async.wait_group %0;" ::"n"(kPending));
 }
 
-// Stages values [k0, k0 + kChunk) of rows [row0, row0 + kTile). Rows past `count` and values past the
-// stride are zero.
-__device__ __forceinline__ void stage_rows(std::uint16_t* to, const std::uint16_t* __restrict__ rows,
-                                           std::size_t count, int stride, std::size_t row0, int k0, int tid) {
-    constexpr int kPerRow = kChunk / kPiece;
-    constexpr int kCopies = kTile * kPerRow / kThreads;
-    static_assert(kCopies * kThreads == kTile * kPerRow, "whole copies per thread");
-#pragma unroll
-    for (int e = 0; e < kCopies; ++e) {
-        const int item = tid + e * kThreads;
-        const int r = item / kPerRow;
-        const int k = (item % kPerRow) * kPiece;
-        const std::size_t row = row0 + r;
-        const bool valid = row < count && k0 + k < stride;
-        copy_async(to + r * kStride + k, valid ? rows + row * stride + k0 + k : rows, valid);
-    }
-}
+// What one thread copies of a staged tile: values [k0 + k, k0 + k + 8) of the tile's rows `row`
+// and row + kTile / 2 (kTile rows of kChunk values, 16 bytes a copy, two copies per thread).
+struct Pieces {
+    static constexpr int kPerRow = kChunk / kPiece;
+    static_assert(2 * kThreads * kPiece == kTile * kChunk, "two copies per thread");
+    int row;
+    int k;
+    __device__ explicit Pieces(int tid) : row(tid / kPerRow), k((tid % kPerRow) * kPiece) {}
+    // The shared offset, in values, of copy e within a staged array.
+    __device__ int to(int e) const { return (row + e * kTile / 2) * kStride + k; }
+};
 
 __device__ __forceinline__ void load_matrices(unsigned address, std::uint32_t (&out)[4]) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
@@ -131,11 +130,29 @@ __device__ __forceinline__ void mma_step(float (&acc)[4], const std::uint32_t (&
     }
 }
 
+// A position in the block's sequence of steps (anchor tile, chunk of coordinates), advanced one step
+// at a time: the loop never divides by the chunk count.
+struct StepCursor {
+    int chunk;
+    std::size_t col0;  // first anchor of the tile
+    __device__ void advance(int chunks) {
+        if (++chunk == chunks) {
+            chunk = 0;
+            col0 += kTile;
+        }
+    }
+};
+
 template <HalfType kType, int kProducts>
 __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
     fast_assign_half_kernel(HalfAssignArgs a) {
     extern __shared__ __align__(16) std::uint16_t staged[];
     auto stage = [&](int array, int slot) { return staged + (array * kStages + slot) * kStageValues; };
+    // Per row, as ordered_bits, the least bound that any of the eight lists of the row (four lanes in
+    // each of two warps) has found (see row_limit below): every list skips what cannot matter to any.
+    __shared__ unsigned row_bound[kTile];
+    // The squared norms of each staged tile's anchors, staged with the tile's first chunk.
+    __shared__ float tile_norms[kStages][kTile];
 
     const int tid = threadIdx.x;
     const int lane = tid % kWarp;
@@ -155,10 +172,25 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
     const int b_offset = (warp_col + lane % 8 + (matrix / 2) * 8) * kStride + (matrix % 2) * 8;
 
     // Owned row o is row (o / 2) * 16 + (o % 2) * 8 + group of the warp's rows.
+    auto row_of = [&](int o) { return warp_row + (o / 2) * kMmaM + (o % 2) * 8 + group; };
     Candidate top[kOwnedRows];
+    // A value at or above best + window[o] (window: the repair's window for the row, at its widest)
+    // is outside the window of the row's final best, so it can neither join the repair's short list
+    // nor change whether more anchors than the list holds are inside the window: the lists skip it.
+    // Together with the shared row bound this keeps the lanes of a warp from walking insertions for
+    // anchors that cannot matter, which without it happened on nearly every tile.
+    float window[kOwnedRows];
+    const float max_anchor_norm = __uint_as_float(*a.max_anchor_norm_bits);
 #pragma unroll
     for (int o = 0; o < kOwnedRows; ++o) {
         top[o] = empty_candidate();
+        const std::size_t row = row0 + row_of(o);
+        const float x_norm = row < a.n ? a.point_norms[row] : 0.0f;
+        window[o] = a.window_factor * (2.0f * x_norm + 2.0f * max_anchor_norm) + a.window_absolute;
+    }
+    auto row_limit = [&](int o) { return fminf(top[o].next, top[o].dist[0] + window[o]); };
+    for (int r = tid; r < kTile; r += kThreads) {
+        row_bound[r] = ordered_bits(CUDART_INF_F);
     }
 
     // One pipeline runs through the steps (anchor tile, chunk of coordinates) of all this block's
@@ -167,49 +199,90 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
     const int chunks = static_cast<int>(ceil_div(static_cast<std::size_t>(stride), kChunk));
     const TileRange tiles = split_tiles(a.m, a.tiles_per_split);
     const int steps = static_cast<int>(tiles.end - tiles.begin) * chunks;
-    auto tile_start = [&](int step) { return (tiles.begin + step / chunks) * kTile; };
-    auto stage_step = [&](int step, int slot) {
-        const int k0 = (step % chunks) * kChunk;
-        const std::size_t col0 = tile_start(step);
-        stage_rows(stage(0, slot), a.point_head, a.n, stride, row0, k0, tid);
-        stage_rows(stage(1, slot), a.anchor_head, a.m, stride, col0, k0, tid);
-        if constexpr (kProducts >= 2) {
-            stage_rows(stage(2, slot), a.anchor_tail, a.m, stride, col0, k0, tid);
+    // Staging, with what does not change per step worked out once: the thread's pieces, the shared
+    // addresses of the staged arrays, where its point rows start.
+    const Pieces pieces(tid);
+    const unsigned staged_base = shared_address(staged);
+    auto stage_address = [&](int array, int slot, int e) {
+        return staged_base + 2u * static_cast<unsigned>((array * kStages + slot) * kStageValues + pieces.to(e));
+    };
+    const std::size_t point_offset = (row0 + pieces.row) * static_cast<std::size_t>(stride) + pieces.k;
+    const std::size_t rows_here = a.n - row0;  // rows of this block's tile that exist
+    auto stage_step = [&](const StepCursor& at, int slot) {
+        const int k0 = at.chunk * kChunk;
+        if (k0 == 0 && tid < kTile) {
+            const bool valid = at.col0 + tid < a.m;
+            copy_async_word(&tile_norms[slot][tid], valid ? a.anchor_norms + at.col0 + tid : a.anchor_norms, valid);
         }
-        if constexpr (kProducts == 3) {
-            stage_rows(stage(3, slot), a.point_tail, a.n, stride, row0, k0, tid);
+        const bool k_inside = k0 + pieces.k < stride;
+        const std::size_t anchor_offset = (at.col0 + pieces.row) * static_cast<std::size_t>(stride) + pieces.k + k0;
+        const std::size_t half_rows = static_cast<std::size_t>(kTile / 2) * stride;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int r = pieces.row + e * kTile / 2;
+            const bool point_valid = k_inside && r < rows_here;
+            const std::size_t point_at = point_offset + e * half_rows + k0;
+            copy_async(stage_address(0, slot, e), point_valid ? a.point_head + point_at : a.point_head, point_valid);
+            if constexpr (kProducts == 3) {
+                copy_async(stage_address(3, slot, e), point_valid ? a.point_tail + point_at : a.point_tail,
+                           point_valid);
+            }
+            const bool anchor_valid = k_inside && at.col0 + r < a.m;
+            const std::size_t anchor_at = anchor_offset + e * half_rows;
+            copy_async(stage_address(1, slot, e), anchor_valid ? a.anchor_head + anchor_at : a.anchor_head,
+                       anchor_valid);
+            if constexpr (kProducts >= 2) {
+                copy_async(stage_address(2, slot, e), anchor_valid ? a.anchor_tail + anchor_at : a.anchor_tail,
+                           anchor_valid);
+            }
         }
     };
 
+    // Each tile's accumulators start at -||c||^2 2^(2 exponent - 1), so that the tensor cores leave
+    // ||c||^2 - 2 x.c scaled by -1/a.scale: a tile then costs the epilogue one comparison per value.
+    // Past the last anchor they start at -inf, which no list takes.
     float acc[kRowTiles][kColTiles][4];
-#pragma unroll
-    for (int i = 0; i < kRowTiles; ++i) {
-#pragma unroll
-        for (int j = 0; j < kColTiles; ++j) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                acc[i][j][e] = 0.0f;
-            }
-        }
-    }
+    const float norm_scale = -1.0f / a.scale;
+    const int my_col = warp_col + quad * 2;  // of the thread's first column in a tile
+
     // Every thread commits one group per step, empty past the end, so that waiting for all but the
     // last kStages - 2 groups always means "the current step has landed".
+    StepCursor ahead{0, tiles.begin * kTile};
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
         if (s < steps) {
-            stage_step(s, s);
+            stage_step(ahead, s);
+            ahead.advance(chunks);
         }
         commit_copies();
     }
-    for (int step = 0; step < steps; ++step) {
+    StepCursor current{0, tiles.begin * kTile};
+    for (int step = 0; step < steps; ++step, current.advance(chunks)) {
         wait_copies<kStages - 2>();
         __syncthreads();  // this step is in for everyone, and the previous one is no longer read
-        const int ahead = step + kStages - 1;
-        if (ahead < steps) {
-            stage_step(ahead, ahead % kStages);
+        if (step + kStages - 1 < steps) {
+            stage_step(ahead, (step + kStages - 1) % kStages);
+            ahead.advance(chunks);
         }
         commit_copies();
         const int slot = step % kStages;
+        if (current.chunk == 0) {
+            const bool whole = current.col0 + kTile <= a.m;  // every tile but perhaps the last
+#pragma unroll
+            for (int j = 0; j < kColTiles; ++j) {
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const int col = my_col + j * kMmaN + half;
+                    const float start =
+                        whole || current.col0 + col < a.m ? tile_norms[slot][col] * norm_scale : -CUDART_INF_F;
+#pragma unroll
+                    for (int i = 0; i < kRowTiles; ++i) {
+                        acc[i][j][half] = start;
+                        acc[i][j][2 + half] = start;
+                    }
+                }
+            }
+        }
         const unsigned a_head_base = shared_address(stage(0, slot) + a_offset);
         const unsigned b_head_base = shared_address(stage(1, slot) + b_offset);
         const unsigned b_tail_base = shared_address(stage(kProducts >= 2 ? 2 : 1, slot) + b_offset);
@@ -242,34 +315,39 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
                 }
             }
         }
-        if (step % chunks != chunks - 1) {
+        if (current.chunk != chunks - 1) {
             continue;
         }
 
         // The tile is complete. Accumulator e of tile (i, j) is row i * 16 + (e / 2) * 8 + group,
-        // column j * 8 + quad * 2 + e % 2. The dot products come out scaled by 2^(2 exponent); a.scale
-        // = 2^(1 - 2 exponent) undoes that and doubles them, exactly. Past the last anchor the value
-        // is +inf, which no list takes.
-        const std::size_t col0 = tile_start(step) + warp_col + quad * 2;
-        // Read per value rather than held for all rows: the registers are what keeps two blocks per SM.
-        auto c_norm = [&](int e) {
-            const std::size_t col = col0 + (e / 2) * kMmaN + e % 2;
-            return col < a.m ? __ldg(a.anchor_norms + col) : CUDART_INF_F;
-        };
+        // column j * 8 + quad * 2 + e % 2, and holds (||c||^2 - 2 x.c) / -a.scale: scaled by a power
+        // of two, so the largest accumulator is the least value, and -a.scale times it is exact.
+        const std::size_t col0 = current.col0 + my_col;
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
             // Value e of the row is column (e / 2) * 8 + e % 2 of the thread's columns.
-            auto dot = [&](int e) -> float& { return acc[o / 2][e / 2][(o % 2) * 2 + e % 2]; };
+            auto held = [&](int e) { return acc[o / 2][e / 2][(o % 2) * 2 + e % 2]; };
+            float largest = held(0);
 #pragma unroll
-            for (int e = 0; e < 2 * kColTiles; ++e) {
-                dot(e) = fmaf(-a.scale, dot(e), c_norm(e));
+            for (int e = 1; e < 2 * kColTiles; ++e) {
+                largest = fmaxf(largest, held(e));
             }
-            offer_all<2 * kColTiles>([&](int e) { return dot(e); },
-                                     [&](int e) { return static_cast<std::uint32_t>(col0 + (e / 2) * kMmaN + e % 2); },
-                                     top[o]);
+            // The shared bound read here may be a step old: it only ever falls, so it is still one.
+            unsigned* shared_bound = &row_bound[row_of(o)];
+            const float bound = fminf(from_ordered_bits(*shared_bound), row_limit(o));
+            if (!(-a.scale * largest < bound)) {
+                continue;
+            }
 #pragma unroll
             for (int e = 0; e < 2 * kColTiles; ++e) {
-                dot(e) = 0.0f;
+                const float value = -a.scale * held(e);
+                if (value < bound) {
+                    offer(value, static_cast<std::uint32_t>(col0 + (e / 2) * kMmaN + e % 2), top[o]);
+                }
+            }
+            const float limit = row_limit(o);
+            if (limit < bound) {
+                atomicMin(shared_bound, ordered_bits(limit));
             }
         }
     }
@@ -286,14 +364,14 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
     if (warp_col != 0 && quad == 0) {
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
-            exchange[warp_row + (o / 2) * kMmaM + (o % 2) * 8 + group] = top[o];
+            exchange[row_of(o)] = top[o];
         }
     }
     __syncthreads();
     if (warp_col == 0 && quad == 0) {
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
-            const int r = warp_row + (o / 2) * kMmaM + (o % 2) * 8 + group;
+            const int r = row_of(o);
             merge(top[o], exchange[r]);
             if (row0 + r < a.n) {
                 a.candidates[static_cast<std::size_t>(blockIdx.y) * a.n + row0 + r] = top[o];
@@ -336,33 +414,37 @@ void launch_fast_assign_half(const HalfAssignArgs& a, cudaStream_t stream) {
 // Operands: with u the type's unit roundoff (float16 2^-11, bfloat16 2^-8), a head is within u of
 // its value and head + tail within u^2; the products then miss at most (2u + u^2), u^2 (points
 // exact) or ~3u^2 (bounded by 4u^2) of |x||c|. Products of 16-bit values are exact in float32; each
-// mma adds 16 of them to its accumulator, every term taken as truncated (two units of 2^-24 of the
-// running magnitude, at most sum |x_k c_k| (1 + u)^2). One product per step accumulates over all
-// steps; more go through a fresh accumulator per step (that step's mma only) and one rounded
-// addition per step. The norms and the epilogue's two operations add 8 units of 2^-24.
+// mma adds 16 of them to its accumulator, every term taken as truncated: two units of 2^-24 of the
+// running magnitude. That magnitude is at most sum |x_k c_k| (1 + u)^2 for an accumulator that
+// starts at zero, and ||c||^2 / 2 more for one that starts at -||c||^2 / 2, which makes it at most
+// (1 + (1 + u)^2) / 2 of ||x||^2 + ||c||^2 instead of (1 + u)^2 / 2. One product per step
+// accumulates into the tile's accumulator over all steps; more go through a fresh one per step
+// (that step's mma only), added to the tile's with one rounded addition per step. The norms and
+// the epilogue's operations add 8 units of 2^-24.
 float half_rounding_factor(HalfType type, int products, int d) {
     const double unit = type == HalfType::f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
     const double u32 = std::ldexp(1.0, -24);
     const double steps = std::ceil(half_stride(d) / static_cast<double>(kMmaK));
     const double per_mma = 2.0 * (kMmaK + 1);
+    const double fresh = (1.0 + unit) * (1.0 + unit);
+    const double started = 1.0 + fresh;
     double operands = 0.0;
     double accumulation = 0.0;
     switch (products) {
     case 1:
         operands = 2.0 * unit + unit * unit;
-        accumulation = per_mma * steps;
+        accumulation = per_mma * steps * started;
         break;
     case 2:
         operands = unit * unit;
-        accumulation = 2.0 * per_mma + steps;
+        accumulation = 2.0 * per_mma * fresh + steps * started;
         break;
     default:
         operands = 4.0 * unit * unit;
-        accumulation = 3.0 * per_mma + steps;
+        accumulation = 3.0 * per_mma * fresh + steps * started;
         break;
     }
-    const double magnitude = (1.0 + unit) * (1.0 + unit);
-    return static_cast<float>(operands + (accumulation * magnitude + 8.0) * u32);
+    return static_cast<float>(operands + (accumulation + 8.0) * u32);
 }
 
 // Values below the 16-bit type's normal range round to a multiple of 2^-24 (float16's smallest

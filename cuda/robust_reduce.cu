@@ -1,6 +1,7 @@
 #include "robust_reduce.cuh"
 
 #include "cuda_check.hpp"
+#include "segments.cuh"
 #include "warp_math.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -44,21 +45,6 @@ __global__ void anchor_keys_kernel(const std::uint32_t* __restrict__ assignment,
     if (i < n) {
         keys[i] = assignment[i];
         members[i] = static_cast<std::uint32_t>(i);
-    }
-}
-
-// offsets[a] = first sorted position whose anchor is >= a. Position p writes the anchors after the
-// previous position's up to its own; position n writes the rest up to m. Together that is O(n + m).
-__global__ void segment_offsets_kernel(const std::uint32_t* __restrict__ sorted_anchor, std::size_t n,
-                                       std::size_t m, std::uint32_t* __restrict__ offsets) {
-    const std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (p > n) {
-        return;
-    }
-    const std::size_t first = p == 0 ? 0 : static_cast<std::size_t>(sorted_anchor[p - 1]) + 1;
-    const std::size_t last = p == n ? m : static_cast<std::size_t>(sorted_anchor[p]);
-    for (std::size_t a = first; a <= last; ++a) {
-        offsets[a] = static_cast<std::uint32_t>(p);
     }
 }
 
@@ -253,9 +239,7 @@ void launch_robust_reduce(const ReduceArgs& a, cudaStream_t stream) {
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(a.temp, temp_bytes, anchor_keys, members, a.n, 0, anchor_bits(a.m),
                                                stream));
 
-    segment_offsets_kernel<<<blocks_for(a.n + 1, kThreads), kThreads, 0, stream>>>(anchor_keys.Current(), a.n, a.m,
-                                                                                    a.offsets);
-    check_launch("segment_offsets_kernel", stream);
+    launch_segment_offsets(anchor_keys.Current(), a.n, a.m, a.offsets, stream);
     keep_kernel<<<blocks_for(a.m + 1, kThreads), kThreads, 0, stream>>>(a.offsets, a.m, a.trim, a.count, a.kept,
                                                                          a.item_counts);
     check_launch("keep_kernel", stream);

@@ -190,7 +190,9 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
                 Matrix anchors = backend.download_anchors();
                 const MaintenanceResult changes =
                     maintain(anchors, backend.download_stats(), config,
-                             [&](std::uint32_t j) { return backend.gather_members(j, kSplitSampleMembers); },
+                             [&](const std::vector<std::uint32_t>& listed) {
+                                 return backend.gather_members(listed, kSplitSampleMembers);
+                             },
                              [&](const Matrix& rows) { return backend.nearest_rows(rows); });
                 backend.upload_anchor_rows(anchors, changes.changed_rows);
                 record.merged = changes.merged;

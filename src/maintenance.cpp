@@ -300,15 +300,11 @@ public:
     }
 
 private:
-    // The 2-means of several anchors: their members are gathered one by one (the source may be a
+    // The 2-means of several anchors: their members are gathered all at once (the source may be a
     // GPU), then split in parallel, each by one thread, so the results do not depend on the thread
     // count. Within one pass the members and counts of the listed anchors do not change.
     std::vector<TwoMeans> split_many(const std::vector<std::size_t>& anchors) const {
-        std::vector<Matrix> members;
-        members.reserve(anchors.size());
-        for (std::size_t j : anchors) {
-            members.push_back(members_(static_cast<std::uint32_t>(j)));
-        }
+        const std::vector<Matrix> members = members_(std::vector<std::uint32_t>(anchors.begin(), anchors.end()));
         std::size_t work = 0;
         for (const Matrix& rows : members) {
             work += rows.data.size();

@@ -20,8 +20,9 @@ struct MaintenanceResult {
     int reseeded = 0;
 };
 
-// Up to a few thousand members of one anchor, for 2-means splits.
-using MemberSource = std::function<Matrix(std::uint32_t anchor)>;
+// Up to a few thousand members of each listed anchor, one matrix per anchor in list order, for
+// 2-means splits (Backend::gather_members).
+using MemberSource = std::function<std::vector<Matrix>(const std::vector<std::uint32_t>& anchors)>;
 
 // Each row's nearest other row, exact (Backend::nearest_rows; the CPU's by default).
 using NearestSource = std::function<NearestRows(const Matrix& rows)>;

@@ -32,8 +32,8 @@ public:
     void seed_anchors(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) override {
         inner_->seed_anchors(points, m, sample_size, seed);
     }
-    Matrix gather_members(std::uint32_t anchor, std::size_t limit) override {
-        return inner_->gather_members(anchor, limit);
+    std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
+        return inner_->gather_members(anchors, limit);
     }
     NearestRows nearest_rows(const Matrix& rows) override { return inner_->nearest_rows(rows); }
 

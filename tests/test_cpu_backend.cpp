@@ -88,7 +88,7 @@ TEST_CASE("gather_members returns the first members of an anchor in point order"
     backend->upload_anchors(c);
     backend->assign();
     const std::vector<std::uint32_t> a = backend->download_assignments();
-    const Matrix members = backend->gather_members(1, 4);
+    const Matrix members = backend->gather_members({1}, 4).at(0);
     std::size_t r = 0;
     for (std::size_t i = 0; i < x.rows && r < 4; ++i) {
         if (a[i] == 1) {
@@ -96,6 +96,14 @@ TEST_CASE("gather_members returns the first members of an anchor in point order"
         }
     }
     CHECK(members.rows == r);
+    // A whole list at once gives what each anchor gives alone; an id past the anchors has no
+    // members, and an anchor listed twice is refused.
+    const std::vector<Matrix> both = backend->gather_members({1, 5, 0}, 4);
+    REQUIRE(both.size() == 3);
+    CHECK(both[0].data == members.data);
+    CHECK(both[1].rows == 0);
+    CHECK(both[2].data == backend->gather_members({0}, 4).at(0).data);
+    CHECK_THROWS_AS(backend->gather_members({1, 0, 1}, 4), Error);
 }
 
 TEST_CASE("cpu: nearest_rows finds each row's nearest other row", "[cpu][backend]") {
@@ -127,5 +135,5 @@ TEST_CASE("cpu: calls out of order are reported as errors", "[cpu][backend]") {
     auto cpu = make_cpu_backend(1);
     check_call_order(*cpu);
     auto fresh = make_cpu_backend(1);
-    CHECK_THROWS_AS(fresh->gather_members(0, 4), Error);
+    CHECK_THROWS_AS(fresh->gather_members({0}, 4), Error);
 }

@@ -241,20 +241,32 @@ TEST_CASE("cuda: gather_members returns the CPU's rows", "[gpu][backend][quick]"
     gpu->upload_points(x, {});
     // Before any assign no point belongs to an anchor.
     gpu->upload_anchors(anchors);
-    CHECK(gpu->gather_members(0, 10).rows == 0);
+    CHECK(gpu->gather_members({0}, 10).at(0).rows == 0);
     cpu->upload_anchors(anchors);
     cpu->assign();
     gpu->assign();
+    // Each anchor alone, and lists in several orders (7 is past the anchors: no members).
+    std::vector<std::vector<std::uint32_t>> lists;
     for (std::uint32_t j = 0; j < 8; ++j) {
+        lists.push_back({j});
+    }
+    lists.push_back({6, 0, 7, 3, 1, 2, 5, 4});
+    lists.push_back({2, 5});
+    for (const std::vector<std::uint32_t>& list : lists) {
         for (std::size_t limit : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{4096}, x.rows}) {
-            INFO("anchor " << j << " limit " << limit);
-            const Matrix got = gpu->gather_members(j, limit);
-            const Matrix want = cpu->gather_members(j, limit);
-            CHECK(got.rows == want.rows);
-            CHECK(got.cols == want.cols);
-            CHECK(got.data == want.data);
+            INFO("list of " << list.size() << " from anchor " << list[0] << ", limit " << limit);
+            const std::vector<Matrix> got = gpu->gather_members(list, limit);
+            const std::vector<Matrix> want = cpu->gather_members(list, limit);
+            REQUIRE(got.size() == list.size());
+            REQUIRE(want.size() == list.size());
+            for (std::size_t t = 0; t < list.size(); ++t) {
+                CHECK(got[t].rows == want[t].rows);
+                CHECK(got[t].cols == want[t].cols);
+                CHECK(got[t].data == want[t].data);
+            }
         }
     }
+    CHECK_THROWS_AS(gpu->gather_members({3, 3}, 5), Error);
 }
 
 TEST_CASE("cuda: nearest_rows matches the CPU's, duplicate rows included", "[gpu][backend][quick]") {

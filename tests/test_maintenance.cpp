@@ -21,6 +21,18 @@ Matrix rows(std::initializer_list<std::vector<float>> values) {
     return m;
 }
 
+// A MemberSource from the members of one anchor.
+template <class PerAnchor>
+MemberSource each(PerAnchor per_anchor) {
+    return [per_anchor](const std::vector<std::uint32_t>& anchors) {
+        std::vector<Matrix> out;
+        for (std::uint32_t j : anchors) {
+            out.push_back(per_anchor(j));
+        }
+        return out;
+    };
+}
+
 // Members of an anchor: two tight blobs around (-5, 0) and (5, 0) for anchor 0, one point elsewhere.
 Matrix two_blobs(std::uint32_t anchor) {
     if (anchor != 0) {
@@ -47,7 +59,7 @@ AnchorStats stats_of(std::vector<std::uint32_t> count, std::vector<double> varia
 TEST_CASE("an empty anchor is re-seeded by splitting the anchor of largest error", "[maintenance]") {
     Matrix anchors = rows({{0, 0}, {100, 100}, {-100, 100}, {50, -50}});
     const AnchorStats stats = stats_of({400, 100, 100, 0}, {25.0, 1.0, 1.0, 0.0});
-    const MaintenanceResult r = maintain(anchors, stats, AnnealConfig{}, two_blobs);
+    const MaintenanceResult r = maintain(anchors, stats, AnnealConfig{}, each(two_blobs));
     CHECK(r.reseeded == 1);
     CHECK(r.changed_rows == std::vector<std::uint32_t>{0, 3});
     const float left = anchors.row(0)[0];
@@ -62,7 +74,7 @@ TEST_CASE("two nearly coincident anchors merge into their count-weighted mean", 
     config.merge_factor = 0.1;
     const AnchorStats stats = stats_of({10, 30, 10, 10}, {1.0, 1.0, 1.0, 1.0});
     // No member of anchor 0 can be split (one point), so the freed slot is not refilled.
-    const MaintenanceResult r = maintain(anchors, stats, config, [](std::uint32_t) { return rows({{0, 0}}); });
+    const MaintenanceResult r = maintain(anchors, stats, config, each([](std::uint32_t) { return rows({{0, 0}}); }));
     CHECK(r.merged == 1);
     CHECK(anchors.row(1)[0] == Approx(10.0025f));
     // The freed slot duplicates the merged anchor so that it wins no points.
@@ -75,7 +87,7 @@ TEST_CASE("an anchor far above the mean count is split into the cheapest anchor'
     const AnchorStats stats = stats_of({1000, 20, 20, 2, 20}, {25.0, 1.0, 1.0, 1.0, 1.0});
     AnnealConfig config;
     config.merge_factor = 0.0;  // anchors 2 and 3 would otherwise merge first
-    const MaintenanceResult r = maintain(anchors, stats, config, two_blobs);
+    const MaintenanceResult r = maintain(anchors, stats, config, each(two_blobs));
     CHECK(r.split == 1);
     CHECK(r.changed_rows == std::vector<std::uint32_t>{0, 3});
 }
@@ -84,9 +96,9 @@ TEST_CASE("anchors whose members are all one point are left alone", "[maintenanc
     Matrix anchors = rows({{1, 1}, {2, 2}});
     const Matrix before = anchors;
     const AnchorStats stats = stats_of({10, 0}, {0.0, 0.0});
-    const MaintenanceResult r = maintain(anchors, stats, AnnealConfig{}, [](std::uint32_t) {
+    const MaintenanceResult r = maintain(anchors, stats, AnnealConfig{}, each([](std::uint32_t) {
         return rows({{1, 1}, {1, 1}, {1, 1}});
-    });
+    }));
     CHECK(r.reseeded == 0);
     CHECK(r.changed_rows.empty());
     CHECK(anchors.data == before.data);

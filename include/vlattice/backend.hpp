@@ -70,8 +70,10 @@ public:
     // E = (1/n) sum ||x_i - c_a(i)||^2 for the current anchors and assignments, in double.
     virtual double energy() = 0;
     virtual std::vector<std::uint32_t> download_assignments() = 0;
-    // Up to `limit` members of one anchor (the first by point index), for maintenance splits.
-    virtual Matrix gather_members(std::uint32_t anchor, std::size_t limit) = 0;
+    // For each listed anchor (distinct ids), its first `limit` members by point index, fewer where it
+    // has fewer (none for an id past the anchors): one matrix per listed anchor, in list order, for
+    // maintenance splits.
+    virtual std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) = 0;
     // Each row's nearest other row of `rows` (at least two), exact and with ties to the lowest index,
     // as assign; for maintenance, which measures the spacing of the anchors.
     virtual NearestRows nearest_rows(const Matrix& rows) = 0;

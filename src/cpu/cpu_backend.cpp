@@ -116,18 +116,32 @@ public:
 
     std::vector<std::uint32_t> download_assignments() override { return assignment_; }
 
-    Matrix gather_members(std::uint32_t anchor, std::size_t limit) override {
+    std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         require(assigned_, "gather_members needs an assign of the current anchors first");
         const Matrix& x = *points_;
-        std::vector<std::size_t> members;
-        for (std::size_t i = 0; i < x.rows && members.size() < limit; ++i) {
-            if (assignment_[i] == anchor) {
-                members.push_back(i);
+        std::vector<std::uint32_t> slot_of(anchors_.rows, kUnassigned);
+        for (std::size_t t = 0; t < anchors.size(); ++t) {
+            if (anchors[t] < anchors_.rows) {
+                require(slot_of[anchors[t]] == kUnassigned, "gather_members: anchor " + std::to_string(anchors[t]) +
+                                                                " is listed twice");
+                slot_of[anchors[t]] = static_cast<std::uint32_t>(t);
             }
         }
-        Matrix out(members.size(), x.cols);
-        for (std::size_t r = 0; r < members.size(); ++r) {
-            std::memcpy(out.row(r), x.row(members[r]), x.cols * sizeof(float));
+        std::vector<std::vector<std::size_t>> members(anchors.size());
+        for (std::size_t i = 0; i < x.rows; ++i) {
+            const std::uint32_t a = assignment_[i];
+            if (a < anchors_.rows && slot_of[a] != kUnassigned && members[slot_of[a]].size() < limit) {
+                members[slot_of[a]].push_back(i);
+            }
+        }
+        std::vector<Matrix> out;
+        out.reserve(anchors.size());
+        for (const std::vector<std::size_t>& rows : members) {
+            Matrix m(rows.size(), x.cols);
+            for (std::size_t r = 0; r < rows.size(); ++r) {
+                std::memcpy(m.row(r), x.row(rows[r]), x.cols * sizeof(float));
+            }
+            out.push_back(std::move(m));
         }
         return out;
     }

@@ -1,0 +1,120 @@
+#include "gather_members.cuh"
+
+#include "cuda_check.hpp"
+#include "segments.cuh"
+#include "warp_math.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+namespace vlattice::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr std::uint32_t kUnlisted = 0xffffffffu;
+
+unsigned blocks_for(std::size_t items) { return static_cast<unsigned>(ceil_div(items, kThreads)); }
+
+__global__ void mark_listed_kernel(const std::uint32_t* __restrict__ listed, std::size_t count, std::size_t m,
+                                   std::uint32_t* __restrict__ slot_of) {
+    const std::size_t t = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (t < count && listed[t] < m) {
+        slot_of[listed[t]] = static_cast<std::uint32_t>(t);
+    }
+}
+
+// Points assigned to a listed anchor; points with no anchor yet (ids >= m) are nobody's.
+struct IsListed {
+    const std::uint32_t* assignment;
+    const std::uint32_t* slot_of;
+    std::size_t m;
+    __device__ bool operator()(std::uint32_t i) const {
+        const std::uint32_t a = assignment[i];
+        return a < m && slot_of[a] != kUnlisted;
+    }
+};
+
+__global__ void slot_keys_kernel(const std::uint32_t* __restrict__ members, std::size_t selected,
+                                 const std::uint32_t* __restrict__ assignment,
+                                 const std::uint32_t* __restrict__ slot_of, std::uint32_t* __restrict__ keys) {
+    const std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (p < selected) {
+        keys[p] = slot_of[assignment[members[p]]];
+    }
+}
+
+__global__ void gather_listed_kernel(PointRows points, int d, const std::uint32_t* __restrict__ members,
+                                     const std::uint32_t* __restrict__ offsets, std::size_t count,
+                                     std::size_t limit, float* __restrict__ rows) {
+    const std::size_t total = count * limit * static_cast<std::size_t>(d);
+    for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+         e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+        const std::size_t row = e / d;
+        const std::size_t t = row / limit;
+        const std::size_t r = row % limit;
+        if (offsets[t] + r < offsets[t + 1]) {
+            rows[e] = points.at(members[offsets[t] + r], static_cast<int>(e % d));
+        }
+    }
+}
+
+int key_bits(std::size_t count) {
+    int bits = 1;
+    while (bits < 32 && (std::size_t{1} << bits) < count) {
+        ++bits;
+    }
+    return bits;
+}
+
+}  // namespace
+
+std::size_t gather_members_temp_bytes(std::size_t n) {
+    std::size_t select = 0;
+    std::size_t sort = 0;
+    CUDA_CHECK(cub::DeviceSelect::If(nullptr, select, thrust::counting_iterator<std::uint32_t>(0),
+                                     static_cast<std::uint32_t*>(nullptr), static_cast<std::int64_t*>(nullptr),
+                                     static_cast<std::int64_t>(n), IsListed{nullptr, nullptr, 0}));
+    cub::DoubleBuffer<std::uint32_t> keys(nullptr, nullptr);
+    cub::DoubleBuffer<std::uint32_t> values(nullptr, nullptr);
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort, keys, values, n));
+    return select > sort ? select : sort;
+}
+
+void launch_select_listed(const GatherArgs& a, cudaStream_t stream) {
+    CUDA_CHECK(cudaMemsetAsync(a.slot_of, 0xff, a.m * sizeof(std::uint32_t), stream));
+    if (a.count > 0) {
+        mark_listed_kernel<<<blocks_for(a.count), kThreads, 0, stream>>>(a.listed, a.count, a.m, a.slot_of);
+        check_launch("mark_listed_kernel", stream);
+    }
+    std::size_t temp_bytes = a.temp_bytes;
+    CUDA_CHECK(cub::DeviceSelect::If(a.temp, temp_bytes, thrust::counting_iterator<std::uint32_t>(0), a.members[0],
+                                     a.selected, static_cast<std::int64_t>(a.n),
+                                     IsListed{a.assignment, a.slot_of, a.m}, stream));
+}
+
+void launch_gather_listed(const GatherArgs& a, std::size_t selected, cudaStream_t stream) {
+    if (selected > 0) {
+        slot_keys_kernel<<<blocks_for(selected), kThreads, 0, stream>>>(a.members[0], selected, a.assignment,
+                                                                         a.slot_of, a.keys[0]);
+        check_launch("slot_keys_kernel", stream);
+    }
+    // Radix sorting is stable: within a list position the members stay in point order.
+    cub::DoubleBuffer<std::uint32_t> keys(a.keys[0], a.keys[1]);
+    cub::DoubleBuffer<std::uint32_t> members(a.members[0], a.members[1]);
+    std::size_t temp_bytes = a.temp_bytes;
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(a.temp, temp_bytes, keys, members, static_cast<int>(selected), 0,
+                                               key_bits(a.count), stream));
+    launch_segment_offsets(keys.Current(), selected, a.count, a.offsets, stream);
+    const std::size_t values = a.count * a.limit * static_cast<std::size_t>(a.d);
+    if (values > 0) {
+        constexpr std::size_t kMaxBlocks = 4096;
+        const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(ceil_div(values, kThreads), kMaxBlocks));
+        gather_listed_kernel<<<blocks, kThreads, 0, stream>>>(a.points, a.d, members.Current(), a.offsets, a.count,
+                                                               a.limit, a.rows);
+        check_launch("gather_listed_kernel", stream);
+    }
+}
+
+}  // namespace vlattice::cuda

@@ -1,0 +1,45 @@
+// The first `limit` members, by point index, of each of a list of anchors, gathered as float32 rows:
+// what maintenance splits with 2-means. One pass selects the members of every listed anchor in point
+// order, a stable sort groups them by list position, and each group's first `limit` rows are
+// gathered, so a whole list costs a few launches and two waits instead of that per anchor.
+#pragma once
+
+#include "point_rows.cuh"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vlattice::cuda {
+
+struct GatherArgs {
+    PointRows points;
+    const std::uint32_t* assignment = nullptr;  // n
+    std::size_t n = 0;
+    std::size_t m = 0;
+    int d = 0;
+    const std::uint32_t* listed = nullptr;  // count distinct anchor ids; ids >= m have no members
+    std::size_t count = 0;
+    std::size_t limit = 0;
+
+    // Scratch.
+    std::uint32_t* slot_of = nullptr;                     // m
+    std::uint32_t* keys[2] = {nullptr, nullptr};          // n each
+    std::uint32_t* members[2] = {nullptr, nullptr};       // n each
+    std::int64_t* selected = nullptr;                     // 1: how many points belong to listed anchors
+    void* temp = nullptr;
+    std::size_t temp_bytes = 0;
+
+    // Results.
+    std::uint32_t* offsets = nullptr;  // count + 1: list position t's members are [offsets[t], offsets[t + 1])
+    float* rows = nullptr;             // count * limit * d: position t's first rows from row t * limit
+};
+
+std::size_t gather_members_temp_bytes(std::size_t n);
+// First half: the members of every listed anchor, in point order; *selected receives their number.
+void launch_select_listed(const GatherArgs& args, cudaStream_t stream);
+// Second half, once the caller has read `selected`: grouped by list position, and gathered.
+void launch_gather_listed(const GatherArgs& args, std::size_t selected, cudaStream_t stream);
+
+}  // namespace vlattice::cuda
