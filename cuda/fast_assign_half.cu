@@ -17,6 +17,7 @@
 
 #include "cuda_check.hpp"
 
+#include <cuda/atomic>
 #include <math_constants.h>
 
 #include <cmath>
@@ -332,9 +333,12 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
             for (int e = 1; e < 2 * kColTiles; ++e) {
                 largest = fmaxf(largest, held(e));
             }
-            // The shared bound read here may be a step old: it only ever falls, so it is still one.
+            // Other lanes may lower the shared bound meanwhile (atomically): a read that misses that
+            // only sees a larger bound, which is still one.
             unsigned* shared_bound = &row_bound[row_of(o)];
-            const float bound = fminf(from_ordered_bits(*shared_bound), row_limit(o));
+            const unsigned published =
+                ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_block>(*shared_bound).load(::cuda::memory_order_relaxed);
+            const float bound = fminf(from_ordered_bits(published), row_limit(o));
             if (!(-a.scale * largest < bound)) {
                 continue;
             }
