@@ -227,6 +227,22 @@ TEST_CASE("compress --metric angular and --anchor-storage f16 reach the file", "
     CHECK(relatively_close(mse, info["metadata"]["energy"].get<double>(), 1e-2));
 }
 
+TEST_CASE("compress --storage and --assign-precision reach the run's metadata", "[cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    Sample sample(run_seed);
+    const std::string plain = sample.dir.path("plain.vlat");
+    const std::string stored = sample.dir.path("stored.vlat");
+    REQUIRE(compress(sample.input, plain).exit_code == 0);
+    REQUIRE(compress(sample.input, stored, "--storage bf16 --assign-precision fast").exit_code == 0);
+    const nlohmann::json config = info_json(stored)["metadata"]["config"];
+    CHECK(config["storage"] == "bf16");
+    CHECK(config["assign_precision"] == "fast");
+    CHECK(info_json(plain)["metadata"]["config"]["storage"] == "f32");
+    // bfloat16 keeps 8 bits of each coordinate: the fit saw other points.
+    CHECK(info_json(plain)["metadata"]["energy"] != info_json(stored)["metadata"]["energy"]);
+}
+
 TEST_CASE("compress --report writes the energy, every iteration and the phase seconds", "[cli]") {
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
@@ -267,7 +283,8 @@ TEST_CASE("every command's --help lists its options and their defaults", "[cli]"
     CHECK(help.exit_code == 0);
     for (const std::string option :
          {"--output", "--anchors", "--iters", "--t0", "--cooling", "--trim", "--trim-final", "--maintenance-every",
-          "--init-sample", "--seed", "--metric", "--threads", "--device", "--gpu", "--dataset", "--anchor-storage", "--report",
+          "--init-sample", "--seed", "--metric", "--storage", "--assign-precision", "--threads", "--device", "--gpu",
+          "--dataset", "--anchor-storage", "--report",
           "--bits", "--target-bytes", "--target-ratio", "--quiet", "--help"}) {
         CHECK_THAT(help.output, Contains(option + " "));
     }
@@ -275,7 +292,7 @@ TEST_CASE("every command's --help lists its options and their defaults", "[cli]"
          {std::to_string(defaults.anchors), std::to_string(defaults.max_iters), text(defaults.t0), text(defaults.cooling),
           text(defaults.trim), text(defaults.trim_final), std::to_string(defaults.maintenance_every),
           std::to_string(defaults.seed), std::to_string(defaults.threads), std::string("auto"),
-          std::string("train"), std::string("f32")}) {
+          std::string("train"), std::string("f32"), std::string("exact")}) {
         CHECK_THAT(help.output, Contains("(=" + value + ")"));
     }
     CHECK_THAT(one_line(help.output), Contains("maximum iterations; the run stops earlier when converged"));
@@ -385,6 +402,14 @@ TEST_CASE("compress rejects bad input and bad options, leaving the output untouc
         const CommandResult result = compress(good, out, "--metric manhattan");
         check_fails(result, out, {"manhattan"});
         CHECK(result.exit_code == 2);
+    }
+    SECTION("unknown storage or assign precision") {
+        const CommandResult storage = compress(good, out, "--storage fp16");
+        check_fails(storage, out, {"--storage", "'fp16'", "f32, f16 or bf16"});
+        CHECK(storage.exit_code == 2);
+        const CommandResult precision = compress(good, out, "--assign-precision approximate");
+        check_fails(precision, out, {"--assign-precision", "'approximate'"});
+        CHECK(precision.exit_code == 2);
     }
     SECTION("missing -o") {
         const CommandResult result = run_cli("compress " + quote(good));
