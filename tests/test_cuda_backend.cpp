@@ -409,6 +409,24 @@ TEST_CASE("cuda: anchors beyond float16's range are still assigned exactly", "[g
     CHECK(gpu->download_assignments() == reference_assign(x, anchors).assignment);
 }
 
+TEST_CASE("cuda: points not rounded to a 16-bit storage are refused", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // The 16-bit rows are the GPU's only copy of the points: unrounded points would make them
+    // differ from the CPU's, so the upload says so instead.
+    std::mt19937_64 rng(seed());
+    const Matrix x = duplicated_points(1001, 9, rng);
+    auto gpu = make_cuda_backend(0);
+    CHECK_THROWS_WITH(gpu->upload_points(x, {point_format(x, PointStorage::f16), AssignPrecision::exact}),
+                      Catch::Contains("round_to_format"));
+    CHECK_THROWS_AS(gpu->assign(), Error);  // nothing was uploaded
+    const Held h = held(x, PointStorage::f16);
+    gpu->upload_points(h.points, h.setup);
+    gpu->upload_anchors(anchors_near(h.points, 5, rng));
+    CHECK(gpu->assign().changed == x.rows);
+}
+
 TEST_CASE("cuda: each reduce uses its own trim share", "[gpu][backend][quick]") {
     if (!gpu_usable()) {
         return;
