@@ -315,15 +315,7 @@ public:
     std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         use_device();
         require_anchors("gather_members");
-        std::vector<bool> listed(m_, false);
-        for (std::uint32_t j : anchors) {
-            if (j < m_ && listed[j]) {
-                throw Error("cuda backend: gather_members: anchor " + std::to_string(j) + " is listed twice");
-            }
-            if (j < m_) {
-                listed[j] = true;
-            }
-        }
+        require_distinct_anchors(anchors, m_, name());
         // In batches of at most m anchors whose rows fit a bounded buffer.
         const std::size_t row_values = std::max<std::size_t>(limit * d_, 1);
         const std::size_t per_batch = std::clamp<std::size_t>(kGatherValues / row_values, 1, m_);

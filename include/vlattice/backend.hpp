@@ -9,6 +9,7 @@
 #include "vlattice/types.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace vlattice {
@@ -37,6 +38,10 @@ struct RunSetup {
     PointFormat format;  // the points are already rounded to it
     AssignPrecision precision = AssignPrecision::exact;
 };
+
+// gather_members' precondition, for every backend: throws Error naming the first anchor below m
+// that is listed twice.
+void require_distinct_anchors(const std::vector<std::uint32_t>& anchors, std::size_t m, const std::string& backend);
 
 class Backend {
 public:

@@ -119,11 +119,10 @@ public:
     std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         require(assigned_, "gather_members needs an assign of the current anchors first");
         const Matrix& x = *points_;
+        require_distinct_anchors(anchors, anchors_.rows, name());
         std::vector<std::uint32_t> slot_of(anchors_.rows, kUnassigned);
         for (std::size_t t = 0; t < anchors.size(); ++t) {
             if (anchors[t] < anchors_.rows) {
-                require(slot_of[anchors[t]] == kUnassigned, "gather_members: anchor " + std::to_string(anchors[t]) +
-                                                                " is listed twice");
                 slot_of[anchors[t]] = static_cast<std::uint32_t>(t);
             }
         }
