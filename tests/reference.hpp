@@ -22,6 +22,14 @@ inline double reference_distance(const Matrix& x, std::size_t i, const Matrix& c
     return sum;
 }
 
+inline double reference_squared_norm(const Matrix& x, std::size_t i) {
+    double sum = 0.0;
+    for (std::size_t k = 0; k < x.cols; ++k) {
+        sum += static_cast<double>(x.row(i)[k]) * static_cast<double>(x.row(i)[k]);
+    }
+    return sum;
+}
+
 struct ReferenceAssign {
     std::vector<std::uint32_t> assignment;
     std::vector<double> distance;

@@ -467,16 +467,9 @@ TEST_CASE("cuda: fast precision keeps the fast argmin, within the kernel's windo
     const AssignStats stats = gpu->assign();
     const std::vector<std::uint32_t> fast = gpu->download_assignments();
     const ReferenceAssign exact = reference_assign(x, anchors);
-    auto squared_norm = [](const float* row, std::size_t d) {
-        double sum = 0.0;
-        for (std::size_t k = 0; k < d; ++k) {
-            sum += static_cast<double>(row[k]) * row[k];
-        }
-        return sum;
-    };
     double max_anchor_norm = 0.0;
     for (std::size_t j = 0; j < anchors.rows; ++j) {
-        max_anchor_norm = std::max(max_anchor_norm, squared_norm(anchors.row(j), anchors.cols));
+        max_anchor_norm = std::max(max_anchor_norm, reference_squared_norm(anchors, j));
     }
     std::size_t equal = 0;
     std::size_t outside = 0;
@@ -484,7 +477,7 @@ TEST_CASE("cuda: fast precision keeps the fast argmin, within the kernel's windo
         equal += fast[i] == exact.assignment[i] ? 1 : 0;
         const double gap = reference_distance(x, i, anchors, fast[i]) - exact.distance[i];
         // One float16 product per pair: off by under 2^-9 of the norms (2^-10 plus the accumulation).
-        const double window = 2e-3 * (2.0 * squared_norm(x.row(i), x.cols) + 2.0 * max_anchor_norm);
+        const double window = 2e-3 * (2.0 * reference_squared_norm(x, i) + 2.0 * max_anchor_norm);
         outside += gap <= window ? 0 : 1;
     }
     CHECK(outside == 0);

@@ -148,7 +148,7 @@ TEST_CASE("cpu: fast precision keeps the float32 argmin, within float32's window
     std::size_t differ = 0;
     for (std::size_t i = 0; i < x.rows; ++i) {
         differ += chosen[i] != exact.assignment[i] ? 1 : 0;
-        const double norm = reference_distance(x, i, Matrix(1, 16), 0);
+        const double norm = reference_squared_norm(x, i);
         // (d + 8) u of ||x||^2 + ||c||^2 for each of two distances; ||c||^2 is about ||x||^2 here.
         CHECK(reference_distance(x, i, anchors, chosen[i]) - exact.distance[i] <= 4.0 * 24 * 0x1p-24 * 2.1 * norm);
     }
