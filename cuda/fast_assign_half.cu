@@ -9,10 +9,10 @@
 //   2  x x (head + tail) of the anchors, for points that are exact in the type (a float16 input, or
 //      integers such as pixels): a product error of 2^-22;
 //   3  head x head + head x tail + tail x head: 2^-20 for any float32 points.
-// With more than one product, each k-step's products go into a fresh accumulator that is then
-// added to the running sum in float32, rounded to nearest: the tensor cores' own accumulation
-// (taken as truncating) then only ever spans one k-step, which keeps the exact repair's window a
-// few times narrower than float32 FMAs at d = 768.
+// With more than one product, each chunk's products (two k-steps) go into a fresh accumulator that
+// is then added to the running sum in float32, rounded to nearest: the tensor cores' own
+// accumulation (taken as truncating) then only ever spans one chunk, which keeps the exact repair's
+// window a few times narrower than float32 FMAs at d = 768, for one addition per two k-steps.
 #include "fast_assign.cuh"
 
 #include "cuda_check.hpp"
@@ -108,38 +108,34 @@ __device__ __forceinline__ void mma(float (&acc)[4], const std::uint32_t (&a)[4]
     }
 }
 
-// acc += a . b over one k-step of one 16 x 8 tile; `pair` picks the tile's half of b's registers.
+// The products of one k-step of one 16 x 8 tile, added to acc by the tensor cores; `pair` picks
+// the tile's half of b's registers.
 template <HalfType kType, int kProducts>
-__device__ __forceinline__ void mma_step(float (&acc)[4], const std::uint32_t (&a_head)[4],
-                                         const std::uint32_t (&a_tail)[4], const std::uint32_t (&b_head)[4],
-                                         const std::uint32_t (&b_tail)[4], int pair) {
-    const std::uint32_t h0 = b_head[2 * pair];
-    const std::uint32_t h1 = b_head[2 * pair + 1];
-    if constexpr (kProducts == 1) {
-        mma<kType>(acc, a_head, h0, h1);
-    } else {
-        float step[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if constexpr (kProducts == 3) {
-            mma<kType>(step, a_tail, h0, h1);
-        }
-        mma<kType>(step, a_head, b_tail[2 * pair], b_tail[2 * pair + 1]);
-        mma<kType>(step, a_head, h0, h1);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            acc[e] = __fadd_rn(acc[e], step[e]);
-        }
+__device__ __forceinline__ void mma_products(float (&acc)[4], const std::uint32_t (&a_head)[4],
+                                             const std::uint32_t (&a_tail)[4], const std::uint32_t (&b_head)[4],
+                                             const std::uint32_t (&b_tail)[4], int pair) {
+    if constexpr (kProducts == 3) {
+        mma<kType>(acc, a_tail, b_head[2 * pair], b_head[2 * pair + 1]);
     }
+    if constexpr (kProducts >= 2) {
+        mma<kType>(acc, a_head, b_tail[2 * pair], b_tail[2 * pair + 1]);
+    }
+    mma<kType>(acc, a_head, b_head[2 * pair], b_head[2 * pair + 1]);
 }
 
-// A position in the block's sequence of steps (anchor tile, chunk of coordinates), advanced one step
-// at a time: the loop never divides by the chunk count.
+// Where the staging stands in the block's sequence of steps (anchor tile, chunk of coordinates),
+// advanced one step at a time: the loop neither divides by the chunk count nor multiplies by the
+// stride.
 struct StepCursor {
-    int chunk;
-    std::size_t col0;  // first anchor of the tile
-    __device__ void advance(int chunks) {
-        if (++chunk == chunks) {
-            chunk = 0;
+    int k0;                   // first coordinate of the chunk
+    std::size_t col0;         // first anchor of the tile
+    std::size_t tile_offset;  // col0 * stride: where the tile's rows start
+    __device__ void advance(int stride) {
+        k0 += kChunk;
+        if (k0 >= stride) {
+            k0 = 0;
             col0 += kTile;
+            tile_offset += static_cast<std::size_t>(kTile) * stride;
         }
     }
 };
@@ -199,131 +195,167 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
     // chunks and its epilogue.
     const int chunks = static_cast<int>(ceil_div(static_cast<std::size_t>(stride), kChunk));
     const TileRange tiles = split_tiles(a.m, a.tiles_per_split);
-    const int steps = static_cast<int>(tiles.end - tiles.begin) * chunks;
-    // Staging, with what does not change per step worked out once: the thread's pieces, the shared
-    // addresses of the staged arrays, where its point rows start.
+    const unsigned steps = static_cast<unsigned>(tiles.end - tiles.begin) * chunks;
+    // Staging, with what does not change per step worked out once: the thread's pieces as 32-bit
+    // offsets from the first row of a tile, the shared addresses of the staged arrays, the block's
+    // first point row.
     const Pieces pieces(tid);
     const unsigned staged_base = shared_address(staged);
-    auto stage_address = [&](int array, int slot, int e) {
-        return staged_base + 2u * static_cast<unsigned>((array * kStages + slot) * kStageValues + pieces.to(e));
+    auto stage_address = [&](int array, unsigned slot, int e) {
+        return staged_base + 2u * ((array * kStages + slot) * kStageValues + pieces.to(e));
     };
-    const std::size_t point_offset = (row0 + pieces.row) * static_cast<std::size_t>(stride) + pieces.k;
-    const std::size_t rows_here = a.n - row0;  // rows of this block's tile that exist
-    auto stage_step = [&](const StepCursor& at, int slot) {
-        const int k0 = at.chunk * kChunk;
-        if (k0 == 0 && tid < kTile) {
+    const unsigned copy_offset[2] = {static_cast<unsigned>(pieces.row * stride + pieces.k),
+                                     static_cast<unsigned>((pieces.row + kTile / 2) * stride + pieces.k)};
+    const std::uint16_t* const point_head = a.point_head + row0 * stride;
+    const std::uint16_t* const point_tail = kProducts == 3 ? a.point_tail + row0 * stride : nullptr;
+    const int rows_here = a.n - row0 < kTile ? static_cast<int>(a.n - row0) : kTile;
+    auto stage_step = [&](const StepCursor& at, unsigned slot) {
+        if (at.k0 == 0 && tid < kTile) {
             const bool valid = at.col0 + tid < a.m;
             copy_async_word(&tile_norms[slot][tid], valid ? a.anchor_norms + at.col0 + tid : a.anchor_norms, valid);
         }
-        const bool k_inside = k0 + pieces.k < stride;
-        const std::size_t anchor_offset = (at.col0 + pieces.row) * static_cast<std::size_t>(stride) + pieces.k + k0;
-        const std::size_t half_rows = static_cast<std::size_t>(kTile / 2) * stride;
+        const bool k_inside = at.k0 + pieces.k < stride;
+        const int anchor_rows = at.col0 + kTile <= a.m ? kTile : static_cast<int>(a.m - at.col0);
+        const std::uint16_t* const anchor_head = a.anchor_head + at.tile_offset;
+        const std::uint16_t* const anchor_tail = kProducts >= 2 ? a.anchor_tail + at.tile_offset : nullptr;
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
+            // Invalid copies read nothing, from the first value of the rows.
             const int r = pieces.row + e * kTile / 2;
+            const unsigned offset = copy_offset[e] + at.k0;
             const bool point_valid = k_inside && r < rows_here;
-            const std::size_t point_at = point_offset + e * half_rows + k0;
-            copy_async(stage_address(0, slot, e), point_valid ? a.point_head + point_at : a.point_head, point_valid);
+            const unsigned point_at = point_valid ? offset : 0u;
+            copy_async(stage_address(0, slot, e), point_head + point_at, point_valid);
             if constexpr (kProducts == 3) {
-                copy_async(stage_address(3, slot, e), point_valid ? a.point_tail + point_at : a.point_tail,
-                           point_valid);
+                copy_async(stage_address(3, slot, e), point_tail + point_at, point_valid);
             }
-            const bool anchor_valid = k_inside && at.col0 + r < a.m;
-            const std::size_t anchor_at = anchor_offset + e * half_rows;
-            copy_async(stage_address(1, slot, e), anchor_valid ? a.anchor_head + anchor_at : a.anchor_head,
-                       anchor_valid);
+            const bool anchor_valid = k_inside && r < anchor_rows;
+            const unsigned anchor_at = anchor_valid ? offset : 0u;
+            copy_async(stage_address(1, slot, e), anchor_head + anchor_at, anchor_valid);
             if constexpr (kProducts >= 2) {
-                copy_async(stage_address(2, slot, e), anchor_valid ? a.anchor_tail + anchor_at : a.anchor_tail,
-                           anchor_valid);
+                copy_async(stage_address(2, slot, e), anchor_tail + anchor_at, anchor_valid);
             }
         }
     };
 
-    // Each tile's accumulators start at -||c||^2 2^(2 exponent - 1), so that the tensor cores leave
-    // ||c||^2 - 2 x.c scaled by -1/a.scale: a tile then costs the epilogue one comparison per value.
-    // Past the last anchor they start at -inf, which no list takes.
-    float acc[kRowTiles][kColTiles][4];
-    const float norm_scale = -1.0f / a.scale;
-    const int my_col = warp_col + quad * 2;  // of the thread's first column in a tile
-
     // Every thread commits one group per step, empty past the end, so that waiting for all but the
     // last kStages - 2 groups always means "the current step has landed".
-    StepCursor ahead{0, tiles.begin * kTile};
+    StepCursor ahead{0, tiles.begin * kTile, tiles.begin * kTile * stride};
 #pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) {
+    for (unsigned s = 0; s < kStages - 1; ++s) {
         if (s < steps) {
             stage_step(ahead, s);
-            ahead.advance(chunks);
+            ahead.advance(stride);
         }
         commit_copies();
     }
-    StepCursor current{0, tiles.begin * kTile};
-    for (int step = 0; step < steps; ++step, current.advance(chunks)) {
+    unsigned step = 0;
+    // Waits for the current step's copies, queues those kStages - 1 steps ahead, and returns the
+    // current step's slot.
+    auto begin_step = [&]() {
         wait_copies<kStages - 2>();
         __syncthreads();  // this step is in for everyone, and the previous one is no longer read
         if (step + kStages - 1 < steps) {
             stage_step(ahead, (step + kStages - 1) % kStages);
-            ahead.advance(chunks);
+            ahead.advance(stride);
         }
         commit_copies();
-        const int slot = step % kStages;
-        if (current.chunk == 0) {
-            const bool whole = current.col0 + kTile <= a.m;  // every tile but perhaps the last
-#pragma unroll
-            for (int j = 0; j < kColTiles; ++j) {
-#pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    const int col = my_col + j * kMmaN + half;
-                    const float start =
-                        whole || current.col0 + col < a.m ? tile_norms[slot][col] * norm_scale : -CUDART_INF_F;
-#pragma unroll
-                    for (int i = 0; i < kRowTiles; ++i) {
-                        acc[i][j][half] = start;
-                        acc[i][j][2 + half] = start;
-                    }
-                }
-            }
-        }
+        return step++ % kStages;
+    };
+
+    float acc[kRowTiles][kColTiles][4];
+    // One chunk of every tile of the warp. One product accumulates in place. Split products go
+    // through a fresh accumulator per tile and chunk, added rounded to nearest; for that, the loop
+    // over the chunk's k-steps is the innermost, with the fragments of both loaded first.
+    auto multiply_chunk = [&](unsigned slot) {
         const unsigned a_head_base = shared_address(stage(0, slot) + a_offset);
         const unsigned b_head_base = shared_address(stage(1, slot) + b_offset);
         const unsigned b_tail_base = shared_address(stage(kProducts >= 2 ? 2 : 1, slot) + b_offset);
         const unsigned a_tail_base = shared_address(stage(kProducts == 3 ? 3 : 0, slot) + a_offset);
+        constexpr int kSteps = kProducts == 1 ? 1 : kChunk / kMmaK;  // k-steps whose fragments are held at once
 #pragma unroll
-        for (int kk = 0; kk < kChunk; kk += kMmaK) {
-            std::uint32_t a_head[kRowTiles][4];
-            std::uint32_t a_tail[kRowTiles][4];
+        for (int k_outer = 0; k_outer < kChunk; k_outer += kSteps * kMmaK) {
+            std::uint32_t a_head[kSteps][kRowTiles][4];
+            std::uint32_t a_tail[kSteps][kRowTiles][4];
 #pragma unroll
-            for (int i = 0; i < kRowTiles; ++i) {
-                const unsigned offset = (i * kMmaM * kStride + kk) * 2;
-                load_matrices(a_head_base + offset, a_head[i]);
-                if constexpr (kProducts == 3) {
-                    load_matrices(a_tail_base + offset, a_tail[i]);
+            for (int s = 0; s < kSteps; ++s) {
+#pragma unroll
+                for (int i = 0; i < kRowTiles; ++i) {
+                    const unsigned offset = (i * kMmaM * kStride + k_outer + s * kMmaK) * 2;
+                    load_matrices(a_head_base + offset, a_head[s][i]);
+                    if constexpr (kProducts == 3) {
+                        load_matrices(a_tail_base + offset, a_tail[s][i]);
+                    }
                 }
             }
 #pragma unroll
             for (int p = 0; p < kColTiles / 2; ++p) {
-                const unsigned offset = (p * 2 * kMmaN * kStride + kk) * 2;
-                std::uint32_t b_head[4];
-                std::uint32_t b_tail[4];
-                load_matrices(b_head_base + offset, b_head);
-                if constexpr (kProducts >= 2) {
-                    load_matrices(b_tail_base + offset, b_tail);
+                std::uint32_t b_head[kSteps][4];
+                std::uint32_t b_tail[kSteps][4];
+#pragma unroll
+                for (int s = 0; s < kSteps; ++s) {
+                    const unsigned offset = (p * 2 * kMmaN * kStride + k_outer + s * kMmaK) * 2;
+                    load_matrices(b_head_base + offset, b_head[s]);
+                    if constexpr (kProducts >= 2) {
+                        load_matrices(b_tail_base + offset, b_tail[s]);
+                    }
                 }
 #pragma unroll
                 for (int i = 0; i < kRowTiles; ++i) {
-                    mma_step<kType, kProducts>(acc[i][2 * p], a_head[i], a_tail[i], b_head, b_tail, 0);
-                    mma_step<kType, kProducts>(acc[i][2 * p + 1], a_head[i], a_tail[i], b_head, b_tail, 1);
+#pragma unroll
+                    for (int pair = 0; pair < 2; ++pair) {
+                        float(&tile)[4] = acc[i][2 * p + pair];
+                        if constexpr (kProducts == 1) {
+                            mma_products<kType, kProducts>(tile, a_head[0][i], a_tail[0][i], b_head[0], b_tail[0],
+                                                           pair);
+                        } else {
+                            float fresh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                            for (int s = 0; s < kSteps; ++s) {
+                                mma_products<kType, kProducts>(fresh, a_head[s][i], a_tail[s][i], b_head[s],
+                                                               b_tail[s], pair);
+                            }
+#pragma unroll
+                            for (int e = 0; e < 4; ++e) {
+                                tile[e] = __fadd_rn(tile[e], fresh[e]);
+                            }
+                        }
+                    }
                 }
             }
         }
-        if (current.chunk != chunks - 1) {
-            continue;
+    };
+
+    const float norm_scale = -1.0f / a.scale;
+    const int my_col = warp_col + quad * 2;  // of the thread's first column in a tile
+    for (std::size_t col0 = tiles.begin * kTile; col0 < tiles.end * kTile; col0 += kTile) {
+        // The accumulators start at -||c||^2 2^(2 exponent - 1), so that the tensor cores leave
+        // ||c||^2 - 2 x.c scaled by -1/a.scale: a tile then costs the epilogue one comparison per
+        // value. Past the last anchor they start at -inf, which no list takes.
+        const unsigned first = begin_step();
+        const bool whole = col0 + kTile <= a.m;  // every tile but perhaps the last
+#pragma unroll
+        for (int j = 0; j < kColTiles; ++j) {
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                const int col = my_col + j * kMmaN + half;
+                const float start = whole || col0 + col < a.m ? tile_norms[first][col] * norm_scale : -CUDART_INF_F;
+#pragma unroll
+                for (int i = 0; i < kRowTiles; ++i) {
+                    acc[i][j][half] = start;
+                    acc[i][j][2 + half] = start;
+                }
+            }
+        }
+        multiply_chunk(first);
+        for (int chunk = 1; chunk < chunks; ++chunk) {
+            multiply_chunk(begin_step());
         }
 
         // The tile is complete. Accumulator e of tile (i, j) is row i * 16 + (e / 2) * 8 + group,
         // column j * 8 + quad * 2 + e % 2, and holds (||c||^2 - 2 x.c) / -a.scale: scaled by a power
         // of two, so the largest accumulator is the least value, and -a.scale times it is exact.
-        const std::size_t col0 = current.col0 + my_col;
+        const std::size_t first_col = col0 + my_col;
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
             // Value e of the row is column (e / 2) * 8 + e % 2 of the thread's columns.
@@ -346,7 +378,7 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
             for (int e = 0; e < 2 * kColTiles; ++e) {
                 const float value = -a.scale * held(e);
                 if (value < bound) {
-                    offer(value, static_cast<std::uint32_t>(col0 + (e / 2) * kMmaN + e % 2), top[o]);
+                    offer(value, static_cast<std::uint32_t>(first_col + (e / 2) * kMmaN + e % 2), top[o]);
                 }
             }
             const float limit = row_limit(o);
@@ -422,14 +454,16 @@ void launch_fast_assign_half(const HalfAssignArgs& a, cudaStream_t stream) {
 // running magnitude. That magnitude is at most sum |x_k c_k| (1 + u)^2 for an accumulator that
 // starts at zero, and ||c||^2 / 2 more for one that starts at -||c||^2 / 2, which makes it at most
 // (1 + (1 + u)^2) / 2 of ||x||^2 + ||c||^2 instead of (1 + u)^2 / 2. One product per step
-// accumulates into the tile's accumulator over all steps; more go through a fresh one per step
-// (that step's mma only), added to the tile's with one rounded addition per step. The norms and
-// the epilogue's operations add 8 units of 2^-24.
+// accumulates into the tile's accumulator over all steps; more go through a fresh one per chunk
+// (that chunk's mma only, each bounded by the chunk's magnitude), added to the tile's with one
+// rounded addition per chunk. The norms and the epilogue's operations add 8 units of 2^-24.
 float half_rounding_factor(HalfType type, int products, int d) {
     const double unit = type == HalfType::f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
     const double u32 = std::ldexp(1.0, -24);
     const double steps = std::ceil(half_stride(d) / static_cast<double>(kMmaK));
+    const double chunks = std::ceil(half_stride(d) / static_cast<double>(kChunk));
     const double per_mma = 2.0 * (kMmaK + 1);
+    const double per_chunk = per_mma * (kChunk / kMmaK);  // a fresh accumulator's mma per product
     const double fresh = (1.0 + unit) * (1.0 + unit);
     const double started = 1.0 + fresh;
     double operands = 0.0;
@@ -441,11 +475,11 @@ float half_rounding_factor(HalfType type, int products, int d) {
         break;
     case 2:
         operands = unit * unit;
-        accumulation = 2.0 * per_mma * fresh + steps * started;
+        accumulation = 2.0 * per_chunk * fresh + chunks * started;
         break;
     default:
         operands = 4.0 * unit * unit;
-        accumulation = 3.0 * per_mma * fresh + steps * started;
+        accumulation = 3.0 * per_chunk * fresh + chunks * started;
         break;
     }
     return static_cast<float>(operands + (accumulation + 8.0) * u32);
