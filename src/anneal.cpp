@@ -191,9 +191,13 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
                 const MaintenanceResult changes =
                     maintain(anchors, backend.download_stats(), config,
                              [&](const std::vector<std::uint32_t>& listed) {
+                                 Stopwatch part(result.seconds.maintenance_members);
                                  return backend.gather_members(listed, kSplitSampleMembers);
                              },
-                             [&](const Matrix& rows) { return backend.nearest_rows(rows); });
+                             [&](const Matrix& rows) {
+                                 Stopwatch part(result.seconds.maintenance_nearest);
+                                 return backend.nearest_rows(rows);
+                             });
                 backend.upload_anchor_rows(anchors, changes.changed_rows);
                 record.merged = changes.merged;
                 record.split = changes.split;

@@ -39,6 +39,8 @@ nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, c
         {"reduce", fit.reduce},
         {"update", fit.update},
         {"maintenance", fit.maintenance},
+        {"maintenance_nearest", fit.maintenance_nearest},  // parts of maintenance
+        {"maintenance_members", fit.maintenance_members},
         {"energy", fit.energy},
         {"validation", fit.validation},
         {"write", context.write_seconds},

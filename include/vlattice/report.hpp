@@ -25,7 +25,7 @@ nlohmann::json iteration_json(const IterationRecord& record);
 
 // The keys of run_metadata (with the full input path and config.threads), plus backend, threads,
 // history[] (one iteration_json per iteration) and seconds{load, init, assign, reduce, update,
-// maintenance, energy, write, total}.
+// maintenance (with its parts maintenance_nearest and maintenance_members), energy, write, total}.
 nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, const ReportContext& context);
 
 }  // namespace vlattice
