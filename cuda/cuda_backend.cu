@@ -28,7 +28,7 @@ using cuda::DeviceBuffer;
 using cuda::Footprint;
 using cuda::PinnedBuffer;
 
-// Members gathered for maintenance per batch, in floats: bounds the buffer whatever the list.
+// Members gathered for maintenance per piece, in floats: bounds the buffers whatever the list.
 constexpr std::size_t kGatherValues = std::size_t{16} << 20;
 // Point ids, segment offsets and chunk counts are 32-bit on the device.
 constexpr std::size_t kMaxRows = std::size_t{1} << 31;
@@ -316,15 +316,78 @@ public:
         use_device();
         require_anchors("gather_members");
         require_distinct_anchors(anchors, m_, name());
-        // In batches of at most m anchors whose rows fit a bounded buffer.
-        const std::size_t row_values = std::max<std::size_t>(limit * d_, 1);
-        const std::size_t per_batch = std::clamp<std::size_t>(kGatherValues / row_values, 1, m_);
+        // At most m anchors at a time: listed ids beyond the anchors are allowed (they have no members).
         std::vector<Matrix> out;
         out.reserve(anchors.size());
-        for (std::size_t first = 0; first < anchors.size(); first += per_batch) {
-            gather_batch(anchors.data() + first, std::min(per_batch, anchors.size() - first), limit, out);
+        for (std::size_t first = 0; first < anchors.size(); first += m_) {
+            gather_batch(anchors.data() + first, std::min(m_, anchors.size() - first), limit, out);
         }
         return out;
+    }
+
+    // The members of `count` <= m listed anchors, appended to `out` in list order.
+    void gather_batch(const std::uint32_t* anchors, std::size_t count, std::size_t limit, std::vector<Matrix>& out) {
+        const cudaStream_t s = stream_.get();
+        cuda::GatherArgs args;
+        args.points = points_.rows();
+        args.assignment = assignment_.data();
+        args.n = n_;
+        args.m = m_;
+        args.d = dim();
+        args.listed = row_ids_.data();
+        args.count = count;
+        args.slot_of = member_slot_.data();
+        for (int b = 0; b < 2; ++b) {
+            args.keys[b] = anchor_keys_[b].data();
+            args.members[b] = members_[b].data();
+        }
+        args.selected = selected_.data();
+        args.temp = temp_.data();
+        args.temp_bytes = temp_.bytes();
+        args.offsets = offsets_.data();
+        CUDA_CHECK(cudaMemcpyAsync(row_ids_.data(), anchors, count * sizeof(std::uint32_t),
+                                   cudaMemcpyHostToDevice, s));
+        cuda::launch_select_listed(args, s);
+        CUDA_CHECK(
+            cudaMemcpyAsync(host_selected_.data(), selected_.data(), selected_.bytes(), cudaMemcpyDeviceToHost, s));
+        stream_.synchronize();
+        const std::uint32_t* grouped = cuda::launch_group_listed(args, static_cast<std::size_t>(host_selected_[0]), s);
+        std::vector<std::uint32_t> offsets(count + 1);
+        CUDA_CHECK(cudaMemcpyAsync(offsets.data(), offsets_.data(), offsets.size() * sizeof(std::uint32_t),
+                                   cudaMemcpyDeviceToHost, s));
+        stream_.synchronize();
+
+        // Only each anchor's first `limit` members travel, packed anchor after anchor, in pieces of
+        // whole anchors that fit a bounded buffer.
+        std::vector<std::uint32_t> kept(count + 1, 0);
+        for (std::size_t t = 0; t < count; ++t) {
+            kept[t + 1] = kept[t] + static_cast<std::uint32_t>(std::min<std::size_t>(limit, offsets[t + 1] - offsets[t]));
+        }
+        CUDA_CHECK(cudaMemcpyAsync(kept_offsets_.data(), kept.data(), kept.size() * sizeof(std::uint32_t),
+                                   cudaMemcpyHostToDevice, s));
+        const std::size_t capacity = std::max<std::size_t>(kGatherValues / d_, limit);  // rows per piece
+        for (std::size_t first = 0; first < count;) {
+            std::size_t last = first + 1;
+            while (last < count && kept[last + 1] - kept[first] <= capacity) {
+                ++last;
+            }
+            const std::size_t values = static_cast<std::size_t>(kept[last] - kept[first]) * d_;
+            if (gathered_.size() < values) {
+                gathered_ = DeviceBuffer<float>(values);
+                gathered_host_ = PinnedBuffer<float>(values);
+            }
+            cuda::launch_gather_rows(args, grouped, kept_offsets_.data(), first, last - first, gathered_.data(), s);
+            CUDA_CHECK(cudaMemcpyAsync(gathered_host_.data(), gathered_.data(), values * sizeof(float),
+                                       cudaMemcpyDeviceToHost, s));
+            stream_.synchronize();
+            for (std::size_t t = first; t < last; ++t) {
+                Matrix members(kept[t + 1] - kept[t], d_);
+                std::memcpy(members.data.data(), gathered_host_.data() + static_cast<std::size_t>(kept[t] - kept[first]) * d_,
+                            members.data.size() * sizeof(float));
+                out.push_back(std::move(members));
+            }
+            first = last;
+        }
     }
 
     // The rows go up into buffers of their own, so nothing the run keeps on the device is touched.
@@ -432,47 +495,6 @@ private:
     int dim() const { return static_cast<int>(d_); }
 
     // One batch of gather_members, appended to `out`: two waits, whatever the batch's size.
-    void gather_batch(const std::uint32_t* anchors, std::size_t count, std::size_t limit, std::vector<Matrix>& out) {
-        const cudaStream_t s = stream_.get();
-        if (gathered_.size() < count * limit * d_) {
-            gathered_ = DeviceBuffer<float>(count * limit * d_);
-        }
-        CUDA_CHECK(cudaMemcpyAsync(row_ids_.data(), anchors, count * sizeof(std::uint32_t), cudaMemcpyHostToDevice, s));
-        cuda::GatherArgs args;
-        args.points = points_.rows();
-        args.assignment = assignment_.data();
-        args.n = n_;
-        args.m = m_;
-        args.d = dim();
-        args.listed = row_ids_.data();
-        args.count = count;
-        args.limit = limit;
-        args.slot_of = member_slot_.data();
-        for (int b = 0; b < 2; ++b) {
-            args.keys[b] = anchor_keys_[b].data();
-            args.members[b] = members_[b].data();
-        }
-        args.selected = selected_.data();
-        args.temp = temp_.data();
-        args.temp_bytes = temp_.bytes();
-        args.offsets = offsets_.data();
-        args.rows = gathered_.data();
-        cuda::launch_select_listed(args, s);
-        CUDA_CHECK(
-            cudaMemcpyAsync(host_selected_.data(), selected_.data(), selected_.bytes(), cudaMemcpyDeviceToHost, s));
-        stream_.synchronize();
-        cuda::launch_gather_listed(args, static_cast<std::size_t>(host_selected_[0]), s);
-        std::vector<std::uint32_t> offsets(count + 1);
-        CUDA_CHECK(cudaMemcpyAsync(offsets.data(), offsets_.data(), offsets.size() * sizeof(std::uint32_t),
-                                   cudaMemcpyDeviceToHost, s));
-        const Matrix rows = download_rows(gathered_.data(), count * limit);
-        for (std::size_t t = 0; t < count; ++t) {
-            Matrix members(std::min<std::size_t>(limit, offsets[t + 1] - offsets[t]), d_);
-            std::copy(rows.row(t * limit), rows.row(t * limit) + members.data.size(), members.data.begin());
-            out.push_back(std::move(members));
-        }
-    }
-
     // Rows of d floats into a new matrix, through pinned memory: pageable copies of the anchors ran
     // at 1.5 GB/s on the H100 machine.
     Matrix download_rows(const float* rows, std::size_t count) {
@@ -591,8 +613,10 @@ private:
         host_staging_ = {};
         row_ids_ = {};
         member_slot_ = {};
+        kept_offsets_ = {};
         temp_ = {};
         gathered_ = {};
+        gathered_host_ = {};
     }
 
     void allocate_anchor_buffers(std::size_t m) {
@@ -608,7 +632,7 @@ private:
         need.add<float>(m * d).add<float>(m).add<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
         need.add<std::uint16_t>(m * stride).add<std::uint16_t>(m * stride);
         need.add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1);
-        need.add<std::uint32_t>(m).add<std::uint32_t>(m).add<double>(m).add<double>(m * d);
+        need.add<std::uint32_t>(m).add<std::uint32_t>(m).add<double>(m).add<double>(m * d).add<std::uint32_t>(m + 1);
         need.add<double>(chunks * d).add<double>(chunks).add<float>(m * d).add<std::uint32_t>(m).add<std::uint32_t>(m);
         need.add<unsigned char>(temp_bytes);
         check_fits(need.bytes(), std::to_string(m) + " anchors of dimension " + std::to_string(d) + " for " +
@@ -632,6 +656,7 @@ private:
         host_staging_ = PinnedBuffer<float>(m * d);
         row_ids_ = DeviceBuffer<std::uint32_t>(m);
         member_slot_ = DeviceBuffer<std::uint32_t>(m);
+        kept_offsets_ = DeviceBuffer<std::uint32_t>(m + 1);
         temp_ = DeviceBuffer<unsigned char>(temp_bytes);
         plan_ = plan;
         m_ = m;
@@ -806,8 +831,10 @@ private:
     PinnedBuffer<float> host_staging_;  // m x d at least; grown by download_rows
     DeviceBuffer<std::uint32_t> row_ids_;
     DeviceBuffer<std::uint32_t> member_slot_;
+    DeviceBuffer<std::uint32_t> kept_offsets_;  // gather_members: packed rows per listed anchor
     DeviceBuffer<unsigned char> temp_;
-    DeviceBuffer<float> gathered_;
+    DeviceBuffer<float> gathered_;      // grown on demand, with its host copy
+    PinnedBuffer<float> gathered_host_;
     NearestScratch nearest_scratch_;
 
     // Scalars: what crosses the bus per iteration.

@@ -45,17 +45,20 @@ __global__ void slot_keys_kernel(const std::uint32_t* __restrict__ members, std:
     }
 }
 
-__global__ void gather_listed_kernel(PointRows points, int d, const std::uint32_t* __restrict__ members,
-                                     const std::uint32_t* __restrict__ offsets, std::size_t count,
-                                     std::size_t limit, float* __restrict__ rows) {
-    const std::size_t total = count * limit * static_cast<std::size_t>(d);
-    for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-         e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-        const std::size_t row = e / d;
-        const std::size_t t = row / limit;
-        const std::size_t r = row % limit;
-        if (offsets[t] + r < offsets[t + 1]) {
-            rows[e] = points.at(members[offsets[t] + r], static_cast<int>(e % d));
+// One block per listed anchor of [first, first + gridDim.x): its kept members' rows, packed from row
+// kept_offsets[t] - kept_offsets[first]; a warp per row.
+__global__ void gather_rows_kernel(PointRows points, int d, const std::uint32_t* __restrict__ members,
+                                   const std::uint32_t* __restrict__ offsets,
+                                   const std::uint32_t* __restrict__ kept_offsets, std::size_t first,
+                                   float* __restrict__ rows) {
+    const std::size_t t = first + blockIdx.x;
+    const std::uint32_t kept = kept_offsets[t + 1] - kept_offsets[t];
+    float* const out = rows + static_cast<std::size_t>(kept_offsets[t] - kept_offsets[first]) * d;
+    const int lane = threadIdx.x % kWarp;
+    for (std::uint32_t r = threadIdx.x / kWarp; r < kept; r += blockDim.x / kWarp) {
+        const std::uint32_t i = members[offsets[t] + r];
+        for (int k = lane; k < d; k += kWarp) {
+            out[static_cast<std::size_t>(r) * d + k] = points.at(i, k);
         }
     }
 }
@@ -94,7 +97,7 @@ void launch_select_listed(const GatherArgs& a, cudaStream_t stream) {
                                      IsListed{a.assignment, a.slot_of, a.m}, stream));
 }
 
-void launch_gather_listed(const GatherArgs& a, std::size_t selected, cudaStream_t stream) {
+const std::uint32_t* launch_group_listed(const GatherArgs& a, std::size_t selected, cudaStream_t stream) {
     if (selected > 0) {
         slot_keys_kernel<<<blocks_for(selected), kThreads, 0, stream>>>(a.members[0], selected, a.assignment,
                                                                          a.slot_of, a.keys[0]);
@@ -107,14 +110,17 @@ void launch_gather_listed(const GatherArgs& a, std::size_t selected, cudaStream_
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(a.temp, temp_bytes, keys, members, static_cast<int>(selected), 0,
                                                key_bits(a.count), stream));
     launch_segment_offsets(keys.Current(), selected, a.count, a.offsets, stream);
-    const std::size_t values = a.count * a.limit * static_cast<std::size_t>(a.d);
-    if (values > 0) {
-        constexpr std::size_t kMaxBlocks = 4096;
-        const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(ceil_div(values, kThreads), kMaxBlocks));
-        gather_listed_kernel<<<blocks, kThreads, 0, stream>>>(a.points, a.d, members.Current(), a.offsets, a.count,
-                                                               a.limit, a.rows);
-        check_launch("gather_listed_kernel", stream);
+    return members.Current();
+}
+
+void launch_gather_rows(const GatherArgs& a, const std::uint32_t* grouped, const std::uint32_t* kept_offsets,
+                        std::size_t first, std::size_t count, float* rows, cudaStream_t stream) {
+    if (count == 0) {
+        return;
     }
+    gather_rows_kernel<<<static_cast<unsigned>(count), kThreads, 0, stream>>>(a.points, a.d, grouped, a.offsets,
+                                                                             kept_offsets, first, rows);
+    check_launch("gather_rows_kernel", stream);
 }
 
 }  // namespace vlattice::cuda

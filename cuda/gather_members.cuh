@@ -1,7 +1,8 @@
 // The first `limit` members, by point index, of each of a list of anchors, gathered as float32 rows:
 // what maintenance splits with 2-means. One pass selects the members of every listed anchor in point
-// order, a stable sort groups them by list position, and each group's first `limit` rows are
-// gathered, so a whole list costs a few launches and two waits instead of that per anchor.
+// order, a stable sort groups them by list position, and the kept rows are packed, anchor after
+// anchor, in as few gathers as a bounded buffer allows: a whole list costs a few launches and waits
+// instead of that per anchor, and only the rows kept travel to the host.
 #pragma once
 
 #include "point_rows.cuh"
@@ -21,7 +22,6 @@ struct GatherArgs {
     int d = 0;
     const std::uint32_t* listed = nullptr;  // count distinct anchor ids; ids >= m have no members
     std::size_t count = 0;
-    std::size_t limit = 0;
 
     // Scratch.
     std::uint32_t* slot_of = nullptr;                     // m
@@ -31,15 +31,20 @@ struct GatherArgs {
     void* temp = nullptr;
     std::size_t temp_bytes = 0;
 
-    // Results.
+    // Result of the grouping.
     std::uint32_t* offsets = nullptr;  // count + 1: list position t's members are [offsets[t], offsets[t + 1])
-    float* rows = nullptr;             // count * limit * d: position t's first rows from row t * limit
 };
 
 std::size_t gather_members_temp_bytes(std::size_t n);
 // First half: the members of every listed anchor, in point order; *selected receives their number.
 void launch_select_listed(const GatherArgs& args, cudaStream_t stream);
-// Second half, once the caller has read `selected`: grouped by list position, and gathered.
-void launch_gather_listed(const GatherArgs& args, std::size_t selected, cudaStream_t stream);
+// Once the caller has read `selected`: the members grouped by list position (offsets); returns where
+// the grouped member ids are (one of args.members).
+const std::uint32_t* launch_group_listed(const GatherArgs& args, std::size_t selected, cudaStream_t stream);
+// The rows of list positions [first, first + count): position t's first kept_offsets[t + 1] -
+// kept_offsets[t] members (at most its members), packed into `rows` from row
+// kept_offsets[t] - kept_offsets[first]. kept_offsets is on the device, count + 1 of the whole list.
+void launch_gather_rows(const GatherArgs& args, const std::uint32_t* grouped, const std::uint32_t* kept_offsets,
+                        std::size_t first, std::size_t count, float* rows, cudaStream_t stream);
 
 }  // namespace vlattice::cuda
