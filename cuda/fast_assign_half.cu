@@ -1,8 +1,9 @@
-// The tensor-core fast assign: mma.sync m16n8k16 with 16-bit operands (float16 or bfloat16) and
-// float32 accumulators, reading operands that half_operands.cu wrote once: the points at upload, the
-// anchors once per assign. Tiles of points and anchors stream into shared memory through a
-// four-stage cp.async pipeline, ldmatrix reads each fragment in one instruction, and nothing is
-// converted in the loop.
+// The tensor-core fast assign: Hopper's wgmma (m64n128k16) with 16-bit operands (float16 or
+// bfloat16) and float32 accumulators, reading operands that half_operands.cu wrote once: the points at
+// upload, the anchors once per assign. Tiles of points and anchors stream into shared memory through
+// a five-stage cp.async pipeline, laid out as the 8 x 8 core matrices that wgmma reads through its
+// descriptors; each warpgroup multiplies 64 points by the tile's 128 anchors with one instruction per
+// k-step, and nothing is converted in the loop. Needs sm_90a.
 //
 // kProducts picks how much of float32's precision the products keep:
 //   1  head x head: the operands rounded to the 16-bit type (float16: the same 2^-11 as tf32);
@@ -27,30 +28,54 @@ namespace vlattice::cuda {
 namespace {
 
 constexpr int kTile = kFastTile;  // points per block, and anchors per tile
-constexpr int kChunk = 32;        // 16-bit values per staged row: two mma k-steps
-constexpr int kStages = 4;
-constexpr int kStride = kChunk + 8;  // values per staged row (80 bytes): ldmatrix's 8 rows hit 8 different bank groups
-constexpr int kThreads = 256;        // 8 warps: 4 along the points, 2 along the anchors
-constexpr int kWarpRows = 32;
-constexpr int kWarpCols = 64;
-constexpr int kMmaM = 16;
-constexpr int kMmaN = 8;
+constexpr int kChunk = 32;        // 16-bit values per staged row: two k-steps
+constexpr int kStages = 5;
+// Steps whose copies are in flight ahead of the current one: two fewer than the stages, since the
+// slot refilled at a step was read by the wgmma of two steps before, which may still be running
+// during the one before.
+constexpr int kAhead = kStages - 2;
+constexpr int kThreads = 256;   // two warpgroups of 64 points each, all 128 anchors of the tile
+constexpr int kGroupRows = 64;  // wgmma's m
 constexpr int kMmaK = 16;
-constexpr int kRowTiles = kWarpRows / kMmaM;  // per warp
-constexpr int kColTiles = kWarpCols / kMmaN;  // per warp
-constexpr int kOwnedRows = 2 * kRowTiles;     // each lane holds two rows of every mma tile
-constexpr int kStageValues = kTile * kStride;
-constexpr int kPiece = 8;  // 16-bit values per 16-byte copy
-static_assert(kTile == 4 * kWarpRows && kTile == 2 * kWarpCols && kThreads == 8 * kWarp, "8 warps, 4 x 2");
-static_assert(kColTiles % 2 == 0 && kChunk % kMmaK == 0, "column tiles in pairs, whole k-steps");
+constexpr int kAccumulators = 64;  // per thread: 64 x 128 over a warpgroup's 128 threads
+constexpr int kOwnedRows = 2;      // a thread holds rows g and g + 8 of its warp's 16
+constexpr int kOwnedValues = 32;   // per row: columns 8 j + 2 (lane % 4) + h, j < 16, h < 2
+constexpr int kPiece = 8;          // 16-bit values per 16-byte copy
+constexpr int kStageValues = kTile * kChunk;
+static_assert(kTile == 2 * kGroupRows && kThreads == 2 * 128, "two warpgroups of 64 rows");
+static_assert(kChunk % kMmaK == 0 && kChunk % kPiece == 0, "whole k-steps and copies per chunk");
 
-// Staged arrays, in this order: point heads, anchor heads, anchor tails (2 and 3 products), point
-// tails (3 products).
-constexpr int staged_arrays(int products) { return products + 1; }
-constexpr std::size_t shared_bytes(int products) {
-    return std::size_t{2} * kStages * staged_arrays(products) * kStageValues;
+// A staged tile is 8 x 8 core matrices of 128 contiguous bytes: those along k 128 bytes apart, the
+// 8-row groups kChunk / 8 core matrices apart. Value (row, k) sits at:
+__host__ __device__ constexpr int core_offset(int row, int k) {
+    return (row / 8) * (8 * kChunk) + (k / kPiece) * 64 + (row % 8) * kPiece + k % kPiece;
 }
-static_assert(kTile * sizeof(Candidate) <= shared_bytes(1), "the row exchange fits in the staging buffers");
+constexpr unsigned kCoreK = 128;                   // bytes between core matrices along k
+constexpr unsigned kCoreRows = 8 * kChunk * 2;     // bytes between 8-row groups
+
+// Staged arrays, in this order: anchor heads, anchor tails (2 and 3 products), then unless the points
+// are resident, point heads and point tails (3 products).
+__host__ __device__ constexpr int anchor_arrays(int products) { return products >= 2 ? 2 : 1; }
+__host__ __device__ constexpr int point_arrays(int products) { return products == 3 ? 2 : 1; }
+constexpr int staged_arrays(int products, bool resident) {
+    return anchor_arrays(products) + (resident ? 0 : point_arrays(products));
+}
+
+// When the block's points fit in this many bytes of shared memory (d up to 256 with one product,
+// 128 with three), they are copied once and stay, and only the anchors stream: every tile then
+// reads half the bytes from L2, which ncu showed to be the single kernel's limit at d = 128 (memory
+// 73 % busy, tensor pipe 15 %). Their rows are padded to whole chunks, with zeros.
+constexpr std::size_t kResidentBytes = std::size_t{64} << 10;
+__host__ __device__ inline int resident_stride(int stride) { return (stride + kChunk - 1) / kChunk * kChunk; }
+std::size_t resident_bytes(int products, int stride) {
+    return std::size_t{2} * point_arrays(products) * kTile * resident_stride(stride);
+}
+bool points_resident(int products, int stride) { return resident_bytes(products, stride) <= kResidentBytes; }
+// Dynamic shared memory: the resident points if any, then the staging slots.
+std::size_t shared_bytes(int products, bool resident, int stride) {
+    const std::size_t stages = std::size_t{2} * kStages * staged_arrays(products, resident) * kStageValues;
+    return resident ? resident_bytes(products, stride) + stages : stages;
+}
 
 __device__ __forceinline__ unsigned shared_address(const void* pointer) {
     return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
@@ -75,52 +100,50 @@ __device__ __forceinline__ void wait_copies() {
     asm volatile("cp.async.wait_group %0;" ::"n"(kPending));
 }
 
-// What one thread copies of a staged tile: values [k0 + k, k0 + k + 8) of the tile's rows `row`
-// and row + kTile / 2 (kTile rows of kChunk values, 16 bytes a copy, two copies per thread).
+// What one thread copies of a staged tile: values [k0 + k, k0 + k + 8) of rows `row` and row + 64.
+// Eight neighbouring threads take eight rows of one core matrix: their 16-byte writes fill 128
+// contiguous bytes, free of bank conflicts.
 struct Pieces {
-    static constexpr int kPerRow = kChunk / kPiece;
     static_assert(2 * kThreads * kPiece == kTile * kChunk, "two copies per thread");
+    static_assert(kChunk / kPiece == 4, "a warp covers 8 rows x 4 pieces");
     int row;
     int k;
-    __device__ explicit Pieces(int tid) : row(tid / kPerRow), k((tid % kPerRow) * kPiece) {}
+    __device__ explicit Pieces(int tid) : row(tid % 8 + 8 * (tid / 32)), k((tid / 8) % 4 * kPiece) {}
     // The shared offset, in values, of copy e within a staged array.
-    __device__ int to(int e) const { return (row + e * kTile / 2) * kStride + k; }
+    __device__ int to(int e) const { return core_offset(row + e * kTile / 2, k); }
 };
 
-__device__ __forceinline__ void load_matrices(unsigned address, std::uint32_t (&out)[4]) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(out[0]), "=r"(out[1]), "=r"(out[2]), "=r"(out[3])
-                 : "r"(address));
+// A wgmma matrix descriptor for the core matrices from shared address `address` (no swizzle), with
+// `rows_apart` bytes between 8-row groups.
+__device__ __forceinline__ std::uint64_t descriptor(unsigned address, unsigned rows_apart = kCoreRows) {
+    return static_cast<std::uint64_t>((address & 0x3ffff) >> 4) | static_cast<std::uint64_t>(kCoreK >> 4) << 16 |
+           static_cast<std::uint64_t>(rows_apart >> 4) << 32;
 }
 
+// d (+)= a b^T for a warpgroup: 64 points x 16 values at `a`, 128 anchors x 16 values at `b`; with
+// `accumulate` false, d = a b^T.
 template <HalfType kType>
-__device__ __forceinline__ void mma(float (&acc)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+__device__ __forceinline__ void wgmma(float (&d)[kAccumulators], std::uint64_t a, std::uint64_t b, bool accumulate) {
     if constexpr (kType == HalfType::f16) {
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-            "{%0, %1, %2, %3};"
-            : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
     } else {
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-            "{%0, %1, %2, %3};"
-            : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
     }
 }
 
-// The products of one k-step of one 16 x 8 tile, added to acc by the tensor cores; `pair` picks
-// the tile's half of b's registers.
-template <HalfType kType, int kProducts>
-__device__ __forceinline__ void mma_products(float (&acc)[4], const std::uint32_t (&a_head)[4],
-                                             const std::uint32_t (&a_tail)[4], const std::uint32_t (&b_head)[4],
-                                             const std::uint32_t (&b_tail)[4], int pair) {
-    if constexpr (kProducts == 3) {
-        mma<kType>(acc, a_tail, b_head[2 * pair], b_head[2 * pair + 1]);
+// Keeps the compiler from moving reads or writes of the accumulators across the asynchronous
+// wgmma's fence, commit and wait.
+__device__ __forceinline__ void pin(float (&d)[kAccumulators]) {
+#pragma unroll
+    for (int e = 0; e < kAccumulators; ++e) {
+        asm volatile("" : "+f"(d[e])::"memory");
     }
-    if constexpr (kProducts >= 2) {
-        mma<kType>(acc, a_head, b_tail[2 * pair], b_tail[2 * pair + 1]);
-    }
-    mma<kType>(acc, a_head, b_head[2 * pair], b_head[2 * pair + 1]);
 }
 
 // Where the staging stands in the block's sequence of steps (anchor tile, chunk of coordinates),
@@ -140,36 +163,35 @@ struct StepCursor {
     }
 };
 
-template <HalfType kType, int kProducts>
+template <HalfType kType, int kProducts, bool kResident>
 __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
     fast_assign_half_kernel(HalfAssignArgs a) {
-    extern __shared__ __align__(16) std::uint16_t staged[];
-    auto stage = [&](int array, int slot) { return staged + (array * kStages + slot) * kStageValues; };
-    // Per row, as ordered_bits, the least bound that any of the eight lists of the row (four lanes in
-    // each of two warps) has found (see row_limit below): every list skips what cannot matter to any.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(128) std::uint16_t shared[];
+    // Resident points: rows of resident_stride values as core matrices, heads then tails.
+    const int rstride = kResident ? resident_stride(a.stride) : 0;
+    std::uint16_t* const resident = shared;
+    std::uint16_t* const staged = shared + point_arrays(kProducts) * kTile * rstride;
+    auto stage = [&](int array, unsigned slot) { return staged + (array * kStages + slot) * kStageValues; };
+    constexpr int kPointHead = anchor_arrays(kProducts);  // staged array of the point heads, tails next
+    // Per row, as ordered_bits, the least bound that any of the four lists of the row has found (see
+    // row_limit below): every list skips what cannot matter to any.
     __shared__ unsigned row_bound[kTile];
     // The squared norms of each staged tile's anchors, staged with the tile's first chunk.
     __shared__ float tile_norms[kStages][kTile];
 
     const int tid = threadIdx.x;
     const int lane = tid % kWarp;
-    const int warp = tid / kWarp;
-    const int warp_row = (warp / 2) * kWarpRows;
-    const int warp_col = (warp % 2) * kWarpCols;
+    const int group_row = (tid / 128) * kGroupRows;  // the warpgroup's first point
+    const int warp_row = group_row + (tid / kWarp) % 4 * 16;
     const int group = lane / 4;  // row of the accumulator fragments
     const int quad = lane % 4;   // column pair of the accumulator fragments
     const std::size_t row0 = static_cast<std::size_t>(blockIdx.x) * kTile;
     const int stride = a.stride;
 
-    // ldmatrix: lane l addresses row l % 8 of matrix l / 8. For A the matrices are (rows 0-7, k 0-7),
-    // (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15) of a row tile: a0..a3. For B they are
-    // (anchors 0-7, k 0-7), (0-7, k 8-15), (8-15, k 0-7), (8-15, k 8-15) of a column-tile pair.
-    const int matrix = lane / 8;
-    const int a_offset = (warp_row + lane % 8 + (matrix % 2) * 8) * kStride + (matrix / 2) * 8;
-    const int b_offset = (warp_col + lane % 8 + (matrix / 2) * 8) * kStride + (matrix % 2) * 8;
-
-    // Owned row o is row (o / 2) * 16 + (o % 2) * 8 + group of the warp's rows.
-    auto row_of = [&](int o) { return warp_row + (o / 2) * kMmaM + (o % 2) * 8 + group; };
+    // Owned row o is row o * 8 + group of the warp's 16; its value e is accumulator
+    // (e / 2) * 4 + o * 2 + e % 2, column (e / 2) * 8 + quad * 2 + e % 2.
+    auto row_of = [&](int o) { return warp_row + o * 8 + group; };
     Candidate top[kOwnedRows];
     // A value at or above best + window[o] (window: the repair's window for the row, at its widest)
     // is outside the window of the row's final best, so it can neither join the repair's short list
@@ -209,6 +231,23 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
     const std::uint16_t* const point_head = a.point_head + row0 * stride;
     const std::uint16_t* const point_tail = kProducts == 3 ? a.point_tail + row0 * stride : nullptr;
     const int rows_here = a.n - row0 < kTile ? static_cast<int>(a.n - row0) : kTile;
+    if constexpr (kResident) {
+        // The block's points, once: a group of copies of its own, committed before the pipeline's,
+        // so the first step's wait covers it.
+        const int pieces_per_row = rstride / kPiece;
+        for (int p = tid; p < kTile * pieces_per_row; p += kThreads) {
+            const int r = p / pieces_per_row;
+            const int k = p % pieces_per_row * kPiece;
+            const bool valid = r < rows_here && k < stride;
+            const unsigned at = valid ? static_cast<unsigned>(r * stride + k) : 0u;
+            const int to = (r / 8) * (8 * rstride) + (k / kPiece) * 64 + (r % 8) * kPiece;
+            copy_async(shared_address(resident + to), point_head + at, valid);
+            if constexpr (kProducts == 3) {
+                copy_async(shared_address(resident + kTile * rstride + to), point_tail + at, valid);
+            }
+        }
+        commit_copies();
+    }
     auto stage_step = [&](const StepCursor& at, unsigned slot) {
         if (at.k0 == 0 && tid < kTile) {
             const bool valid = at.col0 + tid < a.m;
@@ -223,26 +262,28 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
             // Invalid copies read nothing, from the first value of the rows.
             const int r = pieces.row + e * kTile / 2;
             const unsigned offset = copy_offset[e] + at.k0;
-            const bool point_valid = k_inside && r < rows_here;
-            const unsigned point_at = point_valid ? offset : 0u;
-            copy_async(stage_address(0, slot, e), point_head + point_at, point_valid);
-            if constexpr (kProducts == 3) {
-                copy_async(stage_address(3, slot, e), point_tail + point_at, point_valid);
+            if constexpr (!kResident) {
+                const bool point_valid = k_inside && r < rows_here;
+                const unsigned point_at = point_valid ? offset : 0u;
+                copy_async(stage_address(kPointHead, slot, e), point_head + point_at, point_valid);
+                if constexpr (kProducts == 3) {
+                    copy_async(stage_address(kPointHead + 1, slot, e), point_tail + point_at, point_valid);
+                }
             }
             const bool anchor_valid = k_inside && r < anchor_rows;
             const unsigned anchor_at = anchor_valid ? offset : 0u;
-            copy_async(stage_address(1, slot, e), anchor_head + anchor_at, anchor_valid);
+            copy_async(stage_address(0, slot, e), anchor_head + anchor_at, anchor_valid);
             if constexpr (kProducts >= 2) {
-                copy_async(stage_address(2, slot, e), anchor_tail + anchor_at, anchor_valid);
+                copy_async(stage_address(1, slot, e), anchor_tail + anchor_at, anchor_valid);
             }
         }
     };
 
     // Every thread commits one group per step, empty past the end, so that waiting for all but the
-    // last kStages - 2 groups always means "the current step has landed".
+    // last kAhead - 1 groups always means "the current step has landed".
     StepCursor ahead{0, tiles.begin * kTile, tiles.begin * kTile * stride};
 #pragma unroll
-    for (unsigned s = 0; s < kStages - 1; ++s) {
+    for (unsigned s = 0; s < kAhead; ++s) {
         if (s < steps) {
             stage_step(ahead, s);
             ahead.advance(stride);
@@ -250,84 +291,69 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
         commit_copies();
     }
     unsigned step = 0;
-    // Waits for the current step's copies, queues those kStages - 1 steps ahead, and returns the
-    // current step's slot.
+    // Waits for the current step's copies, queues those kAhead steps ahead, and returns the current
+    // step's slot.
     auto begin_step = [&]() {
-        wait_copies<kStages - 2>();
-        __syncthreads();  // this step is in for everyone, and the previous one is no longer read
-        if (step + kStages - 1 < steps) {
-            stage_step(ahead, (step + kStages - 1) % kStages);
+        wait_copies<kAhead - 1>();
+        // The copies wrote through the generic proxy; wgmma reads through the async one.
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();  // this step is in for everyone, and the one kStages - kAhead back is no longer read
+        if (step + kAhead < steps) {
+            stage_step(ahead, (step + kAhead) % kStages);
             ahead.advance(stride);
         }
         commit_copies();
         return step++ % kStages;
     };
 
-    float acc[kRowTiles][kColTiles][4];
-    // One chunk of every tile of the warp. One product accumulates in place. Split products go
-    // through a fresh accumulator per tile and chunk, added rounded to nearest; for that, the loop
-    // over the chunk's k-steps is the innermost, with the fragments of both loaded first.
-    auto multiply_chunk = [&](unsigned slot) {
-        const unsigned a_head_base = shared_address(stage(0, slot) + a_offset);
-        const unsigned b_head_base = shared_address(stage(1, slot) + b_offset);
-        const unsigned b_tail_base = shared_address(stage(kProducts >= 2 ? 2 : 1, slot) + b_offset);
-        const unsigned a_tail_base = shared_address(stage(kProducts == 3 ? 3 : 0, slot) + a_offset);
-        constexpr int kSteps = kProducts == 1 ? 1 : kChunk / kMmaK;  // k-steps whose fragments are held at once
+    // One chunk of the warpgroup's 64 x 128 tile. One product accumulates in place, and the chunk's
+    // wgmma runs on while the next chunk's copies are waited for (the tile's end waits for the last);
+    // split products go through a fresh accumulator per chunk, added rounded to nearest once the
+    // chunk's wgmma are done.
+    float acc[kAccumulators];
+    float fresh[kProducts == 1 ? 1 : kAccumulators];
+    auto multiply_chunk = [&](unsigned slot, int k0) {
+        // The points: the chunk's columns of the resident rows, or the staged chunk.
+        const unsigned a_rows_apart = kResident ? 16u * rstride : kCoreRows;
+        const unsigned a_head = kResident ? shared_address(resident) + group_row / 8 * a_rows_apart + k0 / kPiece * kCoreK
+                                          : shared_address(stage(kPointHead, slot)) + group_row / 8 * kCoreRows;
+        const unsigned a_tail = kProducts != 3 ? a_head
+                                : kResident    ? a_head + 2u * kTile * rstride
+                                               : shared_address(stage(kPointHead + 1, slot)) + group_row / 8 * kCoreRows;
+        const unsigned b_head = shared_address(stage(0, slot));
+        const unsigned b_tail = shared_address(stage(anchor_arrays(kProducts) - 1, slot));
+        pin(acc);
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int k_outer = 0; k_outer < kChunk; k_outer += kSteps * kMmaK) {
-            std::uint32_t a_head[kSteps][kRowTiles][4];
-            std::uint32_t a_tail[kSteps][kRowTiles][4];
-#pragma unroll
-            for (int s = 0; s < kSteps; ++s) {
-#pragma unroll
-                for (int i = 0; i < kRowTiles; ++i) {
-                    const unsigned offset = (i * kMmaM * kStride + k_outer + s * kMmaK) * 2;
-                    load_matrices(a_head_base + offset, a_head[s][i]);
-                    if constexpr (kProducts == 3) {
-                        load_matrices(a_tail_base + offset, a_tail[s][i]);
-                    }
+        for (int s = 0; s < kChunk / kMmaK; ++s) {
+            const unsigned k_bytes = s * 2 * kCoreK;  // a k-step spans two core matrices along k
+            if constexpr (kProducts == 1) {
+                wgmma<kType>(acc, descriptor(a_head + k_bytes, a_rows_apart), descriptor(b_head + k_bytes), true);
+            } else {
+                if constexpr (kProducts == 3) {
+                    wgmma<kType>(fresh, descriptor(a_tail + k_bytes, a_rows_apart), descriptor(b_head + k_bytes), s > 0);
                 }
+                wgmma<kType>(fresh, descriptor(a_head + k_bytes, a_rows_apart), descriptor(b_tail + k_bytes),
+                             kProducts == 3 || s > 0);
+                wgmma<kType>(fresh, descriptor(a_head + k_bytes, a_rows_apart), descriptor(b_head + k_bytes), true);
             }
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        if constexpr (kProducts == 1) {
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        } else {
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            pin(acc);
+            pin(fresh);
 #pragma unroll
-            for (int p = 0; p < kColTiles / 2; ++p) {
-                std::uint32_t b_head[kSteps][4];
-                std::uint32_t b_tail[kSteps][4];
-#pragma unroll
-                for (int s = 0; s < kSteps; ++s) {
-                    const unsigned offset = (p * 2 * kMmaN * kStride + k_outer + s * kMmaK) * 2;
-                    load_matrices(b_head_base + offset, b_head[s]);
-                    if constexpr (kProducts >= 2) {
-                        load_matrices(b_tail_base + offset, b_tail[s]);
-                    }
-                }
-#pragma unroll
-                for (int i = 0; i < kRowTiles; ++i) {
-#pragma unroll
-                    for (int pair = 0; pair < 2; ++pair) {
-                        float(&tile)[4] = acc[i][2 * p + pair];
-                        if constexpr (kProducts == 1) {
-                            mma_products<kType, kProducts>(tile, a_head[0][i], a_tail[0][i], b_head[0], b_tail[0],
-                                                           pair);
-                        } else {
-                            float fresh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-                            for (int s = 0; s < kSteps; ++s) {
-                                mma_products<kType, kProducts>(fresh, a_head[s][i], a_tail[s][i], b_head[s],
-                                                               b_tail[s], pair);
-                            }
-#pragma unroll
-                            for (int e = 0; e < 4; ++e) {
-                                tile[e] = __fadd_rn(tile[e], fresh[e]);
-                            }
-                        }
-                    }
-                }
+            for (int e = 0; e < kAccumulators; ++e) {
+                acc[e] = __fadd_rn(acc[e], fresh[e]);
             }
         }
     };
 
     const float norm_scale = -1.0f / a.scale;
-    const int my_col = warp_col + quad * 2;  // of the thread's first column in a tile
+    const int my_col = quad * 2;  // the thread's first column in a tile
     for (std::size_t col0 = tiles.begin * kTile; col0 < tiles.end * kTile; col0 += kTile) {
         // The accumulators start at -||c||^2 2^(2 exponent - 1), so that the tensor cores leave
         // ||c||^2 - 2 x.c scaled by -1/a.scale: a tile then costs the epilogue one comparison per
@@ -335,34 +361,31 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
         const unsigned first = begin_step();
         const bool whole = col0 + kTile <= a.m;  // every tile but perhaps the last
 #pragma unroll
-        for (int j = 0; j < kColTiles; ++j) {
+        for (int j = 0; j < kAccumulators / 4; ++j) {
 #pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                const int col = my_col + j * kMmaN + half;
+            for (int h = 0; h < 2; ++h) {
+                const int col = my_col + j * 8 + h;
                 const float start = whole || col0 + col < a.m ? tile_norms[first][col] * norm_scale : -CUDART_INF_F;
-#pragma unroll
-                for (int i = 0; i < kRowTiles; ++i) {
-                    acc[i][j][half] = start;
-                    acc[i][j][2 + half] = start;
-                }
+                acc[j * 4 + h] = start;
+                acc[j * 4 + 2 + h] = start;
             }
         }
-        multiply_chunk(first);
+        multiply_chunk(first, 0);
         for (int chunk = 1; chunk < chunks; ++chunk) {
-            multiply_chunk(begin_step());
+            multiply_chunk(begin_step(), chunk * kChunk);
         }
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        pin(acc);
 
-        // The tile is complete. Accumulator e of tile (i, j) is row i * 16 + (e / 2) * 8 + group,
-        // column j * 8 + quad * 2 + e % 2, and holds (||c||^2 - 2 x.c) / -a.scale: scaled by a power
-        // of two, so the largest accumulator is the least value, and -a.scale times it is exact.
+        // The tile is complete: the accumulators hold (||c||^2 - 2 x.c) / -a.scale, scaled by a
+        // power of two, so the largest is the least value, and -a.scale times it is exact.
         const std::size_t first_col = col0 + my_col;
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
-            // Value e of the row is column (e / 2) * 8 + e % 2 of the thread's columns.
-            auto held = [&](int e) { return acc[o / 2][e / 2][(o % 2) * 2 + e % 2]; };
+            auto held = [&](int e) { return acc[(e / 2) * 4 + o * 2 + e % 2]; };
             float largest = held(0);
 #pragma unroll
-            for (int e = 1; e < 2 * kColTiles; ++e) {
+            for (int e = 1; e < kOwnedValues; ++e) {
                 largest = fmaxf(largest, held(e));
             }
             // Other lanes may lower the shared bound meanwhile (atomically): a read that misses that
@@ -375,10 +398,10 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
                 continue;
             }
 #pragma unroll
-            for (int e = 0; e < 2 * kColTiles; ++e) {
+            for (int e = 0; e < kOwnedValues; ++e) {
                 const float value = -a.scale * held(e);
                 if (value < bound) {
-                    offer(value, static_cast<std::uint32_t>(first_col + (e / 2) * kMmaN + e % 2), top[o]);
+                    offer(value, static_cast<std::uint32_t>(first_col + (e / 2) * 8 + e % 2), top[o]);
                 }
             }
             const float limit = row_limit(o);
@@ -389,42 +412,38 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
     }
     wait_copies<0>();  // only empty groups are left; nothing may be in flight when the block exits
 
-    // The four lanes of a group hold the same rows; then the two warps of a row band meet in shared
-    // memory, in the staging buffers once everyone is done with them.
+    // The four lanes of a group hold the same rows, each a quarter of the anchors.
 #pragma unroll
     for (int o = 0; o < kOwnedRows; ++o) {
         merge_lanes(top[o], 2);
-    }
-    __syncthreads();
-    Candidate* const exchange = reinterpret_cast<Candidate*>(staged);
-    if (warp_col != 0 && quad == 0) {
-#pragma unroll
-        for (int o = 0; o < kOwnedRows; ++o) {
-            exchange[row_of(o)] = top[o];
+        const std::size_t row = row0 + row_of(o);
+        if (quad == 0 && row < a.n) {
+            a.candidates[static_cast<std::size_t>(blockIdx.y) * a.n + row] = top[o];
         }
     }
-    __syncthreads();
-    if (warp_col == 0 && quad == 0) {
-#pragma unroll
-        for (int o = 0; o < kOwnedRows; ++o) {
-            const int r = row_of(o);
-            merge(top[o], exchange[r]);
-            if (row0 + r < a.n) {
-                a.candidates[static_cast<std::size_t>(blockIdx.y) * a.n + row0 + r] = top[o];
-            }
-        }
-    }
+#else
+    __trap();  // only sm_90a has wgmma, and CMakeLists.txt builds nothing else
+#endif
+}
+
+template <HalfType kType, int kProducts, bool kResident>
+void launch_kernel(const HalfAssignArgs& a, cudaStream_t stream) {
+    const std::size_t bytes = shared_bytes(kProducts, kResident, a.stride);
+    // More than the default 48 KiB of dynamic shared memory needs the kernel's consent on the current device.
+    CUDA_CHECK(cudaFuncSetAttribute(fast_assign_half_kernel<kType, kProducts, kResident>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, kTile)), static_cast<unsigned>(a.splits));
+    fast_assign_half_kernel<kType, kProducts, kResident><<<tiles, kThreads, bytes, stream>>>(a);
+    check_launch("fast_assign_half_kernel", stream);
 }
 
 template <HalfType kType, int kProducts>
 void launch(const HalfAssignArgs& a, cudaStream_t stream) {
-    constexpr std::size_t bytes = shared_bytes(kProducts);
-    // More than the default 48 KiB of dynamic shared memory needs the kernel's consent on the current device.
-    CUDA_CHECK(cudaFuncSetAttribute(fast_assign_half_kernel<kType, kProducts>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-    const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, kTile)), static_cast<unsigned>(a.splits));
-    fast_assign_half_kernel<kType, kProducts><<<tiles, kThreads, bytes, stream>>>(a);
-    check_launch("fast_assign_half_kernel", stream);
+    if (points_resident(kProducts, a.stride)) {
+        launch_kernel<kType, kProducts, true>(a, stream);
+    } else {
+        launch_kernel<kType, kProducts, false>(a, stream);
+    }
 }
 
 }  // namespace
