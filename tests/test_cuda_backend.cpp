@@ -71,6 +71,18 @@ void check_assign_matches_cpu(Backend& gpu, Backend& cpu) {
     CHECK(close(gpu_stats.energy, cpu_stats.energy, 1e-12));
 }
 
+// A CPU and a CUDA backend holding the same points.
+struct Both {
+    std::unique_ptr<Backend> cpu;
+    std::unique_ptr<Backend> gpu;
+};
+Both on_both(const Matrix& x, const RunSetup& setup = {}, FastKernel kernel = FastKernel::automatic) {
+    Both both{make_cpu_backend(0), make_cuda_backend(0, kernel)};
+    both.cpu->upload_points(x, setup);
+    both.gpu->upload_points(x, setup);
+    return both;
+}
+
 }  // namespace
 
 TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend", "[gpu][backend]") {
@@ -95,10 +107,7 @@ TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend"
     // The brute-force references are quadratic; they check the small cases, the CPU backend all.
     const bool small = c.n * c.m * c.d <= 50'000'000;
 
-    auto cpu = make_cpu_backend(0);
-    auto gpu = make_cuda_backend(0, kernel);
-    cpu->upload_points(x, h.setup);
-    gpu->upload_points(x, h.setup);
+    auto [cpu, gpu] = on_both(x, h.setup, kernel);
     cpu->upload_anchors(anchors);
     gpu->upload_anchors(anchors);
 
@@ -194,10 +203,7 @@ TEST_CASE("cuda: k-means++ on the device picks the CPU's anchors, bit for bit", 
     INFO("n " << c.n << " d " << c.d << " m " << c.m << " sample " << sample);
     std::mt19937_64 rng(run_seed ^ (c.n * 1000003 + c.d * 1009 + c.m));
     const Matrix x = duplicated_points(c.n, c.d, rng);
-    auto cpu = make_cpu_backend(0);
-    auto gpu = make_cuda_backend(0);
-    cpu->upload_points(x, {});
-    gpu->upload_points(x, {});
+    auto [cpu, gpu] = on_both(x);
     // sample 0 here means every point; the driver's default is applied before this call.
     const std::size_t size = sample == 0 ? c.n : sample;
     cpu->seed_anchors(x, c.m, size, run_seed);
@@ -217,10 +223,7 @@ TEST_CASE("cuda: k-means++ with fewer distinct points than anchors still matches
             x.row(i)[k] = static_cast<float>((i % 5) * 10 + k);
         }
     }
-    auto cpu = make_cpu_backend(0);
-    auto gpu = make_cuda_backend(0);
-    cpu->upload_points(x, {});
-    gpu->upload_points(x, {});
+    auto [cpu, gpu] = on_both(x);
     cpu->seed_anchors(x, 8, x.rows, 7);
     gpu->seed_anchors(x, 8, x.rows, 7);
     CHECK(gpu->download_anchors().data == cpu->download_anchors().data);
@@ -235,10 +238,7 @@ TEST_CASE("cuda: gather_members returns the CPU's rows", "[gpu][backend][quick]"
     std::mt19937_64 rng(run_seed);
     const Matrix x = duplicated_points(10007, 13, rng);
     const Matrix anchors = anchors_near(x, 7, rng);
-    auto cpu = make_cpu_backend(0);
-    auto gpu = make_cuda_backend(0);
-    cpu->upload_points(x, {});
-    gpu->upload_points(x, {});
+    auto [cpu, gpu] = on_both(x);
     // Before any assign no point belongs to an anchor.
     gpu->upload_anchors(anchors);
     CHECK(gpu->gather_members({0}, 10).at(0).rows == 0);
@@ -342,10 +342,7 @@ TEST_CASE("cuda: a new anchor count reallocates and still matches the CPU", "[gp
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
     const Matrix x = duplicated_points(20011, 33, rng);
-    auto cpu = make_cpu_backend(0);
-    auto gpu = make_cuda_backend(0);
-    cpu->upload_points(x, {});
-    gpu->upload_points(x, {});
+    auto [cpu, gpu] = on_both(x);
     for (std::size_t m : {7, 1000, 1, 129}) {
         INFO("m " << m);
         const Matrix anchors = anchors_near(x, m, rng);
@@ -376,10 +373,7 @@ TEST_CASE("cuda: points exact in float16 take two products and stay exact", "[gp
         v = std::clamp(std::round(16.0f * v + 128.0f), 0.0f, 255.0f);
     }
     const Matrix anchors = anchors_near(x, 300, rng);
-    auto cpu = make_cpu_backend(0);
-    auto gpu = make_cuda_backend(0, FastKernel::split);
-    cpu->upload_points(x, {point_format(x, PointStorage::f32), AssignPrecision::exact});
-    gpu->upload_points(x, {point_format(x, PointStorage::f32), AssignPrecision::exact});
+    auto [cpu, gpu] = on_both(x, {point_format(x, PointStorage::f32), AssignPrecision::exact}, FastKernel::split);
     cpu->upload_anchors(anchors);
     gpu->upload_anchors(anchors);
     check_assign_matches_cpu(*gpu, *cpu);
@@ -399,10 +393,7 @@ TEST_CASE("cuda: anchors beyond float16's range are still assigned exactly", "[g
     Matrix anchors = anchors_near(x, 40, rng);
     anchors.row(7)[3] = 1e6f * *std::max_element(x.data.begin(), x.data.end());
     const FastKernel kernel = GENERATE(FastKernel::single, FastKernel::split);
-    auto cpu = make_cpu_backend(0);
-    auto gpu = make_cuda_backend(0, kernel);
-    cpu->upload_points(x, {point_format(x, PointStorage::f32), AssignPrecision::exact});
-    gpu->upload_points(x, {point_format(x, PointStorage::f32), AssignPrecision::exact});
+    auto [cpu, gpu] = on_both(x, {point_format(x, PointStorage::f32), AssignPrecision::exact}, kernel);
     cpu->upload_anchors(anchors);
     gpu->upload_anchors(anchors);
     check_assign_matches_cpu(*gpu, *cpu);
@@ -437,10 +428,7 @@ TEST_CASE("cuda: each reduce uses its own trim share", "[gpu][backend][quick]") 
     std::mt19937_64 rng(run_seed);
     const Matrix x = duplicated_points(12007, 19, rng);
     const Matrix anchors = anchors_near(x, 77, rng);
-    auto cpu = make_cpu_backend(0);
-    auto gpu = make_cuda_backend(0);
-    cpu->upload_points(x, {});
-    gpu->upload_points(x, {});
+    auto [cpu, gpu] = on_both(x);
     cpu->upload_anchors(anchors);
     gpu->upload_anchors(anchors);
     check_assign_matches_cpu(*gpu, *cpu);
