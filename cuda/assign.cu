@@ -48,9 +48,30 @@ __device__ __forceinline__ float threshold_of(const Candidate& c, std::size_t i,
            bound.absolute;
 }
 
-// Combines the splits, then sorts each point: certain (no other anchor within the bound of the best),
-// short list (every anchor within the bound is among the kept ones; listed from the front of
-// `uncertain`), or all anchors (listed from the back).
+// Sorts point i by how much repair its candidate needs: certain (no other anchor within the bound
+// of the best), short list (every anchor within the bound is among the kept ones; listed from the
+// front of `uncertain`), or all anchors (listed from the back).
+__device__ __forceinline__ void sort_for_repair(const Candidate& c, std::uint32_t i, std::size_t n, const Bound& bound,
+                                                std::uint32_t* __restrict__ uncertain,
+                                                unsigned* __restrict__ uncertain_counts) {
+    if (bound.overflow != nullptr && (*bound.overflow & kHalfOverflow) != 0) {
+        uncertain[n - 1 - atomicAdd(&uncertain_counts[1], 1u)] = i;
+        return;
+    }
+    if (!bound.repair) {
+        return;
+    }
+    const float threshold = threshold_of(c, i, bound);
+    if (distance_of(c.dist[1], i, bound) <= threshold) {
+        if (distance_of(c.next, i, bound) > threshold) {
+            uncertain[atomicAdd(&uncertain_counts[0], 1u)] = i;
+        } else {
+            uncertain[n - 1 - atomicAdd(&uncertain_counts[1], 1u)] = i;
+        }
+    }
+}
+
+// Combines the splits of each point's candidates and sorts the point for the repair.
 __global__ void resolve_kernel(const Candidate* __restrict__ candidates, int splits, std::size_t n, Bound bound,
                                std::uint32_t* __restrict__ chosen, std::uint32_t* __restrict__ uncertain,
                                unsigned* __restrict__ uncertain_counts) {
@@ -60,21 +81,55 @@ __global__ void resolve_kernel(const Candidate* __restrict__ candidates, int spl
     }
     const Candidate c = merged(candidates, splits, n, i);
     chosen[i] = c.id[0];
-    if (bound.overflow != nullptr && (*bound.overflow & kHalfOverflow) != 0) {
-        uncertain[n - 1 - atomicAdd(&uncertain_counts[1], 1u)] = static_cast<std::uint32_t>(i);
+    sort_for_repair(c, static_cast<std::uint32_t>(i), n, bound, uncertain, uncertain_counts);
+}
+
+// The narrowing's inputs: the points of the all-anchor list (the back of `uncertain`), their ids,
+// norms and 16-bit rows packed in list order. A thread per 8 values of a row (one 16-byte copy).
+constexpr int kRowGroup = 8;
+
+__global__ void pack_listed_kernel(const std::uint32_t* __restrict__ uncertain, std::size_t n, std::size_t count,
+                                   int stride, const float* __restrict__ norms, const std::uint16_t* __restrict__ head,
+                                   const std::uint16_t* __restrict__ tail, NarrowBuffers out) {
+    const int groups = stride / kRowGroup;
+    const std::size_t item = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const std::size_t u = item / groups;
+    if (u >= count) {
         return;
     }
-    if (!bound.repair) {
+    const std::uint32_t i = uncertain[n - 1 - u];
+    const int k = static_cast<int>(item % groups) * kRowGroup;
+    if (k == 0) {
+        out.ids[u] = i;
+        out.norms[u] = norms[i];
+    }
+    const std::size_t from = static_cast<std::size_t>(i) * stride + k;
+    const std::size_t to = u * stride + k;
+    *reinterpret_cast<uint4*>(out.point_head + to) = *reinterpret_cast<const uint4*>(head + from);
+    if (tail != nullptr) {
+        *reinterpret_cast<uint4*>(out.point_tail + to) = *reinterpret_cast<const uint4*>(tail + from);
+    }
+}
+
+// The narrowed candidates replace the first pass's (all splits of them, for the repair to read) and
+// the points are sorted again, by the narrower bound.
+__global__ void resolve_narrowed_kernel(const Candidate* __restrict__ narrowed, int narrowed_splits,
+                                        const std::uint32_t* __restrict__ ids, std::size_t count,
+                                        Candidate* __restrict__ candidates, int splits, std::size_t n, Bound bound,
+                                        std::uint32_t* __restrict__ chosen, std::uint32_t* __restrict__ uncertain,
+                                        unsigned* __restrict__ uncertain_counts) {
+    const std::size_t u = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (u >= count) {
         return;
     }
-    const float threshold = threshold_of(c, i, bound);
-    if (distance_of(c.dist[1], i, bound) <= threshold) {
-        if (distance_of(c.next, i, bound) > threshold) {
-            uncertain[atomicAdd(&uncertain_counts[0], 1u)] = static_cast<std::uint32_t>(i);
-        } else {
-            uncertain[n - 1 - atomicAdd(&uncertain_counts[1], 1u)] = static_cast<std::uint32_t>(i);
-        }
+    const std::uint32_t i = ids[u];
+    const Candidate c = merged(narrowed, narrowed_splits, count, u);
+    chosen[i] = c.id[0];
+    candidates[i] = c;
+    for (int s = 1; s < splits; ++s) {
+        candidates[static_cast<std::size_t>(s) * n + i] = empty_candidate();
     }
+    sort_for_repair(c, i, n, bound, uncertain, uncertain_counts);
 }
 
 // One warp per short-list point scores the kept anchors within the bound in double, all at once;
@@ -272,6 +327,44 @@ void launch_shortlist(const AssignArgs& args, cudaStream_t stream) {
         args.candidates, args.plan.splits, args.n, bound_of(args), args.chosen, args.uncertain,
         args.uncertain_counts);
     check_launch("resolve_kernel", stream);
+}
+
+bool worth_narrowing(std::size_t all_anchor_points, std::size_t m, int d) {
+    return static_cast<double>(all_anchor_points) * static_cast<double>(m) * d >= kNarrowValues;
+}
+
+void launch_narrow(const AssignArgs& args, std::size_t count, const NarrowBuffers& scratch, cudaStream_t stream) {
+    if (count == 0) {
+        return;
+    }
+    if (args.path != FastPath::half_single || args.n < count) {
+        throw Error("assign: only the all-anchor points of a single-product pass can be narrowed");
+    }
+    const int stride = half_stride(args.d);
+    constexpr int kPackThreads = 256;
+    const std::size_t items = count * static_cast<std::size_t>(stride / kRowGroup);
+    pack_listed_kernel<<<static_cast<unsigned>(ceil_div(items, kPackThreads)), kPackThreads, 0, stream>>>(
+        args.uncertain, args.n, count, stride, args.point_norms, args.half.point_head, args.half.point_tail, scratch);
+    check_launch("pack_listed_kernel", stream);
+    // The list is read; the points go back into it, sorted anew.
+    CUDA_CHECK(cudaMemsetAsync(args.uncertain_counts + 1, 0, sizeof(unsigned), stream));
+
+    AssignArgs split = args;
+    split.path = FastPath::half_split;
+    AssignArgs listed = split;
+    listed.n = count;
+    listed.point_norms = scratch.norms;
+    listed.half.point_head = scratch.point_head;
+    listed.half.point_tail = args.half.point_tail != nullptr ? scratch.point_tail : nullptr;
+    listed.plan = plan_assign(count, args.m, args.multiprocessors);
+    listed.candidates = scratch.candidates;
+    launch_fast(listed, stream);
+
+    constexpr int kResolveThreads = 256;
+    resolve_narrowed_kernel<<<static_cast<unsigned>(ceil_div(count, kResolveThreads)), kResolveThreads, 0, stream>>>(
+        scratch.candidates, listed.plan.splits, scratch.ids, count, args.candidates, args.plan.splits, args.n,
+        bound_of(split), args.chosen, args.uncertain, args.uncertain_counts);
+    check_launch("resolve_narrowed_kernel", stream);
 }
 
 void launch_repair(const AssignArgs& args, cudaStream_t stream) {

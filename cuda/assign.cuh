@@ -64,9 +64,32 @@ struct AssignArgs {
 // The assign in two steps, so that the caller may look at the counts in between: the fast kernel
 // and the sorting of the points by how much repair they need (uncertain_counts: short list, all
 // anchors; the caller zeroes them first); then the repair in double. Between the two the caller may
-// run the first step again with a narrower path, if too many points would need every anchor.
+// narrow the all-anchor points (below), or run the first step again with a narrower path.
 void launch_shortlist(const AssignArgs& args, cudaStream_t stream);
 void launch_repair(const AssignArgs& args, cudaStream_t stream);
+
+// Narrowing: after a single-product launch_shortlist, the points of the all-anchor list get a second
+// fast pass of their own with split products (a window as narrow as float32's) and are sorted again;
+// most then need a short list or nothing. A block re-scores an all-anchor point by reading every
+// anchor, so a few thousand such points cost more than the split pass over just them.
+// Worth it when the all-anchor re-score would read at least this many anchor values (64 MB, tens
+// of microseconds of L2 reads on an H100; the narrowing's own launches cost about as much).
+constexpr double kNarrowValues = double(1 << 24);
+bool worth_narrowing(std::size_t all_anchor_points, std::size_t m, int d);
+
+// The narrowing's scratch, for `count` points: count ids and norms, count x half_stride(d) 16-bit
+// rows of heads and (when the points have tails) tails, plan_assign(count, m).splits x count candidates.
+struct NarrowBuffers {
+    std::uint32_t* ids = nullptr;
+    float* norms = nullptr;
+    std::uint16_t* point_head = nullptr;
+    std::uint16_t* point_tail = nullptr;
+    Candidate* candidates = nullptr;
+};
+
+// Narrows the `count` points of the all-anchor list (uncertain_counts[1], which the caller read);
+// launch_repair follows as usual.
+void launch_narrow(const AssignArgs& args, std::size_t count, const NarrowBuffers& scratch, cudaStream_t stream);
 
 // Products per point-anchor pair of args.path's half-precision kernel.
 int half_products(const AssignArgs& args);

@@ -32,9 +32,10 @@ using cuda::PinnedBuffer;
 constexpr std::size_t kGatherValues = std::size_t{16} << 20;
 // Point ids, segment offsets and chunk counts are 32-bit on the device.
 constexpr std::size_t kMaxRows = std::size_t{1} << 31;
-// The single-product path is given up for the split one when more than 1/128 of the points would
-// need every anchor re-scored.
-constexpr std::size_t kMaxAllAnchorShare = 128;
+// The single-product path is given up for the split one when more than half of the points would
+// need every anchor re-scored: narrowing them would then cost more than the split pass over all
+// (one product costs 0.45 of three on the H100, at d = 128 as at 768).
+constexpr std::size_t kMaxAllAnchorShare = 2;
 
 cuda::FastPath first_fast_path(FastKernel kernel) {
     return kernel == FastKernel::split ? cuda::FastPath::half_split : cuda::FastPath::half_single;
@@ -226,14 +227,17 @@ public:
         shortlist_graph_.run(s, assign_key(repair), [&] { queue_shortlist(repair); });
         stream_.synchronize();
         // One half-precision product leaves a window of uncertainty ~100x float32's. Where anchors
-        // crowd around the points (many nearly equidistant), too many points would then need every
-        // anchor re-scored, each reading all the anchors: about 1 % of the points costs what the split
-        // operands' two extra products cost for all of them, with a window as narrow as float32's.
-        // So the shortlist is redone split, and the run keeps that path from then on.
-        if (kernel_ == FastKernel::automatic && repair && fast_path_ == cuda::FastPath::half_single &&
-            host_uncertain_counts_[1] > n_ / kMaxAllAnchorShare) {
-            fast_path_ = cuda::FastPath::half_split;
-            shortlist_graph_.run(s, assign_key(repair), [&] { queue_shortlist(repair); });
+        // crowd around the points (many nearly equidistant), many points then need every anchor
+        // re-scored; they are narrowed (a split pass over just them), or when they are most of the
+        // points, the shortlist is redone split and the run keeps that path from then on.
+        const std::size_t all_anchor = host_uncertain_counts_[1];
+        if (kernel_ == FastKernel::automatic && repair && fast_path_ == cuda::FastPath::half_single) {
+            if (all_anchor > n_ / kMaxAllAnchorShare) {
+                fast_path_ = cuda::FastPath::half_split;
+                shortlist_graph_.run(s, assign_key(repair), [&] { queue_shortlist(repair); });
+            } else if (cuda::worth_narrowing(all_anchor, m_, dim())) {
+                narrow(all_anchor);
+            }
         }
         finish_graph_.run(s, assign_key(repair), [&] { queue_finish(repair); });
         stream_.synchronize();
@@ -492,7 +496,45 @@ private:
         }
     };
 
+    // Buffers of the narrowing (cuda::launch_narrow), grown on demand with a quarter to spare, since
+    // the count of points it takes changes from one assign to the next.
+    struct NarrowScratch {
+        DeviceBuffer<std::uint32_t> ids;
+        DeviceBuffer<float> norms;
+        DeviceBuffer<std::uint16_t> head;
+        DeviceBuffer<std::uint16_t> tail;
+        DeviceBuffer<cuda::Candidate> candidates;
+
+        cuda::NarrowBuffers reserve(std::size_t count, std::size_t stride, std::size_t candidate_count, bool tails) {
+            if (ids.size() < count || head.size() < count * stride || (tails && tail.size() < count * stride)) {
+                const std::size_t rows = count + count / 4;
+                ids = {};
+                norms = {};
+                head = {};
+                tail = {};
+                ids = DeviceBuffer<std::uint32_t>(rows);
+                norms = DeviceBuffer<float>(rows);
+                head = DeviceBuffer<std::uint16_t>(rows * stride);
+                tail = tails ? DeviceBuffer<std::uint16_t>(rows * stride) : DeviceBuffer<std::uint16_t>();
+            }
+            if (candidates.size() < candidate_count) {
+                candidates = {};
+                candidates = DeviceBuffer<cuda::Candidate>(candidate_count + candidate_count / 4);
+            }
+            return {ids.data(), norms.data(), head.data(), tail.data(), candidates.data()};
+        }
+    };
+
     int dim() const { return static_cast<int>(d_); }
+
+    // The `count` all-anchor points of the last shortlist, narrowed, queued on the stream.
+    void narrow(std::size_t count) {
+        const cuda::AssignPlan plan = cuda::plan_assign(count, m_, multiprocessors_);
+        const std::size_t stride = static_cast<std::size_t>(cuda::half_stride(dim()));
+        const cuda::NarrowBuffers buffers = narrow_scratch_.reserve(
+            count, stride, static_cast<std::size_t>(plan.splits) * count, points_.tail() != nullptr);
+        cuda::launch_narrow(assign_args(true), count, buffers, stream_.get());
+    }
 
     // One batch of gather_members, appended to `out`: two waits, whatever the batch's size.
     // Rows of d floats into a new matrix, through pinned memory: pageable copies of the anchors ran
@@ -544,6 +586,7 @@ private:
     void allocate_point_buffers(std::size_t n, std::size_t d, PointStorage storage) {
         // Old buffers go first, so that their memory counts as free.
         points_.release();
+        narrow_scratch_ = {};
         assignment_ = {};
         chosen_ = {};
         uncertain_ = {};
@@ -836,6 +879,7 @@ private:
     DeviceBuffer<float> gathered_;      // grown on demand, with its host copy
     PinnedBuffer<float> gathered_host_;
     NearestScratch nearest_scratch_;
+    NarrowScratch narrow_scratch_;
 
     // Scalars: what crosses the bus per iteration.
     DeviceBuffer<unsigned long long> changed_;

@@ -380,6 +380,54 @@ TEST_CASE("cuda: points exact in float16 take two products and stay exact", "[gp
     CHECK(gpu->download_assignments() == reference_assign(x, anchors).assignment);
 }
 
+TEST_CASE("cuda: points crowded by many anchors are narrowed by a split pass and stay exact", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // A quarter of the points sit near 64 anchors crowded far from the origin (||x||^2 ~ 51,000):
+    // one float16 product's window (~10^-3 of 2 ||x||^2 + 2 ||c||^2, ~200) holds far more than the
+    // kept four of their distances (~140, spread ~16), so these points leave the single pass for
+    // every anchor; they are too many to re-score so (4,000 x 512 x 128 anchor values) and too few
+    // for the split path over all, so the automatic kernel narrows them, where the split window
+    // (~3) separates most. The rest lie in well-separated clusters.
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    constexpr std::size_t n = 16000;
+    constexpr std::size_t d = 128;
+    constexpr std::size_t m = 512;
+    constexpr std::size_t crowd = 64;
+    std::normal_distribution<float> unit(0.0f, 1.0f);
+    std::vector<float> base(d);
+    for (float& v : base) {
+        v = 20.0f + unit(rng);
+    }
+    Matrix anchors(m, d);
+    for (std::size_t j = 0; j < m; ++j) {
+        for (std::size_t k = 0; k < d; ++k) {
+            anchors.row(j)[k] = j < crowd ? base[k] + unit(rng) : 10.0f * unit(rng);
+        }
+    }
+    Matrix raw(n, d);
+    std::uniform_int_distribution<std::size_t> pick(crowd, m - 1);
+    for (std::size_t i = 0; i < n; ++i) {
+        const bool crowded = i % 4 == 0;
+        const float* center = crowded ? base.data() : anchors.row(pick(rng));
+        for (std::size_t k = 0; k < d; ++k) {
+            raw.row(i)[k] = center[k] + (crowded ? 0.3f : 1.0f) * unit(rng);
+        }
+    }
+    const PointStorage storage = GENERATE(PointStorage::f32, PointStorage::f16);
+    INFO("storage " << storage_name(storage));
+    const Held h = held(raw, storage);
+    const Matrix& x = h.points;
+    auto [cpu, gpu] = on_both(x, h.setup);
+    cpu->upload_anchors(anchors);
+    gpu->upload_anchors(anchors);
+    check_assign_matches_cpu(*gpu, *cpu);
+    CHECK(gpu->download_assignments() == reference_assign(x, anchors).assignment);
+}
+
 TEST_CASE("cuda: anchors beyond float16's range are still assigned exactly", "[gpu][backend][quick]") {
     if (!gpu_usable()) {
         return;
