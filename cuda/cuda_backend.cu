@@ -672,7 +672,7 @@ private:
                       cuda::gather_members_temp_bytes(n_), std::size_t{1}});
         Footprint need;
         const std::size_t stride = static_cast<std::size_t>(cuda::half_stride(dim()));
-        need.add<float>(m * d).add<float>(m).add<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
+        need.add<float>(m * d).add<float>(m + cuda::kFastTile).add<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
         need.add<std::uint16_t>(m * stride).add<std::uint16_t>(m * stride);
         need.add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1);
         need.add<std::uint32_t>(m).add<std::uint32_t>(m).add<double>(m).add<double>(m * d).add<std::uint32_t>(m + 1);
@@ -682,7 +682,12 @@ private:
                                      std::to_string(n_) + " points");
 
         anchors_ = DeviceBuffer<float>(m * d);
-        anchor_norms_ = DeviceBuffer<float>(m);
+        // Whole tiles of norms, +inf past the last anchor: the single-product kernel copies a tile's
+        // at once and starts the columns of missing anchors at -inf.
+        anchor_norms_ = DeviceBuffer<float>(cuda::ceil_div(m, cuda::kFastTile) * cuda::kFastTile);
+        const std::vector<float> padding(anchor_norms_.size() - m, std::numeric_limits<float>::infinity());
+        CUDA_CHECK(cudaMemcpy(anchor_norms_.data() + m, padding.data(), padding.size() * sizeof(float),
+                              cudaMemcpyHostToDevice));
         anchor_head_ = DeviceBuffer<std::uint16_t>(m * stride);
         anchor_tail_ = DeviceBuffer<std::uint16_t>(m * stride);
         candidates_ = DeviceBuffer<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);

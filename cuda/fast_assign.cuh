@@ -54,7 +54,7 @@ struct HalfAssignArgs {
     const std::uint16_t* anchor_head = nullptr;
     const std::uint16_t* anchor_tail = nullptr;  // 2 and 3 products
     const float* point_norms = nullptr;
-    const float* anchor_norms = nullptr;
+    const float* anchor_norms = nullptr;  // padded with +inf to a multiple of kFastTile
     const unsigned* max_anchor_norm_bits = nullptr;
     // The repair's window for a row is at most window_factor (2 ||x||^2 + 2 max ||c||^2) +
     // window_absolute; values beyond the row's best by more need not be kept. Zero without a repair.
@@ -69,6 +69,8 @@ struct HalfAssignArgs {
     Candidate* candidates = nullptr;  // splits * n
 };
 void launch_fast_assign_half(const HalfAssignArgs& args, cudaStream_t stream);
+// The single product's own kernel (fast_assign_single.cu), which launch_fast_assign_half calls.
+void launch_fast_assign_single(const HalfAssignArgs& args, cudaStream_t stream);
 
 // Bounds on |fast - exact| of any distance, relative to ||x||^2 + ||c||^2; the half kernels add an
 // absolute term for values below their type's normal range.

@@ -1,20 +1,22 @@
-// The tensor-core fast assign: Hopper's wgmma (m64n128k16) with 16-bit operands (float16 or
-// bfloat16) and float32 accumulators, reading operands that half_operands.cu wrote once: the points at
-// upload, the anchors once per assign. Tiles of points and anchors stream into shared memory through
-// a five-stage cp.async pipeline, laid out as the 8 x 8 core matrices that wgmma reads through its
-// descriptors; each warpgroup multiplies 64 points by the tile's 128 anchors with one instruction per
-// k-step, and nothing is converted in the loop. Needs sm_90a.
+// The tensor-core fast assign with split operands: Hopper's wgmma (m64n128k16) with 16-bit operands
+// (float16 or bfloat16) and float32 accumulators, reading operands that half_operands.cu wrote once:
+// the points at upload, the anchors once per assign. Tiles of points and anchors stream into shared
+// memory through a five-stage cp.async pipeline, laid out as the 8 x 8 core matrices that wgmma reads
+// through its descriptors; each warpgroup multiplies 64 points by the tile's 128 anchors, and nothing
+// is converted in the loop. The single product (head x head) has a kernel of its own
+// (fast_assign_single.cu). Needs sm_90a.
 //
 // kProducts picks how much of float32's precision the products keep:
-//   1  head x head: the operands rounded to the 16-bit type (float16: the same 2^-11 as tf32);
 //   2  x x (head + tail) of the anchors, for points that are exact in the type (a float16 input, or
 //      integers such as pixels): a product error of 2^-22;
 //   3  head x head + head x tail + tail x head: 2^-20 for any float32 points.
-// With more than one product, each chunk's products (two k-steps) go into a fresh accumulator that
-// is then added to the running sum in float32, rounded to nearest: the tensor cores' own
-// accumulation (taken as truncating) then only ever spans one chunk, which keeps the exact repair's
-// window a few times narrower than float32 FMAs at d = 768, for one addition per two k-steps.
+// Each chunk's products (two k-steps) go into a fresh accumulator that is then added to the running
+// sum in float32, rounded to nearest: the tensor cores' own accumulation (taken as truncating) then
+// only ever spans one chunk, which keeps the exact repair's window a few times narrower than float32
+// FMAs at d = 768, for one addition per two k-steps.
 #include "fast_assign.cuh"
+#include "fragment_offers.cuh"
+#include "wgmma.cuh"
 
 #include "cuda_check.hpp"
 
@@ -35,11 +37,6 @@ constexpr int kStages = 5;
 // during the one before.
 constexpr int kAhead = kStages - 2;
 constexpr int kThreads = 256;   // two warpgroups of 64 points each, all 128 anchors of the tile
-constexpr int kGroupRows = 64;  // wgmma's m
-constexpr int kMmaK = 16;
-constexpr int kAccumulators = 64;  // per thread: 64 x 128 over a warpgroup's 128 threads
-constexpr int kOwnedRows = 2;      // a thread holds rows g and g + 8 of its warp's 16
-constexpr int kOwnedValues = 32;   // per row: columns 8 j + 2 (lane % 4) + h, j < 16, h < 2
 constexpr int kPiece = 8;          // 16-bit values per 16-byte copy
 constexpr int kStageValues = kTile * kChunk;
 static_assert(kTile == 2 * kGroupRows && kThreads == 2 * 128, "two warpgroups of 64 rows");
@@ -55,16 +52,16 @@ constexpr unsigned kCoreRows = 8 * kChunk * 2;     // bytes between 8-row groups
 
 // Staged arrays, in this order: anchor heads, anchor tails (2 and 3 products), then unless the points
 // are resident, point heads and point tails (3 products).
-__host__ __device__ constexpr int anchor_arrays(int products) { return products >= 2 ? 2 : 1; }
+constexpr int kAnchorArrays = 2;
 __host__ __device__ constexpr int point_arrays(int products) { return products == 3 ? 2 : 1; }
 constexpr int staged_arrays(int products, bool resident) {
-    return anchor_arrays(products) + (resident ? 0 : point_arrays(products));
+    return kAnchorArrays + (resident ? 0 : point_arrays(products));
 }
 
-// When the block's points fit in this many bytes of shared memory (d up to 256 with one product,
+// When the block's points fit in this many bytes of shared memory (d up to 256 with two products,
 // 128 with three), they are copied once and stay, and only the anchors stream: every tile then
-// reads half the bytes from L2, which ncu showed to be the single kernel's limit at d = 128 (memory
-// 73 % busy, tensor pipe 15 %). Their rows are padded to whole chunks, with zeros.
+// reads fewer bytes from L2, which ncu showed to be the kernel's limit at d = 128. Their rows are
+// padded to whole chunks, with zeros.
 constexpr std::size_t kResidentBytes = std::size_t{64} << 10;
 __host__ __device__ inline int resident_stride(int stride) { return (stride + kChunk - 1) / kChunk * kChunk; }
 std::size_t resident_bytes(int products, int stride) {
@@ -77,9 +74,6 @@ std::size_t shared_bytes(int products, bool resident, int stride) {
     return resident ? resident_bytes(products, stride) + stages : stages;
 }
 
-__device__ __forceinline__ unsigned shared_address(const void* pointer) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
-}
 
 // 16 bytes from global memory to the shared address `to`, asynchronously; with `valid` false, zeros
 // instead, which add nothing to the dot products.
@@ -120,32 +114,6 @@ __device__ __forceinline__ std::uint64_t descriptor(unsigned address, unsigned r
            static_cast<std::uint64_t>(rows_apart >> 4) << 32;
 }
 
-// d (+)= a b^T for a warpgroup: 64 points x 16 values at `a`, 128 anchors x 16 values at `b`; with
-// `accumulate` false, d = a b^T.
-template <HalfType kType>
-__device__ __forceinline__ void wgmma(float (&d)[kAccumulators], std::uint64_t a, std::uint64_t b, bool accumulate) {
-    if constexpr (kType == HalfType::f16) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                     : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
-    } else {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                     : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
-    }
-}
-
-// Keeps the compiler from moving reads or writes of the accumulators across the asynchronous
-// wgmma's fence, commit and wait.
-__device__ __forceinline__ void pin(float (&d)[kAccumulators]) {
-#pragma unroll
-    for (int e = 0; e < kAccumulators; ++e) {
-        asm volatile("" : "+f"(d[e])::"memory");
-    }
-}
-
 // Where the staging stands in the block's sequence of steps (anchor tile, chunk of coordinates),
 // advanced one step at a time: the loop neither divides by the chunk count nor multiplies by the
 // stride.
@@ -164,7 +132,7 @@ struct StepCursor {
 };
 
 template <HalfType kType, int kProducts, bool kResident>
-__global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
+__global__ void __launch_bounds__(kThreads, 1)
     fast_assign_half_kernel(HalfAssignArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(128) std::uint16_t shared[];
@@ -173,9 +141,9 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
     std::uint16_t* const resident = shared;
     std::uint16_t* const staged = shared + point_arrays(kProducts) * kTile * rstride;
     auto stage = [&](int array, unsigned slot) { return staged + (array * kStages + slot) * kStageValues; };
-    constexpr int kPointHead = anchor_arrays(kProducts);  // staged array of the point heads, tails next
+    constexpr int kPointHead = kAnchorArrays;  // staged array of the point heads, tails next
     // Per row, as ordered_bits, the least bound that any of the four lists of the row has found (see
-    // row_limit below): every list skips what cannot matter to any.
+    // offer_fragment_row): every list skips what cannot matter to any.
     __shared__ unsigned row_bound[kTile];
     // The squared norms of each staged tile's anchors, staged with the tile's first chunk.
     __shared__ float tile_norms[kStages][kTile];
@@ -193,11 +161,7 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
     // (e / 2) * 4 + o * 2 + e % 2, column (e / 2) * 8 + quad * 2 + e % 2.
     auto row_of = [&](int o) { return warp_row + o * 8 + group; };
     Candidate top[kOwnedRows];
-    // A value at or above best + window[o] (window: the repair's window for the row, at its widest)
-    // is outside the window of the row's final best, so it can neither join the repair's short list
-    // nor change whether more anchors than the list holds are inside the window: the lists skip it.
-    // Together with the shared row bound this keeps the lanes of a warp from walking insertions for
-    // anchors that cannot matter, which without it happened on nearly every tile.
+    // The repair's window per owned row, at its widest (offer_fragment_row).
     float window[kOwnedRows];
     const float max_anchor_norm = __uint_as_float(*a.max_anchor_norm_bits);
 #pragma unroll
@@ -207,7 +171,6 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
         const float x_norm = row < a.n ? a.point_norms[row] : 0.0f;
         window[o] = a.window_factor * (2.0f * x_norm + 2.0f * max_anchor_norm) + a.window_absolute;
     }
-    auto row_limit = [&](int o) { return fminf(top[o].next, top[o].dist[0] + window[o]); };
     for (int r = tid; r < kTile; r += kThreads) {
         row_bound[r] = ordered_bits(CUDART_INF_F);
     }
@@ -256,7 +219,7 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
         const bool k_inside = at.k0 + pieces.k < stride;
         const int anchor_rows = at.col0 + kTile <= a.m ? kTile : static_cast<int>(a.m - at.col0);
         const std::uint16_t* const anchor_head = a.anchor_head + at.tile_offset;
-        const std::uint16_t* const anchor_tail = kProducts >= 2 ? a.anchor_tail + at.tile_offset : nullptr;
+        const std::uint16_t* const anchor_tail = a.anchor_tail + at.tile_offset;
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             // Invalid copies read nothing, from the first value of the rows.
@@ -273,9 +236,7 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
             const bool anchor_valid = k_inside && r < anchor_rows;
             const unsigned anchor_at = anchor_valid ? offset : 0u;
             copy_async(stage_address(0, slot, e), anchor_head + anchor_at, anchor_valid);
-            if constexpr (kProducts >= 2) {
-                copy_async(stage_address(1, slot, e), anchor_tail + anchor_at, anchor_valid);
-            }
+            copy_async(stage_address(1, slot, e), anchor_tail + anchor_at, anchor_valid);
         }
     };
 
@@ -306,12 +267,10 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
         return step++ % kStages;
     };
 
-    // One chunk of the warpgroup's 64 x 128 tile. One product accumulates in place, and the chunk's
-    // wgmma runs on while the next chunk's copies are waited for (the tile's end waits for the last);
-    // split products go through a fresh accumulator per chunk, added rounded to nearest once the
-    // chunk's wgmma are done.
+    // One chunk of the warpgroup's 64 x 128 tile, through a fresh accumulator added rounded to
+    // nearest once the chunk's wgmma are done.
     float acc[kAccumulators];
-    float fresh[kProducts == 1 ? 1 : kAccumulators];
+    float fresh[kAccumulators];
     auto multiply_chunk = [&](unsigned slot, int k0) {
         // The points: the chunk's columns of the resident rows, or the staged chunk.
         const unsigned a_rows_apart = kResident ? 16u * rstride : kCoreRows;
@@ -321,34 +280,26 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
                                 : kResident    ? a_head + 2u * kTile * rstride
                                                : shared_address(stage(kPointHead + 1, slot)) + group_row / 8 * kCoreRows;
         const unsigned b_head = shared_address(stage(0, slot));
-        const unsigned b_tail = shared_address(stage(anchor_arrays(kProducts) - 1, slot));
+        const unsigned b_tail = shared_address(stage(1, slot));
         pin(acc);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int s = 0; s < kChunk / kMmaK; ++s) {
             const unsigned k_bytes = s * 2 * kCoreK;  // a k-step spans two core matrices along k
-            if constexpr (kProducts == 1) {
-                wgmma<kType>(acc, descriptor(a_head + k_bytes, a_rows_apart), descriptor(b_head + k_bytes), true);
-            } else {
-                if constexpr (kProducts == 3) {
-                    wgmma<kType>(fresh, descriptor(a_tail + k_bytes, a_rows_apart), descriptor(b_head + k_bytes), s > 0);
-                }
-                wgmma<kType>(fresh, descriptor(a_head + k_bytes, a_rows_apart), descriptor(b_tail + k_bytes),
-                             kProducts == 3 || s > 0);
-                wgmma<kType>(fresh, descriptor(a_head + k_bytes, a_rows_apart), descriptor(b_head + k_bytes), true);
+            if constexpr (kProducts == 3) {
+                wgmma<kType>(fresh, descriptor(a_tail + k_bytes, a_rows_apart), descriptor(b_head + k_bytes), s > 0);
             }
+            wgmma<kType>(fresh, descriptor(a_head + k_bytes, a_rows_apart), descriptor(b_tail + k_bytes),
+                         kProducts == 3 || s > 0);
+            wgmma<kType>(fresh, descriptor(a_head + k_bytes, a_rows_apart), descriptor(b_head + k_bytes), true);
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        if constexpr (kProducts == 1) {
-            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        } else {
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            pin(acc);
-            pin(fresh);
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        pin(acc);
+        pin(fresh);
 #pragma unroll
-            for (int e = 0; e < kAccumulators; ++e) {
-                acc[e] = __fadd_rn(acc[e], fresh[e]);
-            }
+        for (int e = 0; e < kAccumulators; ++e) {
+            acc[e] = __fadd_rn(acc[e], fresh[e]);
         }
     };
 
@@ -374,40 +325,11 @@ __global__ void __launch_bounds__(kThreads, kProducts == 1 ? 2 : 1)
         for (int chunk = 1; chunk < chunks; ++chunk) {
             multiply_chunk(begin_step(), chunk * kChunk);
         }
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        pin(acc);
 
-        // The tile is complete: the accumulators hold (||c||^2 - 2 x.c) / -a.scale, scaled by a
-        // power of two, so the largest is the least value, and -a.scale times it is exact.
         const std::size_t first_col = col0 + my_col;
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
-            auto held = [&](int e) { return acc[(e / 2) * 4 + o * 2 + e % 2]; };
-            float largest = held(0);
-#pragma unroll
-            for (int e = 1; e < kOwnedValues; ++e) {
-                largest = fmaxf(largest, held(e));
-            }
-            // Other lanes may lower the shared bound meanwhile (atomically): a read that misses that
-            // only sees a larger bound, which is still one.
-            unsigned* shared_bound = &row_bound[row_of(o)];
-            const unsigned published =
-                ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_block>(*shared_bound).load(::cuda::memory_order_relaxed);
-            const float bound = fminf(from_ordered_bits(published), row_limit(o));
-            if (!(-a.scale * largest < bound)) {
-                continue;
-            }
-#pragma unroll
-            for (int e = 0; e < kOwnedValues; ++e) {
-                const float value = -a.scale * held(e);
-                if (value < bound) {
-                    offer(value, static_cast<std::uint32_t>(first_col + (e / 2) * 8 + e % 2), top[o]);
-                }
-            }
-            const float limit = row_limit(o);
-            if (limit < bound) {
-                atomicMin(shared_bound, ordered_bits(limit));
-            }
+            offer_fragment_row(acc, o, -a.scale, first_col, window[o], &row_bound[row_of(o)], top[o]);
         }
     }
     wait_copies<0>();  // only empty groups are left; nothing may be in flight when the block exits
@@ -452,7 +374,7 @@ void launch_fast_assign_half(const HalfAssignArgs& a, cudaStream_t stream) {
     const bool f16 = a.type == HalfType::f16;
     switch (a.products) {
     case 1:
-        return f16 ? launch<HalfType::f16, 1>(a, stream) : launch<HalfType::bf16, 1>(a, stream);
+        return launch_fast_assign_single(a, stream);
     case 2:
         return f16 ? launch<HalfType::f16, 2>(a, stream) : launch<HalfType::bf16, 2>(a, stream);
     case 3:

@@ -1,0 +1,264 @@
+// The single-product tensor-core assign (one 16-bit product per point-anchor pair), warp-specialised:
+// one producer thread (of a warpgroup that gives its registers to the others) streams the anchor tiles (and, for d > 256, the points) through a four-stage
+// ring of shared memory with the tensor memory accelerator, and two consumer warpgroups multiply
+// without a block-wide barrier in the loop, each waiting only for the stage it reads (full) and
+// giving it back once its wgmma are done (empty). A block holds 256 points, 128 per consumer
+// warpgroup as two wgmma rows of 64, so each anchor tile read from L2 serves twice the points of the
+// split kernel's blocks; for d <= 256 the points are loaded once and stay. Needs sm_90a.
+#include "fast_assign.cuh"
+
+#include "cuda_check.hpp"
+#include "fragment_offers.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+
+#include <math_constants.h>
+
+namespace vlattice::cuda {
+
+namespace {
+
+constexpr int kPoints = 256;  // per block
+constexpr int kAnchors = kFastTile;
+constexpr int kConsumerThreads = 256;
+constexpr int kThreads = kConsumerThreads + 128;  // and the producer's warpgroup
+// Registers per thread after the roles are set: the producer needs few, each consumer holds 128
+// accumulators and four lists. 128 x 40 + 256 x 232 is the 168 per thread that 384 threads get.
+constexpr int kProducerRegisters = 40;
+constexpr int kConsumerRegisters = 232;
+static_assert(128 * kProducerRegisters + kConsumerThreads * kConsumerRegisters <= kThreads * 168, "register file");
+constexpr int kHalves = kPoints / 2 / kGroupRows;   // wgmma rows per consumer warpgroup
+constexpr int kStages = 4;
+constexpr int kResidentChunks = 4;  // points stay for d up to 256
+constexpr unsigned kRowBytes = kBoxValues * 2;
+constexpr unsigned kPointChunkBytes = kPoints * kRowBytes;
+constexpr unsigned kAnchorChunkBytes = kAnchors * kRowBytes;
+constexpr unsigned kNormBytes = kAnchors * sizeof(float);
+static_assert(kHalves == 2 && kPoints == 2 * kHalves * kGroupRows, "two warpgroups of two wgmma rows");
+
+__host__ __device__ inline int chunk_count(int stride) { return static_cast<int>(ceil_div(static_cast<std::size_t>(stride), kBoxValues)); }
+
+// Dynamic shared memory: resident point boxes (one per chunk) and the stages' anchor boxes, or per
+// stage a point box and an anchor box; plus slack to start at a swizzle atom.
+std::size_t dynamic_bytes(bool resident, int chunks) {
+    const std::size_t boxes = resident ? static_cast<std::size_t>(chunks) * kPointChunkBytes + kStages * kAnchorChunkBytes
+                                       : std::size_t{kStages} * (kPointChunkBytes + kAnchorChunkBytes);
+    return boxes + kSwizzleAtom;
+}
+
+template <HalfType kType, bool kResident>
+__global__ void __launch_bounds__(kThreads, 1)
+    single_assign_kernel(const __grid_constant__ CUtensorMap point_map, const __grid_constant__ CUtensorMap anchor_map,
+                         HalfAssignArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ unsigned char dynamic[];
+    __shared__ __align__(16) float tile_norms[kStages][kAnchors];  // with each tile's first chunk
+    // Per row, as ordered_bits, the least bound any list of the row has found (offer_fragment_row).
+    __shared__ unsigned row_bound[kPoints];
+    __shared__ std::uint64_t full[kStages];
+    __shared__ std::uint64_t empty[kStages];
+    __shared__ std::uint64_t points_in;
+
+    const unsigned base = (shared_address(dynamic) + kSwizzleAtom - 1) & ~(kSwizzleAtom - 1);
+    const int chunks = chunk_count(a.stride);
+    auto point_box = [&](int chunk, int slot) {
+        return kResident ? base + chunk * kPointChunkBytes : base + slot * (kPointChunkBytes + kAnchorChunkBytes);
+    };
+    auto anchor_box = [&](int slot) {
+        return kResident ? base + chunks * kPointChunkBytes + slot * kAnchorChunkBytes
+                         : base + slot * (kPointChunkBytes + kAnchorChunkBytes) + kPointChunkBytes;
+    };
+    const int tid = threadIdx.x;
+    const std::size_t row0 = static_cast<std::size_t>(blockIdx.x) * kPoints;
+    const TileRange tiles = split_tiles(a.m, a.tiles_per_split);
+    if (tid == 0) {
+        for (int s = 0; s < kStages; ++s) {
+            barrier_init(&full[s], 1);
+            barrier_init(&empty[s], kConsumerThreads / kWarp);
+        }
+        barrier_init(&points_in, 1);
+        barrier_init_fence();
+    }
+    for (int r = tid; r < kPoints; r += kThreads) {
+        row_bound[r] = ordered_bits(CUDART_INF_F);
+    }
+    __syncthreads();  // the last block-wide barrier: from here on the warps meet only at the stages
+
+    if (tid >= kConsumerThreads) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kProducerRegisters));
+        if (tid == kConsumerThreads) {
+            if constexpr (kResident) {
+                barrier_expect(&points_in, chunks * kPointChunkBytes);
+                for (int c = 0; c < chunks; ++c) {
+                    box_load(point_box(c, 0), &point_map, c * kBoxValues, static_cast<int>(row0), &points_in);
+                }
+            }
+            int slot = 0;
+            unsigned phase = 0;
+            for (std::size_t col0 = tiles.begin * kAnchors; col0 < tiles.end * kAnchors; col0 += kAnchors) {
+                for (int c = 0; c < chunks; ++c) {
+                    barrier_wait(&empty[slot], phase ^ 1);
+                    barrier_expect(&full[slot], kAnchorChunkBytes + (kResident ? 0 : kPointChunkBytes) +
+                                                    (c == 0 ? kNormBytes : 0));
+                    box_load(anchor_box(slot), &anchor_map, c * kBoxValues, static_cast<int>(col0), &full[slot]);
+                    if constexpr (!kResident) {
+                        box_load(point_box(c, slot), &point_map, c * kBoxValues, static_cast<int>(row0), &full[slot]);
+                    }
+                    if (c == 0) {
+                        // The norms' buffer is padded to whole tiles, with +inf (HalfAssignArgs::anchor_norms).
+                        bulk_load(shared_address(tile_norms[slot]), a.anchor_norms + col0, kNormBytes, &full[slot]);
+                    }
+                    if (++slot == kStages) {
+                        slot = 0;
+                        phase ^= 1;
+                    }
+                }
+            }
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegisters));
+
+    const int lane = tid % kWarp;
+    const int group = tid / 128;  // consumer warpgroup: points [128 group, 128 group + 128)
+    const int warp_row = (tid / kWarp) % 4 * 16;
+    const int quad = lane % 4;
+    // Owned row o of wgmma row h is block row row_of(h, o); see wgmma.cuh for the fragment.
+    auto row_of = [&](int h, int o) { return group * 128 + h * kGroupRows + warp_row + o * 8 + lane / 4; };
+    Candidate top[kHalves][kOwnedRows];
+    float window[kHalves][kOwnedRows];
+    const float max_anchor_norm = __uint_as_float(*a.max_anchor_norm_bits);
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+        for (int o = 0; o < kOwnedRows; ++o) {
+            top[h][o] = empty_candidate();
+            const std::size_t row = row0 + row_of(h, o);
+            const float x_norm = row < a.n ? a.point_norms[row] : 0.0f;
+            window[h][o] = a.window_factor * (2.0f * x_norm + 2.0f * max_anchor_norm) + a.window_absolute;
+        }
+    }
+    // A stage goes back once this warp's wgmma that read it are done, and all its lanes have read the norms.
+    auto release = [&](int slot) {
+        __syncwarp();
+        if (lane == 0) {
+            barrier_arrive(&empty[slot]);
+        }
+    };
+    if constexpr (kResident) {
+        barrier_wait(&points_in, 0);
+    }
+    const float norm_scale = -1.0f / a.scale;
+    const int my_col = quad * 2;
+    const unsigned rows_offset = group * 128 * kRowBytes;  // the warpgroup's rows within a point box
+    float acc[kHalves][kAccumulators];
+    int slot = 0;
+    unsigned phase = 0;
+    for (std::size_t col0 = tiles.begin * kAnchors; col0 < tiles.end * kAnchors; col0 += kAnchors) {
+        // The accumulators start at -||c||^2 2^(2 exponent - 1), so that the tensor cores leave
+        // ||c||^2 - 2 x.c scaled by -1/a.scale. Past the last anchor the norms are +inf and the rows
+        // arrive as zeros: those columns stay at -inf, which no list takes.
+        barrier_wait(&full[slot], phase);
+#pragma unroll
+        for (int j = 0; j < kAccumulators / 4; ++j) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const float start = tile_norms[slot][my_col + j * 8 + e] * norm_scale;
+#pragma unroll
+                for (int h = 0; h < kHalves; ++h) {
+                    acc[h][j * 4 + e] = start;
+                    acc[h][j * 4 + 2 + e] = start;
+                }
+            }
+        }
+        // Each chunk's wgmma run on while the next chunk is waited for; the previous chunk's stage
+        // goes back once they are done.
+        int previous = 0;
+        for (int c = 0; c < chunks; ++c) {
+            if (c > 0) {
+                barrier_wait(&full[slot], phase);
+            }
+            pin(acc[0]);
+            pin(acc[1]);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            const unsigned points = point_box(c, slot) + rows_offset;
+            const unsigned anchors = anchor_box(slot);
+#pragma unroll
+            for (int s = 0; s < kBoxValues / kMmaK; ++s) {
+                const unsigned k_bytes = s * kMmaK * 2;
+                const std::uint64_t b = swizzled_descriptor(anchors + k_bytes);
+#pragma unroll
+                for (int h = 0; h < kHalves; ++h) {
+                    wgmma<kType>(acc[h], swizzled_descriptor(points + h * kGroupRows * kRowBytes + k_bytes), b, true);
+                }
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            if (c > 0) {
+                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                release(previous);
+            }
+            previous = slot;
+            if (++slot == kStages) {
+                slot = 0;
+                phase ^= 1;
+            }
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        pin(acc[0]);
+        pin(acc[1]);
+        release(previous);
+
+        const std::size_t first_col = col0 + my_col;
+#pragma unroll
+        for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+            for (int o = 0; o < kOwnedRows; ++o) {
+                offer_fragment_row(acc[h], o, -a.scale, first_col, window[h][o], &row_bound[row_of(h, o)], top[h][o]);
+            }
+        }
+    }
+
+    // The four lanes of a group hold the same rows, each a quarter of the anchors.
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+        for (int o = 0; o < kOwnedRows; ++o) {
+            merge_lanes(top[h][o], 2);
+            const std::size_t row = row0 + row_of(h, o);
+            if (quad == 0 && row < a.n) {
+                a.candidates[static_cast<std::size_t>(blockIdx.y) * a.n + row] = top[h][o];
+            }
+        }
+    }
+#else
+    __trap();  // only sm_90a has wgmma, and CMakeLists.txt builds nothing else
+#endif
+}
+
+template <HalfType kType, bool kResident>
+void launch_kernel(const HalfAssignArgs& a, const CUtensorMap& points, const CUtensorMap& anchors,
+                   cudaStream_t stream) {
+    const std::size_t bytes = dynamic_bytes(kResident, chunk_count(a.stride));
+    // More than the default 48 KiB of dynamic shared memory needs the kernel's consent on the current device.
+    CUDA_CHECK(cudaFuncSetAttribute(single_assign_kernel<kType, kResident>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(bytes)));
+    const dim3 blocks(static_cast<unsigned>(ceil_div(a.n, kPoints)), static_cast<unsigned>(a.splits));
+    single_assign_kernel<kType, kResident><<<blocks, kThreads, bytes, stream>>>(points, anchors, a);
+    check_launch("single_assign_kernel", stream);
+}
+
+}  // namespace
+
+void launch_fast_assign_single(const HalfAssignArgs& a, cudaStream_t stream) {
+    const CUtensorMap points = row_box_map(a.point_head, a.n, a.stride, kPoints, "points' 16-bit heads");
+    const CUtensorMap anchors = row_box_map(a.anchor_head, a.m, a.stride, kAnchors, "anchors' 16-bit heads");
+    const bool resident = chunk_count(a.stride) <= kResidentChunks;
+    if (a.type == HalfType::f16) {
+        return resident ? launch_kernel<HalfType::f16, true>(a, points, anchors, stream)
+                        : launch_kernel<HalfType::f16, false>(a, points, anchors, stream);
+    }
+    return resident ? launch_kernel<HalfType::bf16, true>(a, points, anchors, stream)
+                    : launch_kernel<HalfType::bf16, false>(a, points, anchors, stream);
+}
+
+}  // namespace vlattice::cuda
