@@ -5,6 +5,7 @@
 #include "wgmma.cuh"
 
 #include <cuda/atomic>
+#include <math_constants.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -31,10 +32,15 @@ __device__ __forceinline__ void offer_fragment_row(const float (&acc)[kAccumulat
     // sees a larger bound, which is still one.
     const unsigned published =
         ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_block>(*shared_bound).load(::cuda::memory_order_relaxed);
-    const float bound = fminf(from_ordered_bits(published), fminf(top.next, top.dist[0] + window));
-    if (!(scale_back * largest < bound)) {
+    const float least = scale_back * largest;
+    const float shared = from_ordered_bits(published);
+    float bound = fminf(shared, fminf(top.next, top.dist[0] + window));
+    if (!(least < bound)) {
         return;
     }
+    // The row's final best is at most the tile's least value, so values at or above least + window
+    // are outside its window too: without this, a row's first tile offered all its values.
+    bound = fminf(bound, fmaxf(least + window, nextafterf(least, CUDART_INF_F)));
     // The values below the bound as bits, then offered one at a time, each picked out by selects:
     // an offer inlined per value made the kernel larger than the instruction cache (ncu: most
     // stalls waiting for instructions).
@@ -54,7 +60,7 @@ __device__ __forceinline__ void offer_fragment_row(const float (&acc)[kAccumulat
         offer(scale_back * value, static_cast<std::uint32_t>(first_col + (k / 2) * 8 + k % 2), top);
     }
     const float limit = fminf(top.next, top.dist[0] + window);
-    if (limit < bound) {
+    if (limit < shared) {
         atomicMin(shared_bound, ordered_bits(limit));
     }
 }
