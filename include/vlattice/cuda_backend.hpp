@@ -13,10 +13,11 @@ namespace vlattice {
 // calling thread's current CUDA device.
 //
 // The fast half of its exact assign runs on tensor cores with half-precision operands (float16, or
-// bfloat16 under bf16 storage): one product per point-anchor pair (`single`), unless too many points
-// then need every anchor re-scored; then it moves to split operands (`split`: two or three products,
-// a window of uncertainty as narrow as float32's) for the rest of the run (`automatic`). The other
-// settings pin one kernel, for tests and measurements; the assignments are the same.
+// bfloat16 under bf16 storage): one product per point-anchor pair (`single`); the points that then
+// need every anchor re-scored get a pass of split operands of their own (two or three products, a
+// window of uncertainty as narrow as float32's), and when they are more than half the points the
+// run moves to split operands for all (`split`) from then on (`automatic`). The other settings pin
+// one kernel without either step, for tests and measurements; the assignments are the same.
 enum class FastKernel { automatic, single, split };
 std::unique_ptr<Backend> make_cuda_backend(int gpu = 0, FastKernel kernel = FastKernel::automatic);
 
