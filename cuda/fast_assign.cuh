@@ -69,6 +69,20 @@ struct HalfAssignArgs {
     Candidate* candidates = nullptr;  // splits * n
 };
 void launch_fast_assign_half(const HalfAssignArgs& args, cudaStream_t stream);
+
+// What both half kernels do per point row: the repair's window for the row at its widest (zero
+// past the last point), and at the end, the merge of the row's lists over the four lanes of a
+// fragment quad and the store of the split's Candidate.
+__device__ __forceinline__ float row_window(const HalfAssignArgs& a, std::size_t row, float max_anchor_norm) {
+    const float x_norm = row < a.n ? a.point_norms[row] : 0.0f;
+    return a.window_factor * (2.0f * x_norm + 2.0f * max_anchor_norm) + a.window_absolute;
+}
+__device__ __forceinline__ void store_row(const HalfAssignArgs& a, std::size_t row, Candidate& top, int quad) {
+    merge_lanes(top, 2);
+    if (quad == 0 && row < a.n) {
+        a.candidates[static_cast<std::size_t>(blockIdx.y) * a.n + row] = top;
+    }
+}
 // The single product's own kernel (fast_assign_single.cu), which launch_fast_assign_half calls.
 void launch_fast_assign_single(const HalfAssignArgs& args, cudaStream_t stream);
 

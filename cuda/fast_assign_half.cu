@@ -20,7 +20,6 @@
 
 #include "cuda_check.hpp"
 
-#include <cuda/atomic>
 #include <math_constants.h>
 
 #include <cmath>
@@ -167,9 +166,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int o = 0; o < kOwnedRows; ++o) {
         top[o] = empty_candidate();
-        const std::size_t row = row0 + row_of(o);
-        const float x_norm = row < a.n ? a.point_norms[row] : 0.0f;
-        window[o] = a.window_factor * (2.0f * x_norm + 2.0f * max_anchor_norm) + a.window_absolute;
+        window[o] = row_window(a, row0 + row_of(o), max_anchor_norm);
     }
     for (int r = tid; r < kTile; r += kThreads) {
         row_bound[r] = ordered_bits(CUDART_INF_F);
@@ -337,11 +334,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // The four lanes of a group hold the same rows, each a quarter of the anchors.
 #pragma unroll
     for (int o = 0; o < kOwnedRows; ++o) {
-        merge_lanes(top[o], 2);
-        const std::size_t row = row0 + row_of(o);
-        if (quad == 0 && row < a.n) {
-            a.candidates[static_cast<std::size_t>(blockIdx.y) * a.n + row] = top[o];
-        }
+        store_row(a, row0 + row_of(o), top[o], quad);
     }
 #else
     __trap();  // only sm_90a has wgmma, and CMakeLists.txt builds nothing else

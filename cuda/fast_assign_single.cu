@@ -133,9 +133,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
             top[h][o] = empty_candidate();
-            const std::size_t row = row0 + row_of(h, o);
-            const float x_norm = row < a.n ? a.point_norms[row] : 0.0f;
-            window[h][o] = a.window_factor * (2.0f * x_norm + 2.0f * max_anchor_norm) + a.window_absolute;
+            window[h][o] = row_window(a, row0 + row_of(h, o), max_anchor_norm);
         }
     }
     // A stage goes back once this warp's wgmma that read it are done, and all its lanes have read the norms.
@@ -223,11 +221,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int h = 0; h < kHalves; ++h) {
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
-            merge_lanes(top[h][o], 2);
-            const std::size_t row = row0 + row_of(h, o);
-            if (quad == 0 && row < a.n) {
-                a.candidates[static_cast<std::size_t>(blockIdx.y) * a.n + row] = top[h][o];
-            }
+            store_row(a, row0 + row_of(h, o), top[h][o], quad);
         }
     }
 #else
