@@ -2,6 +2,7 @@
 
 #include "cuda_check.hpp"
 #include "fast_assign.cuh"
+#include "single_window.cuh"
 #include "warp_math.cuh"
 
 #include <math_constants.h>
@@ -32,6 +33,10 @@ struct Bound {
     float absolute;  // plus this much, for two distances (the half kernels' values below the normal range)
     const unsigned* overflow;  // optional: kHalfOverflow set means the fast distances bound nothing
     bool repair;     // false: the fast argmin stands unless the operands overflowed
+    // The single product's values (||ch||^2 - 2 xh.ch) are bounded by its own window instead.
+    bool single;
+    SingleWindowArgs single_window;
+    std::size_t n;
 };
 
 // The fast distance of a Candidate value (which leaves out ||x||^2) for point i.
@@ -61,9 +66,16 @@ __device__ __forceinline__ void sort_for_repair(const Candidate& c, std::uint32_
     if (!bound.repair) {
         return;
     }
-    const float threshold = threshold_of(c, i, bound);
-    if (distance_of(c.dist[1], i, bound) <= threshold) {
-        if (distance_of(c.next, i, bound) > threshold) {
+    // Whether a value is within the bound of the best.
+    auto within = [&](float value) {
+        if (bound.single) {
+            const RowWindow window = single_row_window(bound.single_window, i, bound.n, false);
+            return value <= c.dist[0] + window(c.dist[0]);
+        }
+        return distance_of(value, i, bound) <= threshold_of(c, i, bound);
+    };
+    if (within(c.dist[1])) {
+        if (!within(c.next)) {
             uncertain[atomicAdd(&uncertain_counts[0], 1u)] = i;
         } else {
             uncertain[n - 1 - atomicAdd(&uncertain_counts[1], 1u)] = i;
@@ -132,12 +144,13 @@ __global__ void resolve_narrowed_kernel(const Candidate* __restrict__ narrowed, 
     sort_for_repair(c, i, n, bound, uncertain, uncertain_counts);
 }
 
-// One warp per short-list point scores the kept anchors within the bound in double, all at once;
+// One warp per short-list point scores all its kept anchors in double, all at once: those within the
+// bound are among them, and any others are real anchors too, which cannot move the exact argmin.
 // (distance, anchor) order keeps the lowest anchor on ties, as on the CPU. The list's order depends
 // on scheduling, but each point's result does not.
 __global__ void __launch_bounds__(kThreads)
     rescore_short_kernel(PointRows points, const float* __restrict__ anchors, int d,
-                         const Candidate* __restrict__ candidates, int splits, std::size_t n, Bound bound,
+                         const Candidate* __restrict__ candidates, int splits, std::size_t n,
                          const std::uint32_t* __restrict__ uncertain, const unsigned* __restrict__ uncertain_counts,
                          std::uint32_t* __restrict__ chosen) {
     const int lane = threadIdx.x % kWarp;
@@ -146,13 +159,12 @@ __global__ void __launch_bounds__(kThreads)
     for (unsigned u = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp; u < count; u += warps) {
         const std::uint32_t i = uncertain[u];
         const Candidate c = merged(candidates, splits, n, i);
-        const float threshold = threshold_of(c, i, bound);
-        // Kept anchors past the bound are replaced by the best, which cannot change the outcome.
+        // Empty places are filled with the best, which cannot change the outcome.
         const float* rows[kKeep];
         std::uint32_t ids[kKeep];
 #pragma unroll
         for (int s = 0; s < kKeep; ++s) {
-            ids[s] = distance_of(c.dist[s], i, bound) <= threshold && c.id[s] != kNoAnchor ? c.id[s] : c.id[0];
+            ids[s] = c.id[s] != kNoAnchor ? c.id[s] : c.id[0];
             rows[s] = anchors + static_cast<std::size_t>(ids[s]) * d;
         }
         double dist[kKeep];
@@ -250,14 +262,24 @@ namespace {
 
 // The fast kernel of args.path, and the bound on its distances.
 Bound bound_of(const AssignArgs& args) {
-    Bound bound{args.point_norms, args.anchor_norms, args.max_anchor_norm_bits, 0.0f, 0.0f, nullptr, args.repair};
+    Bound bound{args.point_norms, args.anchor_norms, args.max_anchor_norm_bits, 0.0f, 0.0f, nullptr, args.repair,
+                false, {}, args.n};
     if (args.path == FastPath::fp32) {
         bound.factor = fp32_rounding_factor(args.d);
         return bound;
     }
-    bound.factor = half_rounding_factor(args.half.type, half_products(args), args.d);
     bound.absolute = 2.0f * half_absolute_bound(args.d, args.half.exponent);
     bound.overflow = args.half.anchor_flags;
+    if (args.path == FastPath::half_single) {
+        bound.single = true;
+        bound.single_window.point_head_norms = args.half.point_head_norms;
+        bound.single_window.point_roundings = args.half.point_roundings;
+        bound.single_window.anchor_maxima = args.half.anchor_head_maxima;
+        bound.single_window.accumulation = single_accumulation_factor(args.d);
+        bound.single_window.absolute = bound.absolute;
+        return bound;
+    }
+    bound.factor = half_rounding_factor(args.half.type, half_products(args), args.d);
     return bound;
 }
 
@@ -292,14 +314,18 @@ void launch_fast(const AssignArgs& args, cudaStream_t stream) {
     fast.anchor_head = h.anchor_head;
     fast.anchor_tail = h.anchor_tail;
     fast.point_norms = args.point_norms;
-    fast.anchor_norms = args.anchor_norms;
+    fast.anchor_norms = fast.products == 1 ? h.anchor_head_norms : args.anchor_norms;
     fast.max_anchor_norm_bits = args.max_anchor_norm_bits;
     if (args.repair) {
-        // Wider than the resolve's threshold by what the kernel's own float comparisons can round
-        // away: 0.1 % of it, and 8 units of 2^-24 of the norms.
         const Bound bound = bound_of(args);
-        fast.window_factor = bound.factor * 1.001f + 8.0f * std::ldexp(1.0f, -24);
-        fast.window_absolute = bound.absolute * 1.001f;
+        if (bound.single) {
+            fast.single = bound.single_window;
+        } else {
+            // Wider than the resolve's threshold by what the kernel's own float comparisons can
+            // round away: 0.1 % of it, and 8 units of 2^-24 of the norms.
+            fast.window_factor = bound.factor * 1.001f + 8.0f * std::ldexp(1.0f, -24);
+            fast.window_absolute = bound.absolute * 1.001f;
+        }
     }
     fast.n = args.n;
     fast.m = args.m;
@@ -376,8 +402,8 @@ void launch_repair(const AssignArgs& args, cudaStream_t stream) {
     if (args.repair) {
         rescore_short_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors, args.d,
                                                                       args.candidates, args.plan.splits, args.n,
-                                                                      bound_of(args), args.uncertain,
-                                                                      args.uncertain_counts, args.chosen);
+                                                                      args.uncertain, args.uncertain_counts,
+                                                                      args.chosen);
         check_launch("rescore_short_kernel", stream);
     }
     rescore_all_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors,

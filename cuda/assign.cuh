@@ -1,8 +1,9 @@
 // Exact nearest-anchor assignment: a fast kernel (fast_assign.cuh: float32 FMAs or 16-bit tensor
 // cores) keeps each point's kKeep smallest fast distances and the next one, and the points whose
-// runner-up lies within the kernel's worst-case rounding bound of the best are re-scored in double:
-// against the kept anchors within the bound (a warp per point) when the next distance lies outside
-// it, else against every anchor (a block per point). The result equals the argmin of the distances in
+// runner-up lies within the kernel's rounding bound of the best (worst-case, or for the single
+// product from the rows' own rounding: single_window.cuh) are re-scored in double: against the kept
+// anchors (a warp per point) when the next distance lies outside the bound, else against every
+// anchor (a block per point). The result equals the argmin of the distances in
 // double, ties to the lowest anchor, as on the CPU. Without the repair (AssignPrecision::fast) the
 // fast kernel's argmin stands.
 #pragma once
@@ -34,6 +35,13 @@ struct HalfOperands {
     const std::uint16_t* anchor_head = nullptr;
     const std::uint16_t* anchor_tail = nullptr;
     const unsigned* anchor_flags = nullptr;     // kHalfOverflow: every point is re-scored against every anchor
+    // The single product's window (single_window.cuh), from launch_head_norms: the anchors' head
+    // norms (padded with +inf to a multiple of kFastTile) and the largest head norm and rounding,
+    // the points' head norms and roundings.
+    const float* anchor_head_norms = nullptr;
+    const unsigned* anchor_head_maxima = nullptr;
+    const float* point_head_norms = nullptr;
+    const float* point_roundings = nullptr;
 };
 
 // n and m below 2^31 (ids are 32-bit on the device).

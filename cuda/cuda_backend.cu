@@ -226,10 +226,11 @@ public:
         const bool repair = precision_ == AssignPrecision::exact;
         shortlist_graph_.run(s, assign_key(repair), [&] { queue_shortlist(repair); });
         stream_.synchronize();
-        // One half-precision product leaves a window of uncertainty ~100x float32's. Where anchors
-        // crowd around the points (many nearly equidistant), many points then need every anchor
-        // re-scored; they are narrowed (a split pass over just them), or when they are most of the
-        // points, the shortlist is redone split and the run keeps that path from then on.
+        // One half-precision product leaves a window of uncertainty of the rows' rounding times the
+        // distance (single_window.cuh). Where anchors crowd around the points (many nearly
+        // equidistant), many points then need every anchor re-scored; they are narrowed (a split
+        // pass over just them), or when they are most of the points, the shortlist is redone split
+        // and the run keeps that path from then on.
         const std::size_t all_anchor = host_uncertain_counts_[1];
         if (kernel_ == FastKernel::automatic && repair && fast_path_ == cuda::FastPath::half_single) {
             if (all_anchor > n_ / kMaxAllAnchorShare) {
@@ -622,6 +623,7 @@ private:
             changed_ = DeviceBuffer<unsigned long long>(1);
             uncertain_counts_ = DeviceBuffer<unsigned>(2);
             max_anchor_norm_bits_ = DeviceBuffer<unsigned>(1);
+            anchor_head_maxima_ = DeviceBuffer<unsigned>(2);
             anchor_flags_ = DeviceBuffer<unsigned>(1);
             energy_sum_ = DeviceBuffer<double>(1);
             trim_ = DeviceBuffer<double>(1);
@@ -640,6 +642,7 @@ private:
         ++generation_;  // captured graphs name the buffers that go here
         anchors_ = {};
         anchor_norms_ = {};
+        anchor_head_norms_ = {};
         anchor_head_ = {};
         anchor_tail_ = {};
         candidates_ = {};
@@ -672,7 +675,8 @@ private:
                       cuda::gather_members_temp_bytes(n_), std::size_t{1}});
         Footprint need;
         const std::size_t stride = static_cast<std::size_t>(cuda::half_stride(dim()));
-        need.add<float>(m * d).add<float>(m + cuda::kFastTile).add<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
+        need.add<float>(m * d).add<float>(m + cuda::kFastTile).add<float>(m + cuda::kFastTile);
+        need.add<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
         need.add<std::uint16_t>(m * stride).add<std::uint16_t>(m * stride);
         need.add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1);
         need.add<std::uint32_t>(m).add<std::uint32_t>(m).add<double>(m).add<double>(m * d).add<std::uint32_t>(m + 1);
@@ -683,11 +687,9 @@ private:
 
         anchors_ = DeviceBuffer<float>(m * d);
         // Whole tiles of norms, +inf past the last anchor: the single-product kernel copies a tile's
-        // at once and starts the columns of missing anchors at -inf.
-        anchor_norms_ = DeviceBuffer<float>(cuda::ceil_div(m, cuda::kFastTile) * cuda::kFastTile);
-        const std::vector<float> padding(anchor_norms_.size() - m, std::numeric_limits<float>::infinity());
-        CUDA_CHECK(cudaMemcpy(anchor_norms_.data() + m, padding.data(), padding.size() * sizeof(float),
-                              cudaMemcpyHostToDevice));
+        // at once, and the columns of missing anchors come out at +inf.
+        anchor_norms_ = padded_norms(m);
+        anchor_head_norms_ = padded_norms(m);
         anchor_head_ = DeviceBuffer<std::uint16_t>(m * stride);
         anchor_tail_ = DeviceBuffer<std::uint16_t>(m * stride);
         candidates_ = DeviceBuffer<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
@@ -708,6 +710,13 @@ private:
         temp_ = DeviceBuffer<unsigned char>(temp_bytes);
         plan_ = plan;
         m_ = m;
+    }
+
+    static DeviceBuffer<float> padded_norms(std::size_t m) {
+        DeviceBuffer<float> norms(cuda::ceil_div(m, cuda::kFastTile) * cuda::kFastTile);
+        const std::vector<float> padding(norms.size() - m, std::numeric_limits<float>::infinity());
+        CUDA_CHECK(cudaMemcpy(norms.data() + m, padding.data(), padding.size() * sizeof(float), cudaMemcpyHostToDevice));
+        return norms;
     }
 
     // What the captured assign graphs depend on besides their buffers.
@@ -733,6 +742,10 @@ private:
         args.half.anchor_head = anchor_head_.data();
         args.half.anchor_tail = anchor_tail_.data();
         args.half.anchor_flags = anchor_flags_.data();
+        args.half.anchor_head_norms = anchor_head_norms_.data();
+        args.half.anchor_head_maxima = anchor_head_maxima_.data();
+        args.half.point_head_norms = points_.head_norms();
+        args.half.point_roundings = points_.roundings();
         args.repair = repair;
         args.plan = plan_;
         args.candidates = candidates_.data();
@@ -750,6 +763,7 @@ private:
         const cudaStream_t s = stream_.get();
         CUDA_CHECK(cudaMemsetAsync(max_anchor_norm_bits_.data(), 0, max_anchor_norm_bits_.bytes(), s));
         CUDA_CHECK(cudaMemsetAsync(anchor_flags_.data(), 0, anchor_flags_.bytes(), s));
+        CUDA_CHECK(cudaMemsetAsync(anchor_head_maxima_.data(), 0, anchor_head_maxima_.bytes(), s));
         CUDA_CHECK(cudaMemsetAsync(uncertain_counts_.data(), 0, uncertain_counts_.bytes(), s));
         // Anchors change between assigns (update, uploads), so their norms and operands are made afresh.
         cuda::launch_squared_norms(cuda::PointRows::floats(anchors_.data(), dim()), m_, dim(), anchor_norms_.data(),
@@ -764,6 +778,16 @@ private:
         split.tail = anchor_tail_.data();
         split.flags = anchor_flags_.data();
         cuda::launch_split_rows(split, s);
+        cuda::HeadNormArgs heads;
+        heads.rows = cuda::PointRows::floats(anchors_.data(), dim());
+        heads.head = anchor_head_.data();
+        heads.count = m_;
+        heads.d = dim();
+        heads.exponent = split.exponent;
+        heads.type = split.type;
+        heads.head_norms = anchor_head_norms_.data();
+        heads.maxima = anchor_head_maxima_.data();
+        cuda::launch_head_norms(heads, s);
         cuda::launch_shortlist(assign_args(repair), s);
         CUDA_CHECK(cudaMemcpyAsync(host_uncertain_counts_.data(), uncertain_counts_.data(), uncertain_counts_.bytes(),
                                    cudaMemcpyDeviceToHost, s));
@@ -863,6 +887,7 @@ private:
     // Per anchor, reallocated when the anchor count changes.
     DeviceBuffer<float> anchors_;
     DeviceBuffer<float> anchor_norms_;
+    DeviceBuffer<float> anchor_head_norms_;  // of the 16-bit heads: the single product's norms
     DeviceBuffer<std::uint16_t> anchor_head_;
     DeviceBuffer<std::uint16_t> anchor_tail_;
     DeviceBuffer<cuda::Candidate> candidates_;
@@ -890,6 +915,7 @@ private:
     DeviceBuffer<unsigned long long> changed_;
     DeviceBuffer<unsigned> uncertain_counts_;
     DeviceBuffer<unsigned> max_anchor_norm_bits_;
+    DeviceBuffer<unsigned> anchor_head_maxima_;  // largest head norm and rounding (launch_head_norms)
     DeviceBuffer<unsigned> anchor_flags_;
     DeviceBuffer<double> energy_sum_;
     DeviceBuffer<double> trim_;

@@ -31,7 +31,7 @@ std::size_t chunk_rows(std::size_t n, std::size_t d) {
 
 void DevicePoints::add_footprint(Footprint& need, std::size_t n, std::size_t d, PointStorage storage) {
     const std::size_t stride = static_cast<std::size_t>(half_stride(static_cast<int>(d)));
-    need.add<std::uint16_t>(n * stride).add<float>(n);
+    need.add<std::uint16_t>(n * stride).add<float>(n).add<float>(n).add<float>(n);
     if (storage == PointStorage::f32) {
         need.add<float>(n * d).add<std::uint16_t>(n * stride);
     } else {
@@ -126,6 +126,18 @@ void DevicePoints::upload(const Matrix& points, const PointFormat& format, cudaS
     n_ = n;
     d_ = d;
     launch_squared_norms(rows(), n, static_cast<int>(d), norms_.data(), nullptr, stream);
+    head_norms_ = DeviceBuffer<float>(n);
+    roundings_ = DeviceBuffer<float>(n);
+    HeadNormArgs heads;
+    heads.rows = rows();
+    heads.head = head_.data();
+    heads.count = n;
+    heads.d = static_cast<int>(d);
+    heads.exponent = format.exponent;
+    heads.type = half_type();
+    heads.head_norms = head_norms_.data();
+    heads.roundings = roundings_.data();
+    launch_head_norms(heads, stream);
     CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -134,6 +146,8 @@ void DevicePoints::release() {
     head_ = {};
     tail_ = {};
     norms_ = {};
+    head_norms_ = {};
+    roundings_ = {};
     flags_ = {};
     n_ = 0;
     d_ = 0;

@@ -1,5 +1,6 @@
 // The points of a run on the device, in their storage format, with what the assign needs of them:
-// their squared norms, and their 16-bit tensor-core operands (half_operands.cuh). Under f32 storage
+// their squared norms, and their 16-bit tensor-core operands (half_operands.cuh) with what rounding
+// to them left out. Under f32 storage
 // the float32 rows stay for the exact work and the operands are a second copy (a head, and a tail
 // unless every point is exact in float16); under f16 or bf16 the 16-bit rows are both, so the
 // points take half the memory of float32 and the kernels read half the bytes.
@@ -38,6 +39,9 @@ public:
     int exponent() const { return format_.exponent; }
     const std::uint16_t* head() const { return head_.data(); }
     const std::uint16_t* tail() const { return tail_.size() > 0 ? tail_.data() : nullptr; }
+    // Per point, for the single product's window: ||head||^2 and ||x - head|| (launch_head_norms).
+    const float* head_norms() const { return head_norms_.data(); }
+    const float* roundings() const { return roundings_.data(); }
 
 private:
     // Copies the rows up in chunks of whole rows: the chunk from row `first` lands at land(first), and
@@ -52,6 +56,8 @@ private:
     DeviceBuffer<std::uint16_t> head_;
     DeviceBuffer<std::uint16_t> tail_;
     DeviceBuffer<float> norms_;
+    DeviceBuffer<float> head_norms_;
+    DeviceBuffer<float> roundings_;
     DeviceBuffer<unsigned> flags_;
 };
 

@@ -1,12 +1,13 @@
 // The fast half of the exact assign: kernels that compute every point-anchor distance in float from
 // ||x||^2 + ||c||^2 - 2 x.c, keep each point's Candidate instead of writing the n x m distances, and
 // state how far their distances can be from exact. Two families: float32 FMAs, and tensor cores with
-// 16-bit operands, one product (a window of uncertainty ~100x float32's) or split operands (two or
-// three products, a window as narrow as float32's, narrower at large d).
+// 16-bit operands, one product (a window of the rows' rounding times the distance: single_window.cuh)
+// or split operands (two or three products, a window as narrow as float32's, narrower at large d).
 #pragma once
 
 #include "candidate.cuh"
 #include "half_operands.cuh"
+#include "single_window.cuh"
 
 #include <cuda_runtime.h>
 
@@ -54,12 +55,16 @@ struct HalfAssignArgs {
     const std::uint16_t* anchor_head = nullptr;
     const std::uint16_t* anchor_tail = nullptr;  // 2 and 3 products
     const float* point_norms = nullptr;
-    const float* anchor_norms = nullptr;  // padded with +inf to a multiple of kFastTile
+    // Padded with +inf to a multiple of kFastTile; for one product, the norms of the anchors' heads.
+    const float* anchor_norms = nullptr;
     const unsigned* max_anchor_norm_bits = nullptr;
-    // The repair's window for a row is at most window_factor (2 ||x||^2 + 2 max ||c||^2) +
-    // window_absolute; values beyond the row's best by more need not be kept. Zero without a repair.
+    // Two and three products: the repair's window for a row is at most window_factor (2 ||x||^2 + 2
+    // max ||c||^2) + window_absolute; values beyond the row's best by more need not be kept. Zero
+    // without a repair.
     float window_factor = 0.0f;
     float window_absolute = 0.0f;
+    // One product: the window from the rows' own rounding; a null point_head_norms without a repair.
+    SingleWindowArgs single;
     std::size_t n = 0;
     std::size_t m = 0;
     int stride = 0;       // half_stride(d)
@@ -91,5 +96,7 @@ void launch_fast_assign_single(const HalfAssignArgs& args, cudaStream_t stream);
 float fp32_rounding_factor(int d);
 float half_rounding_factor(HalfType type, int products, int d);
 float half_absolute_bound(int d, int exponent);
+// The single-product kernel's accumulation error on a dot product, relative to its sum of |products|.
+float single_accumulation_factor(int d);
 
 }  // namespace vlattice::cuda

@@ -160,13 +160,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     // (e / 2) * 4 + o * 2 + e % 2, column (e / 2) * 8 + quad * 2 + e % 2.
     auto row_of = [&](int o) { return warp_row + o * 8 + group; };
     Candidate top[kOwnedRows];
-    // The repair's window per owned row, at its widest (offer_fragment_row).
-    float window[kOwnedRows];
+    // The repair's window per owned row, at its widest, and the row's limit (offer_fragment_row).
+    FixedWindow window[kOwnedRows];
+    float limit[kOwnedRows];
     const float max_anchor_norm = __uint_as_float(*a.max_anchor_norm_bits);
 #pragma unroll
     for (int o = 0; o < kOwnedRows; ++o) {
         top[o] = empty_candidate();
-        window[o] = row_window(a, row0 + row_of(o), max_anchor_norm);
+        window[o] = FixedWindow{row_window(a, row0 + row_of(o), max_anchor_norm)};
+        limit[o] = CUDART_INF_F;
     }
     for (int r = tid; r < kTile; r += kThreads) {
         row_bound[r] = ordered_bits(CUDART_INF_F);
@@ -304,8 +306,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int my_col = quad * 2;  // the thread's first column in a tile
     for (std::size_t col0 = tiles.begin * kTile; col0 < tiles.end * kTile; col0 += kTile) {
         // The accumulators start at -||c||^2 2^(2 exponent - 1), so that the tensor cores leave
-        // ||c||^2 - 2 x.c scaled by -1/a.scale: a tile then costs the epilogue one comparison per
-        // value. Past the last anchor they start at -inf, which no list takes.
+        // ||c||^2 - 2 x.c scaled by -1/a.scale (each chunk's products start fresh, so the norm meets
+        // one rounding per chunk). Past the last anchor they start at -inf: +inf scaled back, which
+        // no list takes.
         const unsigned first = begin_step();
         const bool whole = col0 + kTile <= a.m;  // every tile but perhaps the last
 #pragma unroll
@@ -323,10 +326,15 @@ __global__ void __launch_bounds__(kThreads, 1)
             multiply_chunk(begin_step(), chunk * kChunk);
         }
 
+        // Scaling by a power of two is exact: these are the values the lists keep.
+#pragma unroll
+        for (int e = 0; e < kAccumulators; ++e) {
+            acc[e] *= -a.scale;
+        }
         const std::size_t first_col = col0 + my_col;
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
-            offer_fragment_row(acc, o, -a.scale, first_col, window[o], &row_bound[row_of(o)], top[o]);
+            offer_fragment_row(acc, o, first_col, window[o], limit[o], &row_bound[row_of(o)], top[o]);
         }
     }
     wait_copies<0>();  // only empty groups are left; nothing may be in flight when the block exits

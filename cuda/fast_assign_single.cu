@@ -9,10 +9,13 @@
 
 #include "cuda_check.hpp"
 #include "fragment_offers.cuh"
+#include "single_window.cuh"
 #include "tma.cuh"
 #include "wgmma.cuh"
 
 #include <math_constants.h>
+
+#include <cmath>
 
 namespace vlattice::cuda {
 
@@ -34,6 +37,7 @@ constexpr unsigned kRowBytes = kBoxValues * 2;
 constexpr unsigned kPointChunkBytes = kPoints * kRowBytes;
 constexpr unsigned kAnchorChunkBytes = kAnchors * kRowBytes;
 constexpr unsigned kNormBytes = kAnchors * sizeof(float);
+constexpr int kColumns = kAccumulators / 2;  // of each tile, per thread: two of every eight
 static_assert(kHalves == 2 && kPoints == 2 * kHalves * kGroupRows, "two warpgroups of two wgmma rows");
 
 __host__ __device__ inline int chunk_count(int stride) { return static_cast<int>(ceil_div(static_cast<std::size_t>(stride), kBoxValues)); }
@@ -126,14 +130,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Owned row o of wgmma row h is block row row_of(h, o); see wgmma.cuh for the fragment.
     auto row_of = [&](int h, int o) { return group * 128 + h * kGroupRows + warp_row + o * 8 + lane / 4; };
     Candidate top[kHalves][kOwnedRows];
-    float window[kHalves][kOwnedRows];
-    const float max_anchor_norm = __uint_as_float(*a.max_anchor_norm_bits);
+    RowWindow window[kHalves][kOwnedRows];
+    float limit[kHalves][kOwnedRows];  // offer_fragment_row
 #pragma unroll
     for (int h = 0; h < kHalves; ++h) {
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
             top[h][o] = empty_candidate();
-            window[h][o] = row_window(a, row0 + row_of(h, o), max_anchor_norm);
+            window[h][o] = single_row_window(a.single, row0 + row_of(h, o), a.n, true);
+            limit[h][o] = CUDART_INF_F;
         }
     }
     // A stage goes back once this warp's wgmma that read it are done, and all its lanes have read the norms.
@@ -146,28 +151,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kResident) {
         barrier_wait(&points_in, 0);
     }
-    const float norm_scale = -1.0f / a.scale;
     const int my_col = quad * 2;
     const unsigned rows_offset = group * 128 * kRowBytes;  // the warpgroup's rows within a point box
     float acc[kHalves][kAccumulators];
     int slot = 0;
     unsigned phase = 0;
     for (std::size_t col0 = tiles.begin * kAnchors; col0 < tiles.end * kAnchors; col0 += kAnchors) {
-        // The accumulators start at -||c||^2 2^(2 exponent - 1), so that the tensor cores leave
-        // ||c||^2 - 2 x.c scaled by -1/a.scale. Past the last anchor the norms are +inf and the rows
-        // arrive as zeros: those columns stay at -inf, which no list takes.
+        // The norms of the thread's columns, read before the stage that holds them goes back. They
+        // join the dot products only in the epilogue: an accumulator that started at the norm would
+        // carry its magnitude through every step's rounding, doubling the window at large d.
         barrier_wait(&full[slot], phase);
+        float norms[kColumns];
 #pragma unroll
-        for (int j = 0; j < kAccumulators / 4; ++j) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const float start = tile_norms[slot][my_col + j * 8 + e] * norm_scale;
-#pragma unroll
-                for (int h = 0; h < kHalves; ++h) {
-                    acc[h][j * 4 + e] = start;
-                    acc[h][j * 4 + 2 + e] = start;
-                }
-            }
+        for (int j = 0; j < kColumns / 2; ++j) {
+            const float2 pair = *reinterpret_cast<const float2*>(&tile_norms[slot][my_col + j * 8]);
+            norms[2 * j] = pair.x;
+            norms[2 * j + 1] = pair.y;
         }
         // Each chunk's wgmma run on while the next chunk is waited for; the previous chunk's stage
         // goes back once they are done.
@@ -187,7 +186,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                 const std::uint64_t b = swizzled_descriptor(anchors + k_bytes);
 #pragma unroll
                 for (int h = 0; h < kHalves; ++h) {
-                    wgmma<kType>(acc[h], swizzled_descriptor(points + h * kGroupRows * kRowBytes + k_bytes), b, true);
+                    wgmma<kType>(acc[h], swizzled_descriptor(points + h * kGroupRows * kRowBytes + k_bytes), b,
+                                 c > 0 || s > 0);
                 }
             }
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
@@ -206,12 +206,22 @@ __global__ void __launch_bounds__(kThreads, 1)
         pin(acc[1]);
         release(previous);
 
+        // ||c||^2 - 2 x.c in place. Past the last anchor the norms are +inf and the rows arrive as
+        // zeros: those columns are +inf, which no list takes.
+#pragma unroll
+        for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+            for (int e = 0; e < kAccumulators; ++e) {
+                acc[h][e] = fmaf(-a.scale, acc[h][e], norms[(e / 4) * 2 + e % 2]);
+            }
+        }
         const std::size_t first_col = col0 + my_col;
 #pragma unroll
         for (int h = 0; h < kHalves; ++h) {
 #pragma unroll
             for (int o = 0; o < kOwnedRows; ++o) {
-                offer_fragment_row(acc[h], o, -a.scale, first_col, window[h][o], &row_bound[row_of(h, o)], top[h][o]);
+                offer_fragment_row(acc[h], o, first_col, window[h][o], limit[h][o], &row_bound[row_of(h, o)],
+                                   top[h][o]);
             }
         }
     }
@@ -242,6 +252,15 @@ void launch_kernel(const HalfAssignArgs& a, const CUtensorMap& points, const CUt
 }
 
 }  // namespace
+
+// Each k-step's wgmma is taken to round the sum of its 16 products and the accumulator it adds to
+// by 2 (16 + 1) units of 2^-24 of their magnitudes (as truncation could); the accumulators start at
+// zero, so every partial sum is at most the whole sum of |products|. Steps run over whole boxes,
+// zeros past d included.
+float single_accumulation_factor(int d) {
+    const int steps = chunk_count(half_stride(d)) * (kBoxValues / kMmaK);
+    return static_cast<float>(std::ldexp(2.0 * (kMmaK + 1) * steps, -24));
+}
 
 void launch_fast_assign_single(const HalfAssignArgs& a, cudaStream_t stream) {
     const CUtensorMap points = row_box_map(a.point_head, a.n, a.stride, kPoints, "points' 16-bit heads");

@@ -77,7 +77,50 @@ __global__ void __launch_bounds__(kThreads) split_rows_kernel(SplitArgs a, float
     }
 }
 
+constexpr int kNormThreads = 256;
+
+// A warp per row.
+__global__ void __launch_bounds__(kNormThreads) head_norms_kernel(HeadNormArgs a, PointRows heads) {
+    const int lane = threadIdx.x % kWarp;
+    const std::size_t row = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+    if (row >= a.count) {
+        return;
+    }
+    const double head_norm = warp_squared_norm(PointRow{heads, row}, a.d, lane);
+    double rounding[1];
+    const PointRow from[1] = {PointRow{a.rows, row}};
+    const PointRow to[1] = {PointRow{heads, row}};
+    warp_squared_distances<1>(from, to, a.d, lane, rounding);
+    if (lane != 0) {
+        return;
+    }
+    const float norm_up = __double2float_ru(head_norm);
+    const float rounding_up = __double2float_ru(sqrt(rounding[0]));
+    if (a.head_norms != nullptr) {
+        a.head_norms[row] = norm_up;
+    }
+    if (a.roundings != nullptr) {
+        a.roundings[row] = rounding_up;
+    }
+    // Both are >= 0, and the bits of non-negative floats order like the floats.
+    if (a.maxima != nullptr) {
+        atomicMax(&a.maxima[0], __float_as_uint(norm_up));
+        atomicMax(&a.maxima[1], __float_as_uint(rounding_up));
+    }
+}
+
 }  // namespace
+
+void launch_head_norms(const HeadNormArgs& a, cudaStream_t stream) {
+    if (a.count == 0) {
+        return;
+    }
+    const PointRows heads{a.head, a.type == HalfType::f16 ? RowType::f16 : RowType::bf16, half_stride(a.d),
+                          std::ldexp(1.0f, -a.exponent)};
+    const auto blocks = static_cast<unsigned>(ceil_div(a.count, kNormThreads / kWarp));
+    head_norms_kernel<<<blocks, kNormThreads, 0, stream>>>(a, heads);
+    check_launch("head_norms_kernel", stream);
+}
 
 void launch_split_rows(const SplitArgs& a, cudaStream_t stream) {
     if (a.count == 0) {

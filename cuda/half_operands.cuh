@@ -6,6 +6,8 @@
 // 16-byte aligned for cp.async and the padding adds nothing to the dot products.
 #pragma once
 
+#include "point_rows.cuh"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -33,5 +35,22 @@ struct SplitArgs {
 };
 
 void launch_split_rows(const SplitArgs& args, cudaStream_t stream);
+
+// What the heads of launch_split_rows left out, per row, for the single product's window
+// (single_window.cuh): the squared norm of the head and the norm of row - head, unscaled, each summed
+// in double and rounded up to float; and optionally the largest of each.
+struct HeadNormArgs {
+    PointRows rows;  // the rows that were split
+    const std::uint16_t* head = nullptr;
+    std::size_t count = 0;
+    int d = 0;
+    int exponent = 0;
+    HalfType type = HalfType::f16;
+    float* head_norms = nullptr;  // count, or null
+    float* roundings = nullptr;   // count, or null
+    unsigned* maxima = nullptr;   // 2 float bits, zeroed by the caller, or null
+};
+
+void launch_head_norms(const HeadNormArgs& args, cudaStream_t stream);
 
 }  // namespace vlattice::cuda

@@ -385,11 +385,12 @@ TEST_CASE("cuda: points crowded by many anchors are narrowed by a split pass and
         return;
     }
     // A quarter of the points sit near 64 anchors crowded far from the origin (||x||^2 ~ 51,000):
-    // one float16 product's window (~10^-3 of 2 ||x||^2 + 2 ||c||^2, ~200) holds far more than the
-    // kept four of their distances (~140, spread ~16), so these points leave the single pass for
-    // every anchor; they are too many to re-score so (4,000 x 512 x 128 anchor values) and too few
-    // for the split path over all, so the automatic kernel narrows them, where the split window
-    // (~3) separates most. The rest lie in well-separated clusters.
+    // their distances (~140) spread by ~16, and one float16 product's window (single_window.cuh,
+    // ~8 here) holds more than the kept four for about a third of them (1,300 in a simulation in
+    // numpy), so these leave the single pass for every anchor; they are too many to re-score so
+    // (1,300 x 512 x 128 anchor values) and too few for the split path over all, so the automatic
+    // kernel narrows them, where the split window (~3) separates most. The rest lie in
+    // well-separated clusters.
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
