@@ -192,7 +192,7 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
                     maintain(anchors, backend.download_stats(), config,
                              [&](const std::vector<std::uint32_t>& listed) {
                                  Stopwatch part(result.seconds.maintenance_members);
-                                 return backend.gather_members(listed, kSplitSampleMembers);
+                                 return backend.split_members(listed, kSplitSampleMembers);
                              },
                              [&](const Matrix& rows) {
                                  Stopwatch part(result.seconds.maintenance_nearest);

@@ -15,4 +15,8 @@ void require_distinct_anchors(const std::vector<std::uint32_t>& anchors, std::si
     }
 }
 
+std::vector<MemberSplit> Backend::split_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) {
+    return split_each(gather_members(anchors, limit));
+}
+
 }  // namespace vlattice

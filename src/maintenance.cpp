@@ -12,99 +12,6 @@ namespace vlattice {
 
 namespace {
 
-struct TwoMeans {
-    bool ok = false;
-    std::vector<float> left, right;
-    double gain = 0.0;  // estimated drop of the anchor's squared error, scaled to all its members
-};
-
-std::size_t farthest_from(const Matrix& x, const std::vector<float>& from) {
-    std::size_t best = 0;
-    double best_distance = -1.0;
-    for (std::size_t i = 0; i < x.rows; ++i) {
-        const double dist = ordered_squared_distance(x.row(i), from.data(), x.cols);
-        if (dist > best_distance) {
-            best_distance = dist;
-            best = i;
-        }
-    }
-    return best;
-}
-
-// Below this many member coordinates in all, waking the threads costs more than the 2-means: on
-// the 16-core GPU machine, the 10k x 128 run (22 splits of 256 x 128) spent 7-25 ms in maintenance
-// with the 2-means in parallel, 6-11 ms on one thread.
-constexpr std::size_t kParallelSplitWork = std::size_t{1} << 19;
-
-// Deterministic 2-means: seeded with the member farthest from the mean and the member farthest
-// from that one, then a few Lloyd steps.
-TwoMeans two_means(const Matrix& x, double total_count) {
-    constexpr int kSteps = 6;
-    TwoMeans result;
-    const std::size_t r = x.rows;
-    const std::size_t d = x.cols;
-    if (r < 2) {
-        return result;
-    }
-    std::vector<double> sum(d, 0.0);
-    for (std::size_t i = 0; i < r; ++i) {
-        for (std::size_t k = 0; k < d; ++k) {
-            sum[k] += x.row(i)[k];
-        }
-    }
-    std::vector<float> mean(d);
-    for (std::size_t k = 0; k < d; ++k) {
-        mean[k] = static_cast<float>(sum[k] / static_cast<double>(r));
-    }
-    std::vector<float> centre[2];
-    const std::size_t a = farthest_from(x, mean);
-    centre[0].assign(x.row(a), x.row(a) + d);
-    const std::size_t b = farthest_from(x, centre[0]);
-    centre[1].assign(x.row(b), x.row(b) + d);
-    if (centre[0] == centre[1]) {
-        return result;  // every member is the same point
-    }
-
-    double before = 0.0;
-    for (std::size_t i = 0; i < r; ++i) {
-        before += ordered_squared_distance(x.row(i), mean.data(), d);
-    }
-    double after = 0.0;
-    std::vector<int> side_of(r, -1);
-    for (int step = 0; step <= kSteps; ++step) {
-        std::vector<double> side_sum[2] = {std::vector<double>(d, 0.0), std::vector<double>(d, 0.0)};
-        std::size_t size[2] = {0, 0};
-        std::size_t moved = 0;
-        after = 0.0;
-        for (std::size_t i = 0; i < r; ++i) {
-            const double dist[2] = {ordered_squared_distance(x.row(i), centre[0].data(), d),
-                                    ordered_squared_distance(x.row(i), centre[1].data(), d)};
-            const int side = dist[1] < dist[0] ? 1 : 0;
-            moved += side != side_of[i] ? 1 : 0;
-            side_of[i] = side;
-            after += dist[side];
-            ++size[side];
-            for (std::size_t k = 0; k < d; ++k) {
-                side_sum[side][k] += x.row(i)[k];
-            }
-        }
-        // The same halves give the same centres: the remaining steps would change nothing.
-        if (step == kSteps || moved == 0) {
-            break;
-        }
-        for (int s = 0; s < 2; ++s) {
-            for (std::size_t k = 0; k < d && size[s] > 0; ++k) {
-                centre[s][k] = static_cast<float>(side_sum[s][k] / static_cast<double>(size[s]));
-            }
-        }
-    }
-    result.ok = true;
-    result.left = centre[0];
-    result.right = centre[1];
-    result.gain = (before - after) * total_count / static_cast<double>(r);
-    return result;
-}
-
 // Squared distance from each non-empty anchor to its nearest other non-empty anchor, and which.
 void nearest_anchors(const Matrix& anchors, const std::vector<double>& count, const NearestSource& nearest_rows,
                      std::vector<double>& distance, std::vector<std::size_t>& nearest) {
@@ -147,9 +54,9 @@ std::vector<std::size_t> order_by(const std::vector<double>& keys, bool descendi
 
 class Maintenance {
 public:
-    Maintenance(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config, const MemberSource& members,
+    Maintenance(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config, const SplitSource& splits,
                 const NearestSource& nearest_rows)
-        : anchors_(anchors), config_(config), members_(members), touched_(anchors.rows, false) {
+        : anchors_(anchors), config_(config), splits_(splits), touched_(anchors.rows, false) {
         const std::size_t m = anchors.rows;
         count_.resize(m);
         sse_.resize(m);
@@ -232,7 +139,7 @@ public:
                 flagged.push_back(j);
             }
         }
-        const std::vector<TwoMeans> splits = split_many(flagged);
+        const std::vector<MemberSplit> splits = split_many(flagged);
         for (std::size_t t = 0; t < flagged.size(); ++t) {
             const std::size_t j = flagged[t];
             if (touched_[j]) {
@@ -249,7 +156,7 @@ public:
                     break;
                 }
             }
-            const TwoMeans& split = splits[t];
+            const MemberSplit& split = splits[t];
             if (!split.ok) {
                 continue;
             }
@@ -258,7 +165,7 @@ public:
                 slot = *free_.begin();
                 free_.erase(free_.begin());
             } else {
-                if (!(removal_cost[victims[next_victim]] < split.gain)) {
+                if (!(removal_cost[victims[next_victim]] < gain_of(j, split))) {
                     continue;
                 }
                 slot = victims[next_victim++];
@@ -281,7 +188,7 @@ public:
                     batch.push_back(j);
                 }
             }
-            const std::vector<TwoMeans> splits = split_many(batch);
+            const std::vector<MemberSplit> splits = split_many(batch);
             for (std::size_t t = 0; t < batch.size() && !free_.empty(); ++t) {
                 if (!splits[t].ok) {
                     continue;
@@ -300,21 +207,15 @@ public:
     }
 
 private:
-    // The 2-means of several anchors: their members are gathered all at once (the source may be a
-    // GPU), then split in parallel, each by one thread, so the results do not depend on the thread
-    // count. Within one pass the members and counts of the listed anchors do not change.
-    std::vector<TwoMeans> split_many(const std::vector<std::size_t>& anchors) const {
-        const std::vector<Matrix> members = members_(std::vector<std::uint32_t>(anchors.begin(), anchors.end()));
-        std::size_t work = 0;
-        for (const Matrix& rows : members) {
-            work += rows.data.size();
-        }
-        std::vector<TwoMeans> splits(anchors.size());
-#pragma omp parallel for schedule(dynamic, 1) if (work >= kParallelSplitWork)
-        for (std::size_t t = 0; t < anchors.size(); ++t) {
-            splits[t] = two_means(members[t], count_[anchors[t]]);
-        }
-        return splits;
+    // The 2-means of several anchors at once (the source may be a GPU). Within one pass the members
+    // and counts of the listed anchors do not change.
+    std::vector<MemberSplit> split_many(const std::vector<std::size_t>& anchors) const {
+        return splits_(std::vector<std::uint32_t>(anchors.begin(), anchors.end()));
+    }
+
+    // The drop of anchor j's squared error that `split` promises, scaled from its sample to all its members.
+    double gain_of(std::size_t j, const MemberSplit& split) const {
+        return (split.before - split.after) * count_[j] / static_cast<double>(split.rows);
     }
 
     void mark(std::size_t j) {
@@ -322,7 +223,7 @@ private:
         changed_.insert(static_cast<std::uint32_t>(j));
     }
 
-    void apply(std::size_t j, std::size_t slot, const TwoMeans& split) {
+    void apply(std::size_t j, std::size_t slot, const MemberSplit& split) {
         std::copy(split.left.begin(), split.left.end(), anchors_.row(j));
         std::copy(split.right.begin(), split.right.end(), anchors_.row(slot));
         mark(j);
@@ -331,7 +232,7 @@ private:
 
     Matrix& anchors_;
     const AnnealConfig& config_;
-    const MemberSource& members_;
+    const SplitSource& splits_;
     std::vector<double> count_, sse_, variance_, nn_distance_;
     std::vector<std::size_t> nearest_;
     std::vector<bool> touched_;
@@ -343,8 +244,8 @@ private:
 }  // namespace
 
 MaintenanceResult maintain(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config,
-                           const MemberSource& members, const NearestSource& nearest_rows) {
-    Maintenance maintenance(anchors, stats, config, members, nearest_rows);
+                           const SplitSource& splits, const NearestSource& nearest_rows) {
+    Maintenance maintenance(anchors, stats, config, splits, nearest_rows);
     maintenance.merge();
     maintenance.split_outliers();
     maintenance.reseed();

@@ -5,6 +5,7 @@
 #include "cpu/exact_assign.hpp"
 #include "vlattice/backend.hpp"
 #include "vlattice/config.hpp"
+#include "vlattice/two_means.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstdint>
@@ -20,9 +21,9 @@ struct MaintenanceResult {
     int reseeded = 0;
 };
 
-// Up to a few thousand members of each listed anchor, one matrix per anchor in list order, for
-// 2-means splits (Backend::gather_members).
-using MemberSource = std::function<std::vector<Matrix>(const std::vector<std::uint32_t>& anchors)>;
+// The 2-means split of each listed anchor, on up to a few hundred of its members, in list order
+// (Backend::split_members).
+using SplitSource = std::function<std::vector<MemberSplit>(const std::vector<std::uint32_t>& anchors)>;
 
 // Each row's nearest other row, exact (Backend::nearest_rows; the CPU's by default).
 using NearestSource = std::function<NearestRows(const Matrix& rows)>;
@@ -36,6 +37,6 @@ using NearestSource = std::function<NearestRows(const Matrix& rows)>;
 //  3. re-seed: slots still free are filled by splitting the anchors of largest squared error.
 // Anchors whose members are all identical cannot be split; their free slots stay empty.
 MaintenanceResult maintain(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config,
-                           const MemberSource& members, const NearestSource& nearest_rows = cpu::nearest_rows);
+                           const SplitSource& splits, const NearestSource& nearest_rows = cpu::nearest_rows);
 
 }  // namespace vlattice

@@ -16,7 +16,10 @@
 #include "vlattice/cpu_backend.hpp"
 #include "vlattice/cuda_backend.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <tuple>
 
 using namespace vlattice;
 using namespace vlattice::test;
@@ -267,6 +270,54 @@ TEST_CASE("cuda: gather_members returns the CPU's rows", "[gpu][backend][quick]"
         }
     }
     CHECK_THROWS_AS(gpu->gather_members({3, 3}, 5), Error);
+}
+
+TEST_CASE("cuda: split_members gives the CPU's 2-means, bit for bit", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    // d = 13 and 200 leave partial groups of the distance's 16 lanes; 784 with every member makes
+    // several pieces of the gather (16M floats each). Duplicated points give anchors whose sampled
+    // members may all be one point, which do not split.
+    for (const auto [n, d, m] : {std::tuple{std::size_t{10007}, std::size_t{13}, std::size_t{7}},
+                                 std::tuple{std::size_t{3001}, std::size_t{200}, std::size_t{40}},
+                                 std::tuple{std::size_t{30011}, std::size_t{784}, std::size_t{5}}}) {
+        const Matrix x = duplicated_points(n, d, rng);
+        const Matrix anchors = anchors_near(x, m, rng);
+        auto [cpu, gpu] = on_both(x);
+        cpu->upload_anchors(anchors);
+        gpu->upload_anchors(anchors);
+        cpu->assign();
+        gpu->assign();
+        std::vector<std::uint32_t> list(m + 1);  // the last is past the anchors: no members
+        std::iota(list.begin(), list.end(), std::uint32_t{0});
+        std::shuffle(list.begin(), list.end(), rng);
+        for (std::size_t limit : {std::size_t{1}, std::size_t{2}, std::size_t{256}, n}) {
+            INFO("n " << n << " d " << d << " m " << m << " limit " << limit);
+            const std::vector<MemberSplit> got = gpu->split_members(list, limit);
+            const std::vector<MemberSplit> want = cpu->split_members(list, limit);
+            REQUIRE(got.size() == list.size());
+            REQUIRE(want.size() == list.size());
+            std::size_t split = 0;
+            for (std::size_t t = 0; t < list.size(); ++t) {
+                INFO("anchor " << list[t]);
+                CHECK(got[t].rows == want[t].rows);
+                CHECK(got[t].ok == want[t].ok);
+                CHECK(got[t].left == want[t].left);
+                CHECK(got[t].right == want[t].right);
+                CHECK(got[t].before == want[t].before);
+                CHECK(got[t].after == want[t].after);
+                split += want[t].ok ? 1 : 0;
+            }
+            // The comparison has splits to compare once two members are allowed.
+            CHECK((limit < 2 ? split == 0 : split > 0));
+        }
+    }
+    auto gpu = make_cuda_backend(0);
+    CHECK_THROWS_AS(gpu->split_members({0}, 5), Error);
 }
 
 TEST_CASE("cuda: nearest_rows matches the CPU's, duplicate rows included", "[gpu][backend][quick]") {

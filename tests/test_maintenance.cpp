@@ -21,15 +21,15 @@ Matrix rows(std::initializer_list<std::vector<float>> values) {
     return m;
 }
 
-// A MemberSource from the members of one anchor.
+// A SplitSource from the members of one anchor, split on the CPU.
 template <class PerAnchor>
-MemberSource each(PerAnchor per_anchor) {
+SplitSource each(PerAnchor per_anchor) {
     return [per_anchor](const std::vector<std::uint32_t>& anchors) {
-        std::vector<Matrix> out;
+        std::vector<Matrix> members;
         for (std::uint32_t j : anchors) {
-            out.push_back(per_anchor(j));
+            members.push_back(per_anchor(j));
         }
-        return out;
+        return split_each(members);
     };
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "vlattice/point_format.hpp"
+#include "vlattice/two_means.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstdint>
@@ -79,6 +80,9 @@ public:
     // has fewer (none for an id past the anchors): one matrix per listed anchor, in list order, for
     // maintenance splits.
     virtual std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) = 0;
+    // split_in_two of the members gather_members would return, one per listed anchor: what
+    // maintenance splits with. By default on the CPU; a backend may run it where the members are.
+    virtual std::vector<MemberSplit> split_members(const std::vector<std::uint32_t>& anchors, std::size_t limit);
     // Each row's nearest other row of `rows` (at least two), exact and with ties to the lowest index,
     // as assign; for maintenance, which measures the spacing of the anchors.
     virtual NearestRows nearest_rows(const Matrix& rows) = 0;

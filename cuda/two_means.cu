@@ -1,0 +1,181 @@
+#include "two_means.cuh"
+
+#include "cuda_check.hpp"
+#include "ordered_distance.cuh"
+#include "warp_math.cuh"
+
+#include "vlattice/two_means.hpp"
+
+namespace vlattice::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kHalfWarps = kThreads / kDistanceLanes;
+
+struct Piece {
+    const float* rows;  // the anchor's members
+    int count;
+};
+
+// to[i] = ordered_squared_distance(member i, centre) for every member: a half warp per member. Both
+// half warps of a warp run the same number of turns (a spare one measures member 0 and drops it),
+// since the distance's shuffles span the warp.
+__device__ void distances_to(const Piece& p, const float* centre, int d, float* to, int stride) {
+    const int half = threadIdx.x / kDistanceLanes;
+    const int l = threadIdx.x % kDistanceLanes;
+    for (int i0 = half - half % 2; i0 < p.count; i0 += kHalfWarps) {
+        const int i = i0 + half % 2;
+        const int row = i < p.count ? i : 0;
+        const float dist = ordered_squared_distance(p.rows + static_cast<std::size_t>(row) * d, centre, d, l);
+        if (l == 0 && i < p.count) {
+            to[static_cast<std::size_t>(i) * stride] = dist;
+        }
+    }
+}
+
+// The first member farthest from `centre`, by the distances just measured.
+__device__ int farthest(const float* dist, int count, int stride) {
+    int best = 0;
+    double best_distance = -1.0;
+    for (int i = 0; i < count; ++i) {
+        const double value = dist[static_cast<std::size_t>(i) * stride];
+        if (value > best_distance) {
+            best_distance = value;
+            best = i;
+        }
+    }
+    return best;
+}
+
+__global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a) {
+    __shared__ int chosen[2];
+    __shared__ int differ;
+    __shared__ int moved;
+    __shared__ unsigned size[2];
+    __shared__ double after;
+    const std::size_t t = a.first + blockIdx.x;  // list position
+    const std::size_t start = a.offsets[t] - a.offsets[a.first];
+    const Piece p{a.rows + start * a.d, static_cast<int>(a.offsets[t + 1] - a.offsets[t])};
+    const int d = a.d;
+    float* mean = a.means + t * d;
+    float* left = a.centres + t * 2 * d;
+    float* right = left + d;
+    float* dist = a.distances + start * 2;
+    signed char* side = a.sides + start;
+    const int tid = threadIdx.x;
+    if (tid == 0) {
+        a.ok[t] = 0;
+    }
+    if (p.count < 2) {
+        return;
+    }
+    for (int k = tid; k < d; k += kThreads) {
+        double sum = 0.0;
+        for (int i = 0; i < p.count; ++i) {
+            sum += p.rows[static_cast<std::size_t>(i) * d + k];
+        }
+        mean[k] = static_cast<float>(sum / static_cast<double>(p.count));
+    }
+    __syncthreads();
+    // The distances to the mean stay in the right slots until the Lloyd steps: `before` needs them.
+    distances_to(p, mean, d, dist + 1, 2);
+    __syncthreads();
+    if (tid == 0) {
+        chosen[0] = farthest(dist + 1, p.count, 2);
+    }
+    __syncthreads();
+    for (int k = tid; k < d; k += kThreads) {
+        left[k] = p.rows[static_cast<std::size_t>(chosen[0]) * d + k];
+    }
+    __syncthreads();
+    distances_to(p, left, d, dist, 2);
+    if (tid == 0) {
+        differ = 0;
+    }
+    __syncthreads();
+    if (tid == 0) {
+        chosen[1] = farthest(dist, p.count, 2);
+    }
+    __syncthreads();
+    for (int k = tid; k < d; k += kThreads) {
+        right[k] = p.rows[static_cast<std::size_t>(chosen[1]) * d + k];
+        if (right[k] != left[k]) {
+            differ = 1;
+        }
+    }
+    __syncthreads();
+    if (differ == 0) {
+        return;  // every member is the same point
+    }
+    if (tid == 0) {
+        double before = 0.0;
+        for (int i = 0; i < p.count; ++i) {
+            before += static_cast<double>(dist[2 * i + 1]);
+            side[i] = -1;
+        }
+        a.sums[2 * t] = before;
+    }
+    for (int step = 0; step <= kTwoMeansSteps; ++step) {
+        __syncthreads();  // the centres (and before the first step, the sides) are settled
+        distances_to(p, left, d, dist, 2);
+        distances_to(p, right, d, dist + 1, 2);
+        __syncthreads();
+        if (tid == 0) {
+            int changed = 0;
+            unsigned sizes[2] = {0, 0};
+            double total = 0.0;
+            for (int i = 0; i < p.count; ++i) {
+                const float d0 = dist[2 * i];
+                const float d1 = dist[2 * i + 1];
+                const signed char s = d1 < d0 ? 1 : 0;
+                changed += s != side[i] ? 1 : 0;
+                side[i] = s;
+                total += static_cast<double>(s == 1 ? d1 : d0);
+                ++sizes[s];
+            }
+            moved = changed;
+            size[0] = sizes[0];
+            size[1] = sizes[1];
+            after = total;
+        }
+        __syncthreads();
+        if (step == kTwoMeansSteps || moved == 0) {
+            break;
+        }
+        for (int k = tid; k < d; k += kThreads) {
+            double sum_left = 0.0;
+            double sum_right = 0.0;
+            for (int i = 0; i < p.count; ++i) {
+                const float value = p.rows[static_cast<std::size_t>(i) * d + k];
+                if (side[i] == 1) {
+                    sum_right += value;
+                } else {
+                    sum_left += value;
+                }
+            }
+            if (size[0] > 0) {
+                left[k] = static_cast<float>(sum_left / static_cast<double>(size[0]));
+            }
+            if (size[1] > 0) {
+                right[k] = static_cast<float>(sum_right / static_cast<double>(size[1]));
+            }
+        }
+    }
+    if (tid == 0) {
+        a.sums[2 * t + 1] = after;
+        a.ok[t] = 1;
+    }
+}
+
+}  // namespace
+
+void launch_two_means(const TwoMeansArgs& a, cudaStream_t stream) {
+    if (a.count == 0) {
+        return;
+    }
+    two_means_kernel<<<static_cast<unsigned>(a.count), kThreads, 0, stream>>>(a);
+    check_launch("two_means_kernel", stream);
+}
+
+}  // namespace vlattice::cuda
