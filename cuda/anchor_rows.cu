@@ -31,6 +31,44 @@ __global__ void update_kernel(float* __restrict__ anchors, const double* __restr
     }
 }
 
+// A warp per anchor: the length of the step update_kernel is about to take, the same roundings,
+// in double and rounded up, added (rounding up) to moved[j].
+__global__ void add_moves_kernel(const float* __restrict__ anchors, const double* __restrict__ means,
+                                 const std::uint32_t* __restrict__ kept, std::size_t m, int d, double eta,
+                                 float* __restrict__ moved) {
+    const int lane = threadIdx.x % kWarp;
+    const std::size_t j = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+    if (j >= m || kept[j] == 0) {
+        return;
+    }
+    double sum = 0.0;
+    for (int k = lane; k < d; k += kWarp) {
+        const std::size_t e = j * d + k;
+        const double c = anchors[e];
+        const double step = static_cast<double>(__double2float_rn(__dadd_rn(c, __dmul_rn(eta, __dsub_rn(means[e], c))))) - c;
+        sum += step * step;
+    }
+    sum = warp_sum(sum);
+    if (lane == 0) {
+        moved[j] = __fadd_ru(moved[j], __double2float_ru(sqrt(sum) * (1.0 + 1.0 / 1048576.0)));
+    }
+}
+
+__global__ void fill_kernel(float* __restrict__ values, std::size_t count, float value) {
+    for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
+         e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+        values[e] = value;
+    }
+}
+
+__global__ void fill_listed_kernel(float* __restrict__ values, const std::uint32_t* __restrict__ rows,
+                                   std::size_t count, float value) {
+    for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
+         e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+        values[rows[e]] = value;
+    }
+}
+
 __global__ void scatter_rows_kernel(float* __restrict__ anchors, const float* __restrict__ staged,
                                     const std::uint32_t* __restrict__ rows, std::size_t count, int d) {
     const std::size_t total = count * d;
@@ -58,6 +96,33 @@ void launch_update(float* anchors, const double* means, const std::uint32_t* kep
     }
     update_kernel<<<blocks_for(m * d), kThreads, 0, stream>>>(anchors, means, kept, m, d, eta);
     check_launch("update_kernel", stream);
+}
+
+void launch_add_moves(const float* anchors, const double* means, const std::uint32_t* kept, std::size_t m, int d,
+                      double eta, float* moved, cudaStream_t stream) {
+    if (m == 0) {
+        return;
+    }
+    add_moves_kernel<<<static_cast<unsigned>(ceil_div(m, kThreads / kWarp)), kThreads, 0, stream>>>(anchors, means,
+                                                                                                  kept, m, d, eta, moved);
+    check_launch("add_moves_kernel", stream);
+}
+
+void launch_fill(float* values, std::size_t count, float value, cudaStream_t stream) {
+    if (count == 0) {
+        return;
+    }
+    fill_kernel<<<blocks_for(count), kThreads, 0, stream>>>(values, count, value);
+    check_launch("fill_kernel", stream);
+}
+
+void launch_fill_listed(float* values, const std::uint32_t* rows, std::size_t count, float value,
+                        cudaStream_t stream) {
+    if (count == 0) {
+        return;
+    }
+    fill_listed_kernel<<<blocks_for(count), kThreads, 0, stream>>>(values, rows, count, value);
+    check_launch("fill_listed_kernel", stream);
 }
 
 void launch_scatter_rows(float* anchors, const float* staged, const std::uint32_t* rows, std::size_t count, int d,

@@ -1,5 +1,5 @@
-// Row-wise device work on anchors and points: the update step, replacing listed anchor rows, and
-// gathering listed point rows.
+// Row-wise device work on anchors and points: the update step and how far it moves each anchor,
+// replacing listed anchor rows, and gathering listed point rows.
 #pragma once
 
 #include "point_rows.cuh"
@@ -15,6 +15,15 @@ namespace vlattice::cuda {
 // like the CPU (no fused multiply-add), so equal means give equal anchors.
 void launch_update(float* anchors, const double* means, const std::uint32_t* kept, std::size_t m, int d, double eta,
                    cudaStream_t stream);
+
+// moved[j] += the length of the step launch_update is about to take (rounded up): how far each
+// anchor has gone since the points' distances were taken (single_window.cuh's PriorArgs).
+void launch_add_moves(const float* anchors, const double* means, const std::uint32_t* kept, std::size_t m, int d,
+                      double eta, float* moved, cudaStream_t stream);
+
+// values[e] <- value for e < count; values[rows[r]] <- value for r < count.
+void launch_fill(float* values, std::size_t count, float value, cudaStream_t stream);
+void launch_fill_listed(float* values, const std::uint32_t* rows, std::size_t count, float value, cudaStream_t stream);
 
 // anchors row rows[r] <- staged row r, for r < count.
 void launch_scatter_rows(float* anchors, const float* staged, const std::uint32_t* rows, std::size_t count, int d,

@@ -277,6 +277,7 @@ Bound bound_of(const AssignArgs& args) {
         bound.single_window.anchor_maxima = args.half.anchor_head_maxima;
         bound.single_window.accumulation = single_accumulation_factor(args.d);
         bound.single_window.absolute = bound.absolute;
+        bound.single_window.repair = args.repair;
         return bound;
     }
     bound.factor = half_rounding_factor(args.half.type, half_products(args), args.d);
@@ -316,16 +317,15 @@ void launch_fast(const AssignArgs& args, cudaStream_t stream) {
     fast.point_norms = args.point_norms;
     fast.anchor_norms = fast.products == 1 ? h.anchor_head_norms : args.anchor_norms;
     fast.max_anchor_norm_bits = args.max_anchor_norm_bits;
-    if (args.repair) {
-        const Bound bound = bound_of(args);
-        if (bound.single) {
-            fast.single = bound.single_window;
-        } else {
-            // Wider than the resolve's threshold by what the kernel's own float comparisons can
-            // round away: 0.1 % of it, and 8 units of 2^-24 of the norms.
-            fast.window_factor = bound.factor * 1.001f + 8.0f * std::ldexp(1.0f, -24);
-            fast.window_absolute = bound.absolute * 1.001f;
-        }
+    const Bound bound = bound_of(args);
+    if (bound.single) {
+        fast.single = bound.single_window;
+        fast.prior = args.prior;
+    } else if (args.repair) {
+        // Wider than the resolve's threshold by what the kernel's own float comparisons can round
+        // away: 0.1 % of it, and 8 units of 2^-24 of the norms.
+        fast.window_factor = bound.factor * 1.001f + 8.0f * std::ldexp(1.0f, -24);
+        fast.window_absolute = bound.absolute * 1.001f;
     }
     fast.n = args.n;
     fast.m = args.m;

@@ -10,6 +10,7 @@
 
 #include "fast_assign.cuh"
 #include "point_rows.cuh"
+#include "single_window.cuh"
 
 #include <cuda_runtime.h>
 
@@ -57,6 +58,8 @@ struct AssignArgs {
     // The points are the anchors themselves: point i may not take anchor i (nearest other anchor;
     // needs m >= 2).
     bool exclude_self = false;
+    // The single product's bound from the last assign (single_window.cuh); null pointers: none.
+    PriorArgs prior;
     // Which fast kernel; with the repair the result is exact, only the share of points re-scored differs.
     FastPath path = FastPath::fp32;
     HalfOperands half;

@@ -37,6 +37,8 @@ constexpr std::size_t kMaxRows = std::size_t{1} << 31;
 // need every anchor re-scored: narrowing them would then cost more than the split pass over all
 // (one product costs 0.45 of three on the H100, at d = 128 as at 768).
 constexpr std::size_t kMaxAllAnchorShare = 2;
+// An anchor's move since the last assign when it was replaced: the distances to it bound nothing.
+constexpr float kReplaced = std::numeric_limits<float>::infinity();
 
 cuda::FastPath first_fast_path(FastKernel kernel) {
     return kernel == FastKernel::split ? cuda::FastPath::half_split : cuda::FastPath::half_single;
@@ -116,6 +118,7 @@ public:
         }
         CUDA_CHECK(cudaMemcpyAsync(anchors_.data(), anchors.data.data(), anchors_.bytes(), cudaMemcpyHostToDevice,
                                    stream_.get()));
+        forget_prior();
         stream_.synchronize();
         have_stats_ = false;
     }
@@ -174,6 +177,7 @@ public:
         args.chosen = chosen.data();
         args.degenerate = degenerate.data();
         cuda::launch_seed_anchors(args, st);
+        forget_prior();
         int fell_through = 0;
         CUDA_CHECK(cudaMemcpyAsync(&fell_through, degenerate.data(), sizeof fell_through, cudaMemcpyDeviceToHost, st));
         stream_.synchronize();
@@ -210,6 +214,7 @@ public:
             CUDA_CHECK(cudaMemcpyAsync(row_ids_.data(), rows.data() + start, count * sizeof(std::uint32_t),
                                        cudaMemcpyHostToDevice, s));
             cuda::launch_scatter_rows(anchors_.data(), row_staging_.data(), row_ids_.data(), count, dim(), s);
+            cuda::launch_fill_listed(anchor_moved_.data(), row_ids_.data(), count, kReplaced, s);
             stream_.synchronize();
         }
     }
@@ -287,6 +292,8 @@ public:
         if (!have_stats_) {
             throw Error("cuda backend: update needs a robust_reduce of the current anchors first");
         }
+        cuda::launch_add_moves(anchors_.data(), means_.data(), kept_.data(), m_, dim(), eta, anchor_moved_.data(),
+                               stream_.get());
         cuda::launch_update(anchors_.data(), means_.data(), kept_.data(), m_, dim(), eta, stream_.get());
         stream_.synchronize();
     }
@@ -634,6 +641,9 @@ private:
         return out;
     }
 
+    // Every anchor was replaced: the last assign bounds nothing.
+    void forget_prior() { cuda::launch_fill(anchor_moved_.data(), m_, kReplaced, stream_.get()); }
+
     // The current device is per host thread, and the caller may have changed it since the last call.
     void use_device() const { CUDA_CHECK(cudaSetDevice(gpu_)); }
 
@@ -724,6 +734,7 @@ private:
         anchors_ = {};
         anchor_norms_ = {};
         anchor_head_norms_ = {};
+        anchor_moved_ = {};
         anchor_head_ = {};
         anchor_tail_ = {};
         candidates_ = {};
@@ -756,7 +767,7 @@ private:
                       cuda::gather_members_temp_bytes(n_), std::size_t{1}});
         Footprint need;
         const std::size_t stride = static_cast<std::size_t>(cuda::half_stride(dim()));
-        need.add<float>(m * d).add<float>(m + cuda::kFastTile).add<float>(m + cuda::kFastTile);
+        need.add<float>(m * d).add<float>(m + cuda::kFastTile).add<float>(m + cuda::kFastTile).add<float>(m);
         need.add<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
         need.add<std::uint16_t>(m * stride).add<std::uint16_t>(m * stride);
         need.add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1);
@@ -771,6 +782,7 @@ private:
         // at once, and the columns of missing anchors come out at +inf.
         anchor_norms_ = padded_norms(m);
         anchor_head_norms_ = padded_norms(m);
+        anchor_moved_ = DeviceBuffer<float>(m);
         anchor_head_ = DeviceBuffer<std::uint16_t>(m * stride);
         anchor_tail_ = DeviceBuffer<std::uint16_t>(m * stride);
         candidates_ = DeviceBuffer<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
@@ -834,6 +846,7 @@ private:
         args.uncertain = uncertain_.data();
         args.uncertain_counts = uncertain_counts_.data();
         args.multiprocessors = multiprocessors_;
+        args.prior = {distance_.data(), assignment_.data(), anchor_moved_.data()};
         return args;
     }
 
@@ -890,6 +903,8 @@ private:
         distances.distance = distance_.data();
         distances.block_sums = block_sums_.data();
         cuda::launch_point_distances(distances, s);
+        // The distances are the current anchors': nothing has moved since them.
+        CUDA_CHECK(cudaMemsetAsync(anchor_moved_.data(), 0, anchor_moved_.bytes(), s));
         queue_energy_sum();
         CUDA_CHECK(cudaMemcpyAsync(host_changed_.data(), changed_.data(), changed_.bytes(), cudaMemcpyDeviceToHost, s));
     }
@@ -969,6 +984,8 @@ private:
     DeviceBuffer<float> anchors_;
     DeviceBuffer<float> anchor_norms_;
     DeviceBuffer<float> anchor_head_norms_;  // of the 16-bit heads: the single product's norms
+    // How far each anchor has moved since distance_ was taken, at most (kReplaced: no bound).
+    DeviceBuffer<float> anchor_moved_;
     DeviceBuffer<std::uint16_t> anchor_head_;
     DeviceBuffer<std::uint16_t> anchor_tail_;
     DeviceBuffer<cuda::Candidate> candidates_;

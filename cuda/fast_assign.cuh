@@ -63,8 +63,9 @@ struct HalfAssignArgs {
     // without a repair.
     float window_factor = 0.0f;
     float window_absolute = 0.0f;
-    // One product: the window from the rows' own rounding; a null point_head_norms without a repair.
+    // One product: the window from the rows' own rounding, and the last assign's bound on each row.
     SingleWindowArgs single;
+    PriorArgs prior;
     std::size_t n = 0;
     std::size_t m = 0;
     int stride = 0;       // half_stride(d)

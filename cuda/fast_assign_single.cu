@@ -138,7 +138,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int o = 0; o < kOwnedRows; ++o) {
             top[h][o] = empty_candidate();
             window[h][o] = single_row_window(a.single, row0 + row_of(h, o), a.n, true);
-            limit[h][o] = CUDART_INF_F;
+            // Values beyond the window of the last assign's anchor can never matter: most rows
+            // then offer nothing from their first tile on, instead of a falling record each time.
+            const float prior = prior_best(a.single, a.prior, row0 + row_of(h, o), a.n, a.m);
+            limit[h][o] = prior < CUDART_INF_F ? prior + window[h][o](prior) : CUDART_INF_F;
         }
     }
     // A stage goes back once this warp's wgmma that read it are done, and all its lanes have read the norms.

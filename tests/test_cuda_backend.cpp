@@ -364,6 +364,8 @@ TEST_CASE("cuda: upload_anchor_rows changes only the listed rows", "[gpu][backen
     auto gpu = make_cuda_backend(0);
     gpu->upload_points(x, {});
     gpu->upload_anchors(anchors);
+    // The points' distances to their anchors now bound the next assign; the replaced rows must not.
+    gpu->assign();
     gpu->upload_anchor_rows(changed, rows);
     Matrix expected = anchors;
     for (std::uint32_t j : rows) {
@@ -383,6 +385,12 @@ TEST_CASE("cuda: upload_anchor_rows changes only the listed rows", "[gpu][backen
     // A row outside the anchors is refused without touching any.
     CHECK_THROWS_AS(gpu->upload_anchor_rows(changed, {300}), Error);
     CHECK(gpu->download_anchors().data == expected.data);
+
+    // Every anchor replaced, their count the same: the last assign bounds nothing either.
+    gpu->upload_anchors(changed);
+    cpu->upload_anchors(changed);
+    CHECK(gpu->assign().changed == cpu->assign().changed);
+    CHECK(gpu->download_assignments() == cpu->download_assignments());
 }
 
 TEST_CASE("cuda: a new anchor count reallocates and still matches the CPU", "[gpu][backend][quick]") {
