@@ -32,6 +32,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // One warp walks 32 consecutive points in order; the block adds its warps' sums in order, so the
 // block sums do not depend on scheduling.
+template <RowType kType>
 __global__ void __launch_bounds__(kThreads) point_distance_kernel(PointDistanceArgs args) {
     static_assert(kPointsPerDistanceBlock == kWarpsPerBlock * kWarp, "one warp per 32 points");
     __shared__ double warp_sums[kWarpsPerBlock];
@@ -45,14 +46,14 @@ __global__ void __launch_bounds__(kThreads) point_distance_kernel(PointDistanceA
     // first point and is not counted.
     constexpr int kAtOnce = 4;
     for (int p0 = 0; p0 < kWarp && first + p0 < args.n; p0 += kAtOnce) {
-        PointRow xs[kAtOnce];
+        TypedPointRow<kType> xs[kAtOnce];
         FloatRow cs[kAtOnce];
         std::uint32_t anchor[kAtOnce];
 #pragma unroll
         for (int q = 0; q < kAtOnce; ++q) {
             const std::size_t i = first + p0 + q < args.n ? first + p0 + q : first;
             anchor[q] = args.source[i];
-            xs[q] = PointRow{args.points, i};
+            xs[q] = TypedPointRow<kType>{args.points, i};
             cs[q] = FloatRow{args.anchors + static_cast<std::size_t>(anchor[q]) * args.d};
         }
         double dist[kAtOnce];
@@ -108,7 +109,17 @@ void launch_point_distances(const PointDistanceArgs& args, cudaStream_t stream) 
         return;
     }
     const auto blocks = static_cast<unsigned>(distance_block_count(args.n));
-    point_distance_kernel<<<blocks, kThreads, 0, stream>>>(args);
+    switch (args.points.type) {
+    case RowType::f32:
+        point_distance_kernel<RowType::f32><<<blocks, kThreads, 0, stream>>>(args);
+        break;
+    case RowType::f16:
+        point_distance_kernel<RowType::f16><<<blocks, kThreads, 0, stream>>>(args);
+        break;
+    default:
+        point_distance_kernel<RowType::bf16><<<blocks, kThreads, 0, stream>>>(args);
+        break;
+    }
     check_launch("point_distance_kernel", stream);
 }
 

@@ -22,15 +22,27 @@ struct PointRows {
     int stride = 0;  // values per stored row
     float unscale = 1.0f;
 
+    // When the type is known at compile time: no branch per coordinate.
+    template <RowType kType>
     __device__ __forceinline__ float at(std::size_t row, int k) const {
         const std::size_t e = row * static_cast<std::size_t>(stride) + k;
+        if constexpr (kType == RowType::f32) {
+            return static_cast<const float*>(data)[e];
+        } else if constexpr (kType == RowType::f16) {
+            return __half2float(static_cast<const __half*>(data)[e]) * unscale;
+        } else {
+            return __bfloat162float(static_cast<const __nv_bfloat16*>(data)[e]) * unscale;
+        }
+    }
+
+    __device__ __forceinline__ float at(std::size_t row, int k) const {
         switch (type) {
         case RowType::f32:
-            return static_cast<const float*>(data)[e];
+            return at<RowType::f32>(row, k);
         case RowType::f16:
-            return __half2float(static_cast<const __half*>(data)[e]) * unscale;
+            return at<RowType::f16>(row, k);
         default:
-            return __bfloat162float(static_cast<const __nv_bfloat16*>(data)[e]) * unscale;
+            return at<RowType::bf16>(row, k);
         }
     }
 
@@ -43,6 +55,15 @@ struct PointRow {
     PointRows rows;
     std::size_t i;
     __device__ __forceinline__ float operator()(int k) const { return rows.at(i, k); }
+};
+
+// The same for rows of type kType (rows.type), so that a loop over coordinates has no branch and
+// its loads can be in flight together.
+template <RowType kType>
+struct TypedPointRow {
+    PointRows rows;
+    std::size_t i;
+    __device__ __forceinline__ float operator()(int k) const { return rows.at<kType>(i, k); }
 };
 
 }  // namespace vlattice::cuda
