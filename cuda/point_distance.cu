@@ -40,42 +40,48 @@ __global__ void __launch_bounds__(kThreads) point_distance_kernel(PointDistanceA
     const int warp = threadIdx.x / kWarp;
     const std::size_t first = static_cast<std::size_t>(blockIdx.x) * kPointsPerDistanceBlock +
                               static_cast<std::size_t>(warp) * kWarp;
+    // Lane j reads point first + j's anchor and writes its results, so that those accesses are
+    // coalesced: the warp's points share one load of ids and one store of each result.
+    const std::size_t mine = first + lane;
+    const bool valid = mine < args.n;
+    const std::uint32_t my_anchor = first < args.n ? args.source[valid ? mine : first] : 0;  // a warp past the end reads nothing
+    double my_distance = 0.0;
     double sum = 0.0;
-    unsigned changed = 0;
     // Four points at a time, so that their loads overlap; past the end a slot repeats the warp's
     // first point and is not counted.
     constexpr int kAtOnce = 4;
     for (int p0 = 0; p0 < kWarp && first + p0 < args.n; p0 += kAtOnce) {
         TypedPointRow<kType> xs[kAtOnce];
         FloatRow cs[kAtOnce];
-        std::uint32_t anchor[kAtOnce];
 #pragma unroll
         for (int q = 0; q < kAtOnce; ++q) {
             const std::size_t i = first + p0 + q < args.n ? first + p0 + q : first;
-            anchor[q] = args.source[i];
+            const std::uint32_t anchor = __shfl_sync(kFullMask, my_anchor, p0 + q);
             xs[q] = TypedPointRow<kType>{args.points, i};
-            cs[q] = FloatRow{args.anchors + static_cast<std::size_t>(anchor[q]) * args.d};
+            cs[q] = FloatRow{args.anchors + static_cast<std::size_t>(anchor) * args.d};
         }
         double dist[kAtOnce];
         warp_squared_distances<kAtOnce>(xs, cs, args.d, lane, dist);
 #pragma unroll
         for (int q = 0; q < kAtOnce; ++q) {
-            const std::size_t i = first + p0 + q;
-            if (i >= args.n) {
+            if (first + p0 + q >= args.n) {
                 break;
             }
             sum += dist[q];
-            if (lane == 0) {
-                if (args.distance != nullptr) {
-                    args.distance[i] = dist[q];
-                }
-                if (args.assignment != nullptr) {
-                    changed += args.assignment[i] != anchor[q] ? 1u : 0u;
-                    args.assignment[i] = anchor[q];
-                }
-            }
+            my_distance = lane == p0 + q ? dist[q] : my_distance;
         }
     }
+    bool moved = false;
+    if (valid) {
+        if (args.distance != nullptr) {
+            args.distance[mine] = my_distance;
+        }
+        if (args.assignment != nullptr) {
+            moved = args.assignment[mine] != my_anchor;
+            args.assignment[mine] = my_anchor;
+        }
+    }
+    const unsigned changed = static_cast<unsigned>(__popc(__ballot_sync(kFullMask, moved)));
     if (lane == 0) {
         warp_sums[warp] = sum;
         if (changed > 0) {
