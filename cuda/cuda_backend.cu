@@ -326,16 +326,11 @@ public:
     }
 
     std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
-        use_device();
-        require_anchors("gather_members");
-        require_distinct_anchors(anchors, m_, name());
-        // At most m anchors at a time: listed ids beyond the anchors are allowed (they have no members).
         std::vector<Matrix> out;
         out.reserve(anchors.size());
         const cudaStream_t s = stream_.get();
-        for (std::size_t batch = 0; batch < anchors.size(); batch += m_) {
-            const std::size_t count = std::min(m_, anchors.size() - batch);
-            for_member_pieces(anchors.data() + batch, count, limit, [&](const MemberPiece& piece) {
+        for_member_batches(anchors, "gather_members", [&](const std::uint32_t* listed, std::size_t count) {
+            for_member_pieces(listed, count, limit, [&](const MemberPiece& piece) {
                 const std::size_t values = static_cast<std::size_t>(piece.kept[piece.last] - piece.kept[piece.first]) * d_;
                 if (gathered_host_.size() < values) {
                     gathered_host_ = PinnedBuffer<float>(values);
@@ -351,21 +346,17 @@ public:
                     out.push_back(std::move(members));
                 }
             });
-        }
+        });
         return out;
     }
 
     // The 2-means on the device, where the members are: only two centres and two sums per anchor
     // come back (a host copy of 256 members of 600 anchors at d = 768 took 0.37 s on the H100 machine).
     std::vector<MemberSplit> split_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
-        use_device();
-        require_anchors("split_members");
-        require_distinct_anchors(anchors, m_, name());
         std::vector<MemberSplit> out;
         out.reserve(anchors.size());
         const cudaStream_t s = stream_.get();
-        for (std::size_t batch = 0; batch < anchors.size(); batch += m_) {
-            const std::size_t count = std::min(m_, anchors.size() - batch);
+        for_member_batches(anchors, "split_members", [&](const std::uint32_t* listed, std::size_t count) {
             DeviceBuffer<float> means(count * d_);
             DeviceBuffer<float> centres(count * 2 * d_);
             DeviceBuffer<double> sums(count * 2);
@@ -373,7 +364,7 @@ public:
             DeviceBuffer<float> distances;
             DeviceBuffer<signed char> sides;
             std::vector<std::uint32_t> kept;
-            for_member_pieces(anchors.data() + batch, count, limit, [&](const MemberPiece& piece) {
+            for_member_pieces(listed, count, limit, [&](const MemberPiece& piece) {
                 const std::size_t rows = piece.kept[piece.last] - piece.kept[piece.first];
                 if (distances.size() < 2 * rows) {
                     distances = DeviceBuffer<float>(2 * rows);
@@ -415,8 +406,20 @@ public:
                 }
                 out.push_back(std::move(split));
             }
-        }
+        });
         return out;
+    }
+
+    // Checks a list of anchors and calls each(listed, count) on batches of at most m of them, in
+    // order; ids beyond the anchors are allowed (they have no members).
+    template <class Each>
+    void for_member_batches(const std::vector<std::uint32_t>& anchors, const char* call, Each each) {
+        use_device();
+        require_anchors(call);
+        require_distinct_anchors(anchors, m_, name());
+        for (std::size_t batch = 0; batch < anchors.size(); batch += m_) {
+            each(anchors.data() + batch, std::min(m_, anchors.size() - batch));
+        }
     }
 
     // A piece of a batch's members on the device: list positions [first, last) of the batch, whose
