@@ -128,8 +128,12 @@ TEST_CASE("search pads with -1 when fewer than k vectors are visited", "[search]
     std::mt19937_64 rng(s);
     const Matrix x = random_points(30, 4, rng);
     const VlatFile file = compressed(x, 10, 4, rng);
-    const Neighbors found = search(file, random_points(3, 4, rng), {40, 1});
+    // Every list is visited (nprobe 0): all 30 vectors fill the first places, -1 the other ten. With
+    // one list, the query's nearest anchor may have no members at all (seed 741576904).
+    const Neighbors found = search(file, random_points(3, 4, rng), {40, 0});
     for (std::size_t q = 0; q < 3; ++q) {
+        CHECK(found.ids[q * 40 + 29] >= 0);
+        CHECK(found.ids[q * 40 + 30] == -1);
         CHECK(found.ids[q * 40 + 39] == -1);
         CHECK(std::isinf(found.distances[q * 40 + 39]));
         CHECK(found.ids[q * 40] >= 0);
