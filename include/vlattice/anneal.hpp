@@ -28,8 +28,8 @@ struct PhaseSeconds {
     // validation: bringing the final anchors and assignments back and the CPU's recomputation of
     // the energy from them (checks during the run count with their iterations' phases).
     double init = 0, assign = 0, reduce = 0, update = 0, maintenance = 0, energy = 0, validation = 0, total = 0;
-    // Parts of maintenance: finding each anchor's nearest anchor, and gathering the members of the
-    // anchors to split; the rest is moving the anchors and the 2-means.
+    // Parts of maintenance: finding each anchor's nearest anchor, and splitting anchors (gathering
+    // their members and the 2-means, Backend::split_members); the rest is moving the anchors.
     double maintenance_nearest = 0, maintenance_members = 0;
 };
 
