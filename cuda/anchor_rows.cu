@@ -18,6 +18,12 @@ unsigned blocks_for(std::size_t elements) {
     return static_cast<unsigned>(std::clamp<std::size_t>(ceil_div(elements, kThreads), 1, kMaxBlocks));
 }
 
+// One coordinate's update, c + eta (mu - c), rounded step by step to the float the anchor keeps.
+__device__ __forceinline__ float updated(float coordinate, double mean, double eta) {
+    const double c = coordinate;
+    return __double2float_rn(__dadd_rn(c, __dmul_rn(eta, __dsub_rn(mean, c))));
+}
+
 __global__ void update_kernel(float* __restrict__ anchors, const double* __restrict__ means,
                               const std::uint32_t* __restrict__ kept, std::size_t m, int d, double eta) {
     const std::size_t total = m * d;
@@ -26,8 +32,7 @@ __global__ void update_kernel(float* __restrict__ anchors, const double* __restr
         if (kept[e / d] == 0) {
             continue;
         }
-        const double c = anchors[e];
-        anchors[e] = __double2float_rn(__dadd_rn(c, __dmul_rn(eta, __dsub_rn(means[e], c))));
+        anchors[e] = updated(anchors[e], means[e], eta);
     }
 }
 
@@ -44,8 +49,7 @@ __global__ void add_moves_kernel(const float* __restrict__ anchors, const double
     double sum = 0.0;
     for (int k = lane; k < d; k += kWarp) {
         const std::size_t e = j * d + k;
-        const double c = anchors[e];
-        const double step = static_cast<double>(__double2float_rn(__dadd_rn(c, __dmul_rn(eta, __dsub_rn(means[e], c))))) - c;
+        const double step = static_cast<double>(updated(anchors[e], means[e], eta)) - anchors[e];
         sum += step * step;
     }
     sum = warp_sum(sum);

@@ -67,9 +67,9 @@ __device__ __forceinline__ void sort_for_repair(const Candidate& c, std::uint32_
         return;
     }
     // Whether a value is within the bound of the best.
+    const RowWindow window = bound.single ? single_row_window(bound.single_window, i, bound.n, false) : RowWindow{};
     auto within = [&](float value) {
         if (bound.single) {
-            const RowWindow window = single_row_window(bound.single_window, i, bound.n, false);
             return value <= c.dist[0] + window(c.dist[0]);
         }
         return distance_of(value, i, bound) <= threshold_of(c, i, bound);

@@ -363,8 +363,7 @@ public:
             DeviceBuffer<int> ok(count);
             DeviceBuffer<float> distances;
             DeviceBuffer<signed char> sides;
-            std::vector<std::uint32_t> kept;
-            for_member_pieces(listed, count, limit, [&](const MemberPiece& piece) {
+            const std::vector<std::uint32_t> kept = for_member_pieces(listed, count, limit, [&](const MemberPiece& piece) {
                 const std::size_t rows = piece.kept[piece.last] - piece.kept[piece.first];
                 if (distances.size() < 2 * rows) {
                     distances = DeviceBuffer<float>(2 * rows);
@@ -382,9 +381,7 @@ public:
                 args.ok = ok.data();
                 args.distances = distances.data();
                 args.sides = sides.data();
-                cuda::launch_two_means(args, s);
-                stream_.synchronize();  // the next piece's gather reuses the rows
-                kept = piece.kept;
+                cuda::launch_two_means(args, s);  // before the next piece's gather, in stream order
             });
             std::vector<float> host_centres(centres.size());
             std::vector<double> host_sums(sums.size());
@@ -416,7 +413,7 @@ public:
     void for_member_batches(const std::vector<std::uint32_t>& anchors, const char* call, Each each) {
         use_device();
         require_anchors(call);
-        require_distinct_anchors(anchors, m_, name());
+        require_distinct_anchors(anchors, m_, name(), call);
         for (std::size_t batch = 0; batch < anchors.size(); batch += m_) {
             each(anchors.data() + batch, std::min(m_, anchors.size() - batch));
         }
@@ -432,9 +429,9 @@ public:
 
     // The first `limit` members of each of `count` <= m listed anchors, gathered on the device in
     // pieces of whole anchors that fit a bounded buffer (kept_offsets_ holds the batch's kept
-    // offsets); consume(piece) runs on each before the next overwrites it.
+    // offsets); consume(piece) runs on each before the next overwrites it. Returns the kept offsets.
     template <class Consume>
-    void for_member_pieces(const std::uint32_t* anchors, std::size_t count, std::size_t limit, Consume consume) {
+    std::vector<std::uint32_t> for_member_pieces(const std::uint32_t* anchors, std::size_t count, std::size_t limit, Consume consume) {
         const cudaStream_t s = stream_.get();
         cuda::GatherArgs args;
         args.points = points_.rows();
@@ -485,6 +482,7 @@ public:
             consume(MemberPiece{first, last, kept});
             first = last;
         }
+        return kept;
     }
 
     // The rows go up into buffers of their own, so nothing the run keeps on the device is touched.

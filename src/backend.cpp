@@ -2,14 +2,15 @@
 
 namespace vlattice {
 
-void require_distinct_anchors(const std::vector<std::uint32_t>& anchors, std::size_t m, const std::string& backend) {
+void require_distinct_anchors(const std::vector<std::uint32_t>& anchors, std::size_t m, const std::string& backend,
+                              const char* call) {
     std::vector<bool> listed(m, false);
     for (std::uint32_t j : anchors) {
         if (j >= m) {
             continue;
         }
         if (listed[j]) {
-            throw Error(backend + " backend: gather_members: anchor " + std::to_string(j) + " is listed twice");
+            throw Error(backend + " backend: " + call + ": anchor " + std::to_string(j) + " is listed twice");
         }
         listed[j] = true;
     }

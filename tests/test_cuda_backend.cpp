@@ -315,6 +315,7 @@ TEST_CASE("cuda: split_members gives the CPU's 2-means, bit for bit", "[gpu][bac
             // The comparison has splits to compare once two members are allowed.
             CHECK((limit < 2 ? split == 0 : split > 0));
         }
+        CHECK_THROWS_WITH(gpu->split_members({0, 1, 0}, 5), Catch::Contains("split_members: anchor 0 is listed twice"));
     }
     auto gpu = make_cuda_backend(0);
     CHECK_THROWS_AS(gpu->split_members({0}, 5), Error);

@@ -40,9 +40,10 @@ struct RunSetup {
     AssignPrecision precision = AssignPrecision::exact;
 };
 
-// gather_members' precondition, for every backend: throws Error naming the first anchor below m
-// that is listed twice.
-void require_distinct_anchors(const std::vector<std::uint32_t>& anchors, std::size_t m, const std::string& backend);
+// gather_members' and split_members' precondition, for every backend: throws Error naming the
+// backend, the call and the first anchor below m that is listed twice.
+void require_distinct_anchors(const std::vector<std::uint32_t>& anchors, std::size_t m, const std::string& backend,
+                              const char* call);
 
 class Backend {
 public:

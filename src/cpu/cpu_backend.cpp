@@ -119,7 +119,7 @@ public:
     std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         require(assigned_, "gather_members needs an assign of the current anchors first");
         const Matrix& x = *points_;
-        require_distinct_anchors(anchors, anchors_.rows, name());
+        require_distinct_anchors(anchors, anchors_.rows, name(), "gather_members");
         std::vector<std::uint32_t> slot_of(anchors_.rows, kUnassigned);
         for (std::size_t t = 0; t < anchors.size(); ++t) {
             if (anchors[t] < anchors_.rows) {
