@@ -4,150 +4,268 @@
 #include "ordered_distance.cuh"
 #include "warp_math.cuh"
 
+#include <cooperative_groups.h>
+#include <math_constants.h>
+
+#include <algorithm>
+
 namespace vlattice::cuda {
 
 namespace {
 
+namespace cg = cooperative_groups;
+
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = kThreads / kDistanceLanes;  // one half warp per row
+// Weights staged in shared memory at a time for the serial sums and walks.
+constexpr std::size_t kStage = 1024;
+constexpr int kAhead = 8;
 
-// The row this half warp handles, and the thread's lane in it.
-__device__ __forceinline__ std::size_t half_warp_row() {
-    return static_cast<std::size_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kDistanceLanes;
-}
+// The round's state every block keeps for itself: the newest pick's place in the sample.
+struct Round {
+    std::uint32_t chosen;
+    bool degenerate;
+};
 
-// Anchor j becomes a copy of the sample point at *chosen, by the threads of one block.
-__device__ void copy_pick(const SeedArgs& a, std::size_t j) {
-    const float* from = a.sample + static_cast<std::size_t>(*a.chosen) * a.d;
-    float* to = a.anchors + j * a.d;
-    for (int k = threadIdx.x; k < a.d; k += blockDim.x) {
-        to[k] = from[k];
+// work(row, valid, lane) for rows [0, count), a half warp per row across the whole grid. Every half
+// warp makes the same number of turns, so both halves of a warp reach the shuffles together; on a
+// turn past the end `valid` is false and the row is 0.
+template <class Work>
+__device__ void for_rows(std::size_t count, Work work) {
+    const std::size_t half_warps = static_cast<std::size_t>(gridDim.x) * kRowsPerBlock;
+    const std::size_t first = static_cast<std::size_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kDistanceLanes;
+    const int lane = static_cast<int>(threadIdx.x % kDistanceLanes);
+    for (std::size_t base = 0; base < count; base += half_warps) {
+        const std::size_t row = base + first;
+        work(row < count ? row : 0, row < count, lane);
     }
 }
 
-__global__ void first_pick_kernel(SeedArgs a) {
-    copy_pick(a, 0);
+// Copies values[0, size) into the stage once every thread is done with what it held.
+__device__ void stage_values(const double* values, std::size_t size, double* stage) {
+    __syncthreads();
+    for (std::size_t k = threadIdx.x; k < size; k += blockDim.x) {
+        stage[k] = values[k];
+    }
+    __syncthreads();
 }
 
-__global__ void first_weights_kernel(SeedArgs a) {
-    const std::size_t i = half_warp_row();
-    const int l = threadIdx.x % kDistanceLanes;
-    // Rows past the end compute on row 0 so that every thread reaches the shuffles.
-    const std::size_t row = i < a.s ? i : 0;
-    const double dist = ordered_squared_distance(a.sample + row * a.d, a.anchors, a.d, l);
-    if (i < a.s && l == 0) {
-        a.nearest[i] = dist;
-        a.owner[i] = 0;
-    }
-}
-
-__global__ void gap_kernel(SeedArgs a, std::size_t j) {
-    const std::size_t p = half_warp_row();
-    const int l = threadIdx.x % kDistanceLanes;
-    const std::size_t row = p < j ? p : 0;
-    const double dist = ordered_squared_distance(a.anchors + row * a.d, a.anchors + j * a.d, a.d, l);
-    if (p < j && l == 0) {
-        a.gap[p] = sqrt(dist);
-    }
-}
-
-// A point whose pick lies at least twice its distance from pick j is no nearer to j (triangle
-// inequality), and is skipped exactly where the CPU skips it. The skip is the same for the whole
-// half warp, so the shuffles inside stay in step.
-__global__ void lower_weights_kernel(SeedArgs a, std::size_t j) {
-    const std::size_t i = half_warp_row();
-    const int l = threadIdx.x % kDistanceLanes;
-    const std::size_t row = i < a.s ? i : 0;
-    const double current = a.nearest[row];
-    const bool near = i < a.s && a.gap[a.owner[row]] < 2.0 * sqrt(current);
-    // Both half warps of a warp take part in the shuffles, so the distance is computed when either
-    // needs it.
-    if (__any_sync(kFullMask, near)) {
-        const double dist = ordered_squared_distance(a.sample + row * a.d, a.anchors + j * a.d, a.d, l);
-        if (near && l == 0 && dist < current) {
-            a.nearest[i] = dist;
-            a.owner[i] = static_cast<std::uint32_t>(j);
-        }
-    }
-}
-
-__device__ void pick_next(const SeedArgs& a, std::size_t j) {
-    const std::size_t blocks = seed_block_count(a.s);
-    double total = 0.0;
-    for (std::size_t b = 0; b < blocks; ++b) {
-        total = __dadd_rn(total, a.block_sums[b]);
-    }
-    if (!(total > 0.0)) {
-        *a.degenerate = 1;
-        *a.chosen = 0;
-        return;
-    }
-    const double target = __dmul_rn(a.uniforms[j], total);
-    double running = 0.0;
-    std::size_t block = 0;
-    while (block + 1 < blocks && __dadd_rn(running, a.block_sums[block]) <= target) {
-        running = __dadd_rn(running, a.block_sums[block++]);
-    }
-    const std::size_t begin = block * kSeedBlock;
-    const std::size_t end = begin + kSeedBlock < a.s ? begin + kSeedBlock : a.s;
-    std::size_t last_positive = begin;
-    for (std::size_t i = begin; i < end; ++i) {
-        if (a.nearest[i] > 0.0) {
-            running = __dadd_rn(running, a.nearest[i]);
-            last_positive = i;
-            if (running > target) {
-                *a.chosen = static_cast<std::uint32_t>(i);
-                return;
+// Thread 0 turns stage[0, size) into its running sums from `start`, added one by one in order as the
+// CPU's loops add them; the loads run ahead of the chain of additions.
+__device__ void running_sums(double* stage, std::size_t size, double start) {
+    if (threadIdx.x == 0) {
+        double running = start;
+        for (std::size_t k = 0; k < size; k += kAhead) {
+            double ahead[kAhead];
+#pragma unroll
+            for (int u = 0; u < kAhead; ++u) {
+                ahead[u] = k + u < size ? stage[k + u] : 0.0;
+            }
+#pragma unroll
+            for (int u = 0; u < kAhead; ++u) {
+                if (k + u < size) {
+                    running = __dadd_rn(running, ahead[u]);
+                    stage[k + u] = running;
+                }
             }
         }
     }
-    *a.chosen = static_cast<std::uint32_t>(last_positive);
+    __syncthreads();
 }
 
-// One block: each thread sums whole blocks of weights in order, then thread 0 adds the block sums in
-// order and walks to the target as DSquaredSampler::pick does; then the block copies pick j + 1.
-__global__ void __launch_bounds__(kThreads) pick_kernel(SeedArgs a, std::size_t j) {
-    const std::size_t blocks = seed_block_count(a.s);
-    for (std::size_t b = threadIdx.x; b < blocks; b += blockDim.x) {
-        const std::size_t end = (b + 1) * kSeedBlock < a.s ? (b + 1) * kSeedBlock : a.s;
-        double sum = 0.0;
-        for (std::size_t i = b * kSeedBlock; i < end; ++i) {
-            sum = __dadd_rn(sum, a.nearest[i]);
-        }
-        a.block_sums[b] = sum;
-    }
-    __syncthreads();
+// The first k < size with stage[k] > target, or size; the block's threads search together.
+__device__ std::size_t first_above(const double* stage, std::size_t size, double target) {
+    __shared__ unsigned long long first;
     if (threadIdx.x == 0) {
-        pick_next(a, j);
+        first = size;
     }
     __syncthreads();
-    copy_pick(a, j + 1);
+    for (std::size_t k = threadIdx.x; k < size; k += blockDim.x) {
+        if (stage[k] > target) {
+            atomicMin(&first, static_cast<unsigned long long>(k));
+            break;
+        }
+    }
+    __syncthreads();
+    const std::size_t found = first;
+    __syncthreads();
+    return found;
 }
 
-unsigned half_warp_blocks(std::size_t rows) {
-    return static_cast<unsigned>(ceil_div(rows, kRowsPerBlock));
+// Where a walk that adds values[0, count) in order to `start` first exceeds `target`: the index
+// (count if it never does) and the running sum before it.
+struct Landing {
+    std::size_t index;
+    double before;
+};
+
+__device__ Landing land(const double* values, std::size_t count, double start, double target, double* stage) {
+    double carry = start;
+    for (std::size_t base = 0; base < count; base += kStage) {
+        const std::size_t size = count - base < kStage ? count - base : kStage;
+        stage_values(values + base, size, stage);
+        running_sums(stage, size, carry);
+        const std::size_t k = first_above(stage, size, target);
+        if (k < size) {
+            return {base + k, k > 0 ? stage[k - 1] : carry};
+        }
+        carry = stage[size - 1];
+    }
+    return {count, carry};
+}
+
+// The last k < count with values[k] > 0, or 0.
+__device__ std::size_t last_positive(const double* values, std::size_t count) {
+    __shared__ unsigned long long last;
+    if (threadIdx.x == 0) {
+        last = 0;
+    }
+    __syncthreads();
+    for (std::size_t k = threadIdx.x; k < count; k += blockDim.x) {
+        if (values[k] > 0.0) {
+            atomicMax(&last, static_cast<unsigned long long>(k));
+        }
+    }
+    __syncthreads();
+    const std::size_t found = last;
+    __syncthreads();
+    return found;
+}
+
+// Weights in the block of weights starting at `begin`.
+__device__ std::size_t weights_from(const SeedArgs& a, std::size_t begin) {
+    return a.s - begin < kSeedBlock ? a.s - begin : kSeedBlock;
+}
+
+// gap[p] = ||pick p - newest|| for the earlier picks p < j.
+__device__ void measure_gaps(const SeedArgs& a, std::size_t j, const float* newest) {
+    for_rows(j, [&](std::size_t p, bool valid, int l) {
+        const double dist = ordered_squared_distance(a.anchors + p * a.d, newest, a.d, l);
+        if (valid && l == 0) {
+            a.gap[p] = sqrt(dist);
+        }
+    });
+}
+
+// Lowers each weight that the newest pick j lowers. A point whose pick lies at least twice its
+// distance from pick j is no nearer to j (triangle inequality), and is skipped exactly where the CPU
+// skips it; the skip is the same for the whole half warp, so the shuffles inside stay in step.
+__device__ void lower_weights(const SeedArgs& a, std::size_t j, const float* newest) {
+    for_rows(a.s, [&](std::size_t i, bool valid, int l) {
+        if (j == 0) {
+            const double dist = ordered_squared_distance(a.sample + i * a.d, newest, a.d, l);
+            if (valid && l == 0) {
+                a.nearest[i] = dist;
+                a.owner[i] = 0;
+            }
+            return;
+        }
+        const double current = a.nearest[i];
+        const bool near = valid && a.gap[a.owner[i]] < 2.0 * sqrt(current);
+        // Both half warps of a warp take part in the shuffles, so the distance is computed when
+        // either needs it.
+        if (__any_sync(kFullMask, near)) {
+            const double dist = ordered_squared_distance(a.sample + i * a.d, newest, a.d, l);
+            if (near && l == 0 && dist < current) {
+                a.nearest[i] = dist;
+                a.owner[i] = static_cast<std::uint32_t>(j);
+            }
+        }
+    });
+}
+
+// Each block of weights summed in order, as DSquaredSampler::refresh_block does.
+__device__ void sum_blocks(const SeedArgs& a, double* stage) {
+    const std::size_t blocks = seed_block_count(a.s);
+    for (std::size_t b = blockIdx.x; b < blocks; b += gridDim.x) {
+        const std::size_t begin = b * kSeedBlock;
+        const std::size_t size = weights_from(a, begin);
+        stage_values(a.nearest + begin, size, stage);
+        running_sums(stage, size, 0.0);
+        if (threadIdx.x == 0) {
+            a.block_sums[b] = stage[size - 1];
+        }
+    }
+}
+
+// The pick after round j, as DSquaredSampler::total and pick: the block sums added in order, the walk
+// to the target weight over the block sums (never past the last block), then within the block it
+// lands in. Every block of threads does this itself, with the same additions, so all know the pick
+// without waiting for one another.
+__device__ void pick_next(const SeedArgs& a, std::size_t j, double* stage, Round& round) {
+    const double never = CUDART_INF;
+    const std::size_t blocks = seed_block_count(a.s);
+    const double total = land(a.block_sums, blocks, 0.0, never, stage).before;
+    const double target = __dmul_rn(a.uniforms[j], total);
+    const Landing block = land(a.block_sums, blocks - 1, 0.0, target, stage);
+    const std::size_t begin = block.index * kSeedBlock;
+    const std::size_t size = weights_from(a, begin);
+    const Landing weight = land(a.nearest + begin, size, block.before, target, stage);
+    // The block sum and the walk round differently; the target may fall between the two.
+    const std::size_t chosen = weight.index < size ? weight.index : last_positive(a.nearest + begin, size);
+    if (threadIdx.x == 0) {
+        round.degenerate = !(total > 0.0);
+        round.chosen = static_cast<std::uint32_t>(begin + chosen);
+    }
+    __syncthreads();
+}
+
+// All of k-means++ in one cooperative launch; grid-wide barriers separate the phases of a round.
+__global__ void __launch_bounds__(kThreads) seed_kernel(SeedArgs a) {
+    __shared__ double stage[kStage];
+    __shared__ Round round;
+    const cg::grid_group grid = cg::this_grid();
+    if (threadIdx.x == 0) {
+        round.chosen = *a.chosen;
+        round.degenerate = false;
+    }
+    __syncthreads();
+    for (std::size_t j = 0; j < a.m; ++j) {
+        const float* newest = a.sample + static_cast<std::size_t>(round.chosen) * a.d;
+        if (blockIdx.x == 0) {
+            for (int k = threadIdx.x; k < a.d; k += blockDim.x) {
+                a.anchors[j * a.d + k] = newest[k];
+            }
+        }
+        measure_gaps(a, j, newest);
+        grid.sync();
+        lower_weights(a, j, newest);
+        if (j + 1 == a.m) {
+            break;
+        }
+        grid.sync();
+        sum_blocks(a, stage);
+        grid.sync();
+        pick_next(a, j, stage, round);
+        if (round.degenerate) {
+            // Every block saw the same zero total; the caller takes over.
+            if (blockIdx.x == 0 && threadIdx.x == 0) {
+                *a.degenerate = 1;
+            }
+            return;
+        }
+    }
 }
 
 }  // namespace
 
 void launch_seed_anchors(const SeedArgs& a, cudaStream_t stream) {
-    first_pick_kernel<<<1, kThreads, 0, stream>>>(a);
-    check_launch("first_pick_kernel", stream);
-    for (std::size_t j = 0; j < a.m; ++j) {
-        if (j == 0) {
-            first_weights_kernel<<<half_warp_blocks(a.s), kThreads, 0, stream>>>(a);
-            check_launch("first_weights_kernel", stream);
-        } else {
-            gap_kernel<<<half_warp_blocks(j), kThreads, 0, stream>>>(a, j);
-            check_launch("gap_kernel", stream);
-            lower_weights_kernel<<<half_warp_blocks(a.s), kThreads, 0, stream>>>(a, j);
-            check_launch("lower_weights_kernel", stream);
-        }
-        if (j + 1 < a.m) {
-            pick_kernel<<<1, kThreads, 0, stream>>>(a, j);
-            check_launch("pick_kernel", stream);
-        }
-    }
+    int device = 0;
+    int multiprocessors = 0;
+    int per_multiprocessor = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, seed_kernel, kThreads, 0));
+    // Every block must be resident at once for the grid-wide barriers; beyond one row per half warp
+    // more blocks only make the barriers slower.
+    const std::size_t wanted = ceil_div(std::max(a.s, a.m), static_cast<std::size_t>(kRowsPerBlock));
+    const std::size_t resident = static_cast<std::size_t>(multiprocessors) * static_cast<std::size_t>(per_multiprocessor);
+    const dim3 grid(static_cast<unsigned>(std::max<std::size_t>(1, std::min(wanted, resident))));
+    SeedArgs args = a;
+    void* params[] = {&args};
+    CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(seed_kernel), grid, dim3(kThreads), params, 0,
+                                           stream));
+    check_launch("seed_kernel", stream);
 }
 
 }  // namespace vlattice::cuda
