@@ -686,7 +686,6 @@ private:
         distance_ = {};
         block_sums_ = {};
         for (int b = 0; b < 2; ++b) {
-            distance_keys_[b] = {};
             anchor_keys_[b] = {};
             members_[b] = {};
         }
@@ -696,7 +695,7 @@ private:
         cuda::DevicePoints::add_footprint(need, n, d, storage);
         need.add<std::uint32_t>(n).add<std::uint32_t>(n).add<std::uint32_t>(n);
         need.add<double>(n).add<double>(blocks);
-        need.add<std::uint64_t>(n).add<std::uint64_t>(n).add<std::uint32_t>(n).add<std::uint32_t>(n);
+        need.add<std::uint32_t>(n).add<std::uint32_t>(n);
         need.add<std::uint32_t>(n).add<std::uint32_t>(n);
         check_fits(need.bytes(), std::to_string(n) + " points of dimension " + std::to_string(d) + " stored as " +
                                      storage_name(storage));
@@ -707,7 +706,6 @@ private:
         distance_ = DeviceBuffer<double>(n);
         block_sums_ = DeviceBuffer<double>(blocks);
         for (int b = 0; b < 2; ++b) {
-            distance_keys_[b] = DeviceBuffer<std::uint64_t>(n);
             anchor_keys_[b] = DeviceBuffer<std::uint32_t>(n);
             members_[b] = DeviceBuffer<std::uint32_t>(n);
         }
@@ -925,7 +923,6 @@ private:
         args.trim = trim_.data();
         args.trims = trims;
         for (int b = 0; b < 2; ++b) {
-            args.distance_keys[b] = distance_keys_[b].data();
             args.anchor_keys[b] = anchor_keys_[b].data();
             args.members[b] = members_[b].data();
         }
@@ -977,7 +974,6 @@ private:
     DeviceBuffer<std::uint32_t> uncertain_;
     DeviceBuffer<double> distance_;
     DeviceBuffer<double> block_sums_;
-    DeviceBuffer<std::uint64_t> distance_keys_[2];
     DeviceBuffer<std::uint32_t> anchor_keys_[2];
     DeviceBuffer<std::uint32_t> members_[2];
 

@@ -4,6 +4,7 @@
 #include "segments.cuh"
 #include "warp_math.cuh"
 
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -19,25 +20,10 @@ constexpr int kThreads = 256;
 // enough that an anchor with many members still spreads over many blocks.
 constexpr std::uint32_t kChunk = 256;
 constexpr int kFinalizeThreads = 128;
-
-// Distances are >= 0, and the bits of non-negative doubles order like the doubles.
-__global__ void distance_keys_kernel(const double* __restrict__ distance, std::size_t n,
-                                     std::uint64_t* __restrict__ keys, std::uint32_t* __restrict__ members) {
-    const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < n) {
-        keys[i] = static_cast<std::uint64_t>(__double_as_longlong(distance[i]));
-        members[i] = static_cast<std::uint32_t>(i);
-    }
-}
-
-__global__ void gather_anchor_keys_kernel(const std::uint32_t* __restrict__ assignment,
-                                          const std::uint32_t* __restrict__ members, std::size_t n,
-                                          std::uint32_t* __restrict__ keys) {
-    const std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (p < n) {
-        keys[p] = assignment[members[p]];
-    }
-}
+constexpr int kTrimThreads = 256;
+constexpr int kDigitBits = 8;
+constexpr int kDigits = 1 << kDigitBits;
+static_assert(kDigits == kTrimThreads, "one radix bin per thread in the trim's scan");
 
 __global__ void anchor_keys_kernel(const std::uint32_t* __restrict__ assignment, std::size_t n,
                                    std::uint32_t* __restrict__ keys, std::uint32_t* __restrict__ members) {
@@ -66,6 +52,103 @@ __global__ void keep_kernel(const std::uint32_t* __restrict__ offsets, std::size
     count[j] = members;
     kept[j] = keep;
     item_counts[j] = (keep + kChunk - 1) / kChunk;
+}
+
+// Distances are >= 0, and the bits of non-negative doubles order like the doubles.
+__device__ __forceinline__ std::uint64_t distance_bits(double distance) {
+    return static_cast<std::uint64_t>(__double_as_longlong(distance));
+}
+
+// One block per anchor. Its members arrive in point order; the kept ones, the `keep` smallest by
+// (distance, point) as the CPU orders them, leave first, still in point order, and the trimmed
+// after them. A radix select on the distance bits, eight bits at a time, narrows down to the bin of
+// the keep-th smallest distance: members below the bin are kept, and of those inside it the first
+// `want` in point order (after all 64 bits the bin holds equal distances only; earlier, once `want`
+// is the whole bin, it holds no member to drop).
+__global__ void __launch_bounds__(kTrimThreads)
+    trim_kernel(const double* __restrict__ distance, const std::uint32_t* __restrict__ members,
+                const std::uint32_t* __restrict__ offsets, const std::uint32_t* __restrict__ kept,
+                std::uint32_t* __restrict__ out) {
+    using Scan = cub::BlockScan<std::uint32_t, kTrimThreads>;
+    __shared__ typename Scan::TempStorage scan;
+    __shared__ std::uint32_t bins[kDigits];
+    __shared__ std::uint64_t chosen_prefix;
+    __shared__ std::uint32_t chosen_want;
+    __shared__ bool settled;
+    const std::size_t j = blockIdx.x;
+    const std::uint32_t begin = offsets[j];
+    const std::uint32_t end = offsets[j + 1];
+    const std::uint32_t keep = kept[j];
+    if (keep == end - begin) {
+        for (std::uint32_t p = begin + threadIdx.x; p < end; p += blockDim.x) {
+            out[p] = members[p];
+        }
+        return;
+    }
+
+    std::uint64_t mask = 0;
+    std::uint64_t prefix = 0;
+    std::uint32_t want = keep;
+    for (int shift = 64 - kDigitBits; shift >= 0; shift -= kDigitBits) {
+        bins[threadIdx.x] = 0;
+        __syncthreads();
+        for (std::uint32_t p = begin + threadIdx.x; p < end; p += blockDim.x) {
+            const std::uint64_t key = distance_bits(distance[members[p]]);
+            if ((key & mask) == prefix) {
+                atomicAdd(&bins[(key >> shift) & (kDigits - 1)], 1u);
+            }
+        }
+        __syncthreads();
+        const std::uint32_t in_bin = bins[threadIdx.x];
+        std::uint32_t below = 0;
+        Scan(scan).ExclusiveSum(in_bin, below);
+        if (below < want && want <= below + in_bin) {
+            chosen_prefix = prefix | (static_cast<std::uint64_t>(threadIdx.x) << shift);
+            chosen_want = want - below;
+            settled = want - below == in_bin;
+        }
+        __syncthreads();
+        prefix = chosen_prefix;
+        want = chosen_want;
+        mask |= static_cast<std::uint64_t>(kDigits - 1) << shift;
+        const bool done = settled;
+        __syncthreads();  // everyone has read the choice before the next pass rewrites it
+        if (done) {
+            break;
+        }
+    }
+
+    // Stable partition, a block-wide slice at a time.
+    std::uint32_t kept_before = 0;
+    std::uint32_t dropped_before = 0;
+    std::uint32_t bin_before = 0;
+    for (std::uint32_t base = begin; base < end; base += blockDim.x) {
+        const std::uint32_t p = base + threadIdx.x;
+        const bool valid = p < end;
+        std::uint64_t masked = 0;
+        if (valid) {
+            masked = distance_bits(distance[members[p]]) & mask;
+        }
+        const bool inside = valid && masked == prefix;
+        std::uint32_t bin_rank = 0;
+        std::uint32_t bin_here = 0;
+        Scan(scan).ExclusiveSum(inside ? 1u : 0u, bin_rank, bin_here);
+        const bool keeps = valid && (masked < prefix || (inside && bin_before + bin_rank < want));
+        __syncthreads();
+        std::uint32_t kept_rank = 0;
+        std::uint32_t kept_here = 0;
+        Scan(scan).ExclusiveSum(keeps ? 1u : 0u, kept_rank, kept_here);
+        if (valid) {
+            // The valid threads are the slice's first ones, so the others before this one were dropped.
+            const std::uint32_t slot = keeps ? kept_before + kept_rank : keep + dropped_before + threadIdx.x - kept_rank;
+            out[begin + slot] = members[p];
+        }
+        const std::uint32_t slice = end - base < blockDim.x ? end - base : blockDim.x;
+        kept_before += kept_here;
+        dropped_before += slice - kept_here;
+        bin_before += bin_here;
+        __syncthreads();
+    }
 }
 
 // Block b sums one chunk of up to kChunk kept members of one anchor: threads across the coordinates,
@@ -199,17 +282,14 @@ std::size_t max_member_chunks(std::size_t n, std::size_t m) {
 }
 
 std::size_t robust_reduce_temp_bytes(std::size_t n, std::size_t m) {
-    cub::DoubleBuffer<std::uint64_t> distance_keys(nullptr, nullptr);
     cub::DoubleBuffer<std::uint32_t> anchor_keys(nullptr, nullptr);
     cub::DoubleBuffer<std::uint32_t> members(nullptr, nullptr);
-    std::size_t by_distance = 0;
     std::size_t by_anchor = 0;
     std::size_t scan = 0;
-    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, by_distance, distance_keys, members, n));
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, by_anchor, anchor_keys, members, n));
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan, static_cast<const std::uint32_t*>(nullptr),
                                              static_cast<std::uint32_t*>(nullptr), m + 1));
-    return std::max({by_distance, by_anchor, scan});
+    return std::max(by_anchor, scan);
 }
 
 void launch_robust_reduce(const ReduceArgs& a, cudaStream_t stream) {
@@ -218,24 +298,11 @@ void launch_robust_reduce(const ReduceArgs& a, cudaStream_t stream) {
     }
     cub::DoubleBuffer<std::uint32_t> anchor_keys(a.anchor_keys[0], a.anchor_keys[1]);
     cub::DoubleBuffer<std::uint32_t> members(a.members[0], a.members[1]);
+    // Stable, so each anchor's members stay in point order.
+    anchor_keys_kernel<<<blocks_for(a.n, kThreads), kThreads, 0, stream>>>(a.assignment, a.n, anchor_keys.Current(),
+                                                                            members.Current());
+    check_launch("anchor_keys_kernel", stream);
     std::size_t temp_bytes = a.temp_bytes;
-    if (a.trims) {
-        // Sort by distance first; the stable sort by anchor below keeps that order within an anchor,
-        // and equal distances stay in point order, which is the CPU's (distance, index) order.
-        cub::DoubleBuffer<std::uint64_t> distance_keys(a.distance_keys[0], a.distance_keys[1]);
-        distance_keys_kernel<<<blocks_for(a.n, kThreads), kThreads, 0, stream>>>(
-            a.distance, a.n, distance_keys.Current(), members.Current());
-        check_launch("distance_keys_kernel", stream);
-        CUDA_CHECK(cub::DeviceRadixSort::SortPairs(a.temp, temp_bytes, distance_keys, members, a.n, 0, 64, stream));
-        gather_anchor_keys_kernel<<<blocks_for(a.n, kThreads), kThreads, 0, stream>>>(a.assignment, members.Current(),
-                                                                                       a.n, anchor_keys.Current());
-        check_launch("gather_anchor_keys_kernel", stream);
-    } else {
-        anchor_keys_kernel<<<blocks_for(a.n, kThreads), kThreads, 0, stream>>>(a.assignment, a.n, anchor_keys.Current(),
-                                                                                members.Current());
-        check_launch("anchor_keys_kernel", stream);
-    }
-    temp_bytes = a.temp_bytes;
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(a.temp, temp_bytes, anchor_keys, members, a.n, 0, anchor_bits(a.m),
                                                stream));
 
@@ -243,11 +310,18 @@ void launch_robust_reduce(const ReduceArgs& a, cudaStream_t stream) {
     keep_kernel<<<blocks_for(a.m + 1, kThreads), kThreads, 0, stream>>>(a.offsets, a.m, a.trim, a.count, a.kept,
                                                                          a.item_counts);
     check_launch("keep_kernel", stream);
+    const std::uint32_t* ordered = members.Current();
+    if (a.trims) {
+        trim_kernel<<<static_cast<unsigned>(a.m), kTrimThreads, 0, stream>>>(a.distance, members.Current(), a.offsets,
+                                                                             a.kept, members.Alternate());
+        check_launch("trim_kernel", stream);
+        ordered = members.Alternate();
+    }
     temp_bytes = a.temp_bytes;
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(a.temp, temp_bytes, a.item_counts, a.item_offsets, a.m + 1, stream));
 
     member_sums_kernel<<<static_cast<unsigned>(max_member_chunks(a.n, a.m)), member_threads(a.d), 0, stream>>>(
-        a.points, a.d, a.distance, members.Current(), a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
+        a.points, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
         a.partial_distance);
     check_launch("member_sums_kernel", stream);
     finalize_kernel<<<static_cast<unsigned>(a.m), kFinalizeThreads, 0, stream>>>(

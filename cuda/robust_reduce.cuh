@@ -1,6 +1,6 @@
-// Trimmed mean per anchor on the device. The members are grouped by anchor and ordered by
-// (distance, point index) with two stable radix sorts, so each anchor's kept members are a prefix
-// of its segment; the sums run in double, chunk by chunk and then chunk sums in order, with no
+// Trimmed mean per anchor on the device. A stable radix sort groups the members by anchor, and a
+// radix select per anchor puts its kept members, the smallest by (distance, point index), first in
+// its segment; the sums run in double, chunk by chunk and then chunk sums in order, with no
 // atomics, so a run gives the same bits every time.
 #pragma once
 
@@ -28,7 +28,6 @@ struct ReduceArgs {
     bool trims = false;
 
     // Sort scratch, n entries each, two of each for the radix sort's double buffering.
-    std::uint64_t* distance_keys[2] = {nullptr, nullptr};
     std::uint32_t* anchor_keys[2] = {nullptr, nullptr};
     std::uint32_t* members[2] = {nullptr, nullptr};
 

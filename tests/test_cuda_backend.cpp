@@ -17,8 +17,10 @@
 #include "vlattice/cuda_backend.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <numeric>
+#include <random>
 #include <tuple>
 
 using namespace vlattice;
@@ -546,6 +548,58 @@ TEST_CASE("cuda: each reduce uses its own trim share", "[gpu][backend][quick]") 
         cpu->robust_reduce(trim);
         gpu->robust_reduce(trim);
         check_stats_equal(gpu->download_stats(), cpu->download_stats());
+    }
+}
+
+TEST_CASE("cuda: the trim keeps equal distances in point order, as the CPU does", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // Permutations of one vector lie at exactly the same distance from an anchor at the origin but
+    // differ from one another, so the trimmed mean tells which of the tied points were kept. Per
+    // anchor: 200 near points (0.5 v), 700 tied ones (v) and 300 far ones (2 v), shuffled; the trims
+    // cut inside the tied run, which spans several of the kernel's 256-member slices.
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    constexpr std::size_t d = 8;
+    std::array<float, d> v{};
+    std::iota(v.begin(), v.end(), 1.0f);
+    const std::array<float, 2> offsets{0.0f, 1000.0f};
+    std::vector<std::vector<float>> rows;
+    for (const float offset : offsets) {
+        for (const auto& [count, scale] : {std::pair{200, 0.5f}, std::pair{700, 1.0f}, std::pair{300, 2.0f}}) {
+            for (int r = 0; r < count; ++r) {
+                std::shuffle(v.begin(), v.end(), rng);
+                std::vector<float> row(d);
+                for (std::size_t k = 0; k < d; ++k) {
+                    row[k] = offset + scale * v[k];
+                }
+                rows.push_back(row);
+            }
+        }
+    }
+    std::shuffle(rows.begin(), rows.end(), rng);
+    Matrix x(rows.size(), d);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        std::copy(rows[i].begin(), rows[i].end(), x.row(i));
+    }
+    Matrix anchors(offsets.size(), d);
+    for (std::size_t j = 0; j < offsets.size(); ++j) {
+        std::fill(anchors.row(j), anchors.row(j) + d, offsets[j]);
+    }
+    for (const double trim : {0.35, 0.2, 0.5}) {
+        INFO("trim " << trim);
+        auto [cpu, gpu] = on_both(x);
+        cpu->upload_anchors(anchors);
+        gpu->upload_anchors(anchors);
+        check_assign_matches_cpu(*gpu, *cpu);
+        cpu->robust_reduce(trim);
+        gpu->robust_reduce(trim);
+        check_stats_equal(gpu->download_stats(), cpu->download_stats());
+        cpu->update(1.0);
+        gpu->update(1.0);
+        check_anchors_close(gpu->download_anchors(), cpu->download_anchors());
     }
 }
 
