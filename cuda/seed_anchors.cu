@@ -2,10 +2,10 @@
 
 #include "cuda_check.hpp"
 #include "ordered_distance.cuh"
+#include "ordered_sums.cuh"
 #include "warp_math.cuh"
 
 #include <cooperative_groups.h>
-#include <math_constants.h>
 
 #include <algorithm>
 
@@ -17,9 +17,7 @@ namespace cg = cooperative_groups;
 
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = kThreads / kDistanceLanes;  // one half warp per row
-// Weights staged in shared memory at a time for the serial sums and walks.
-constexpr std::size_t kStage = 1024;
-constexpr int kAhead = 8;
+using Sums = OrderedSums<kThreads>;
 
 // The round's state every block keeps for itself: the newest pick's place in the sample.
 struct Round {
@@ -39,79 +37,6 @@ __device__ void for_rows(std::size_t count, Work work) {
         const std::size_t row = base + first;
         work(row < count ? row : 0, row < count, lane);
     }
-}
-
-// Copies values[0, size) into the stage once every thread is done with what it held.
-__device__ void stage_values(const double* values, std::size_t size, double* stage) {
-    __syncthreads();
-    for (std::size_t k = threadIdx.x; k < size; k += blockDim.x) {
-        stage[k] = values[k];
-    }
-    __syncthreads();
-}
-
-// Thread 0 turns stage[0, size) into its running sums from `start`, added one by one in order as the
-// CPU's loops add them; the loads run ahead of the chain of additions.
-__device__ void running_sums(double* stage, std::size_t size, double start) {
-    if (threadIdx.x == 0) {
-        double running = start;
-        for (std::size_t k = 0; k < size; k += kAhead) {
-            double ahead[kAhead];
-#pragma unroll
-            for (int u = 0; u < kAhead; ++u) {
-                ahead[u] = k + u < size ? stage[k + u] : 0.0;
-            }
-#pragma unroll
-            for (int u = 0; u < kAhead; ++u) {
-                if (k + u < size) {
-                    running = __dadd_rn(running, ahead[u]);
-                    stage[k + u] = running;
-                }
-            }
-        }
-    }
-    __syncthreads();
-}
-
-// The first k < size with stage[k] > target, or size; the block's threads search together.
-__device__ std::size_t first_above(const double* stage, std::size_t size, double target) {
-    __shared__ unsigned long long first;
-    if (threadIdx.x == 0) {
-        first = size;
-    }
-    __syncthreads();
-    for (std::size_t k = threadIdx.x; k < size; k += blockDim.x) {
-        if (stage[k] > target) {
-            atomicMin(&first, static_cast<unsigned long long>(k));
-            break;
-        }
-    }
-    __syncthreads();
-    const std::size_t found = first;
-    __syncthreads();
-    return found;
-}
-
-// Where a walk that adds values[0, count) in order to `start` first exceeds `target`: the index
-// (count if it never does) and the running sum before it.
-struct Landing {
-    std::size_t index;
-    double before;
-};
-
-__device__ Landing land(const double* values, std::size_t count, double start, double target, double* stage) {
-    double carry = start;
-    for (std::size_t base = 0; base < count; base += kStage) {
-        const std::size_t size = count - base < kStage ? count - base : kStage;
-        stage_values(values + base, size, stage);
-        running_sums(stage, size, carry);
-        const std::size_t k = first_above(stage, size, target);
-        if (k < size) {
-            return {base + k, k > 0 ? stage[k - 1] : carry};
-        }
-        carry = stage[size - 1];
-    }
-    return {count, carry};
 }
 
 // The last k < count with values[k] > 0, or 0.
@@ -175,15 +100,13 @@ __device__ void lower_weights(const SeedArgs& a, std::size_t j, const float* new
 }
 
 // Each block of weights summed in order, as DSquaredSampler::refresh_block does.
-__device__ void sum_blocks(const SeedArgs& a, double* stage) {
+__device__ void sum_blocks(const SeedArgs& a, Sums& sums) {
     const std::size_t blocks = seed_block_count(a.s);
     for (std::size_t b = blockIdx.x; b < blocks; b += gridDim.x) {
         const std::size_t begin = b * kSeedBlock;
-        const std::size_t size = weights_from(a, begin);
-        stage_values(a.nearest + begin, size, stage);
-        running_sums(stage, size, 0.0);
+        const double sum = sums.total(a.nearest + begin, weights_from(a, begin), 0.0);
         if (threadIdx.x == 0) {
-            a.block_sums[b] = stage[size - 1];
+            a.block_sums[b] = sum;
         }
     }
 }
@@ -192,15 +115,14 @@ __device__ void sum_blocks(const SeedArgs& a, double* stage) {
 // to the target weight over the block sums (never past the last block), then within the block it
 // lands in. Every block of threads does this itself, with the same additions, so all know the pick
 // without waiting for one another.
-__device__ void pick_next(const SeedArgs& a, std::size_t j, double* stage, Round& round) {
-    const double never = CUDART_INF;
+__device__ void pick_next(const SeedArgs& a, std::size_t j, Sums& sums, Round& round) {
     const std::size_t blocks = seed_block_count(a.s);
-    const double total = land(a.block_sums, blocks, 0.0, never, stage).before;
+    const double total = sums.total(a.block_sums, blocks, 0.0);
     const double target = __dmul_rn(a.uniforms[j], total);
-    const Landing block = land(a.block_sums, blocks - 1, 0.0, target, stage);
+    const Landing block = sums.land(a.block_sums, blocks - 1, 0.0, target);
     const std::size_t begin = block.index * kSeedBlock;
     const std::size_t size = weights_from(a, begin);
-    const Landing weight = land(a.nearest + begin, size, block.before, target, stage);
+    const Landing weight = sums.land(a.nearest + begin, size, block.before, target);
     // The block sum and the walk round differently; the target may fall between the two.
     const std::size_t chosen = weight.index < size ? weight.index : last_positive(a.nearest + begin, size);
     if (threadIdx.x == 0) {
@@ -212,8 +134,9 @@ __device__ void pick_next(const SeedArgs& a, std::size_t j, double* stage, Round
 
 // All of k-means++ in one cooperative launch; grid-wide barriers separate the phases of a round.
 __global__ void __launch_bounds__(kThreads) seed_kernel(SeedArgs a) {
-    __shared__ double stage[kStage];
+    __shared__ Sums::TempStorage sums_storage;
     __shared__ Round round;
+    Sums sums(sums_storage);
     const cg::grid_group grid = cg::this_grid();
     if (threadIdx.x == 0) {
         round.chosen = *a.chosen;
@@ -234,9 +157,9 @@ __global__ void __launch_bounds__(kThreads) seed_kernel(SeedArgs a) {
             break;
         }
         grid.sync();
-        sum_blocks(a, stage);
+        sum_blocks(a, sums);
         grid.sync();
-        pick_next(a, j, stage, round);
+        pick_next(a, j, sums, round);
         if (round.degenerate) {
             // Every block saw the same zero total; the caller takes over.
             if (blockIdx.x == 0 && threadIdx.x == 0) {

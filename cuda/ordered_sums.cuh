@@ -1,0 +1,203 @@
+// Sums of doubles added one at a time in a fixed order, as the CPU's loops add them, computed by a
+// whole block of threads. In order, the additions are one serial chain. But when no partial sum
+// rounds (every term a multiple of 2^L, and the whole sum below 2^(L + 53)), every order of
+// addition gives the same bits, and the block adds in parallel instead; whether that holds is
+// decided from the terms each time. Embeddings' squared distances are floats within a few orders
+// of magnitude of one another, so the chain is the exception.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cuda/functional>
+#include <math_constants.h>
+
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+
+namespace vlattice::cuda {
+
+// Where a walk that adds values[0, count) in order to `start` first exceeds `target`: the index
+// (count if it never does) and the running sum before it.
+struct Landing {
+    std::size_t index;
+    double before;
+};
+
+// The exponent of the lowest set bit of a positive finite double: v is a multiple of 2^lowest_bit(v).
+__device__ inline int lowest_bit(double v) {
+    const auto bits = static_cast<unsigned long long>(__double_as_longlong(v));
+    const int biased = static_cast<int>((bits >> 52) & 0x7ff);
+    const unsigned long long mantissa = (bits & ((1ull << 52) - 1)) | (biased != 0 ? 1ull << 52 : 0ull);
+    return (biased != 0 ? biased : 1) - 1075 + __ffsll(static_cast<long long>(mantissa)) - 1;
+}
+
+// Every thread of a block of kThreads calls every member together, with the same arguments; all
+// get the same results.
+template <int kThreads>
+class OrderedSums {
+public:
+    // Values staged in shared memory at a time for the serial chain.
+    static constexpr std::size_t kStage = 1024;
+
+    struct TempStorage {
+        union {
+            typename cub::BlockReduce<double, kThreads>::TempStorage sum;
+            typename cub::BlockReduce<int, kThreads>::TempStorage low;
+            typename cub::BlockScan<double, kThreads>::TempStorage scan;
+        } cub;
+        double stage[kStage];
+        unsigned long long first;
+        double before;
+        double sum;
+        bool exact;
+    };
+
+    __device__ explicit OrderedSums(TempStorage& t) : t_(t) {}
+
+    // start + values[0] + values[1] + ..., in that order.
+    __device__ double total(const double* values, std::size_t count, double start) {
+        if (exact(values, count, start)) {
+            return t_.sum;
+        }
+        return serial_land(values, count, start, CUDART_INF).before;
+    }
+
+    // The first index at which the running sum from `start` exceeds `target`.
+    __device__ Landing land(const double* values, std::size_t count, double start, double target) {
+        return exact(values, count, start) ? parallel_land(values, count, start, target)
+                                           : serial_land(values, count, start, target);
+    }
+
+private:
+    static constexpr int kAhead = 8;
+    static constexpr unsigned long long kNone = ~0ull;
+
+    // Whether no running sum of start, values[0], ... rounds; the sum (in any order) goes to t_.sum.
+    // The parallel sum S may itself round, but only when the exact sum E >= 2^(L + 53), and then
+    // S >= E (1 - count 2^-53) > 2^(L + 52); so S < 2^(L + 52) proves that nothing rounds.
+    __device__ bool exact(const double* values, std::size_t count, double start) {
+        int low = INT_MAX;
+        double sum = 0.0;
+        for (std::size_t k = threadIdx.x; k < count; k += kThreads) {
+            const double v = values[k];
+            if (v > 0.0) {
+                low = min(low, lowest_bit(v));
+                sum += v;
+            }
+        }
+        if (threadIdx.x == 0 && start > 0.0) {
+            low = min(low, lowest_bit(start));
+            sum += start;
+        }
+        low = cub::BlockReduce<int, kThreads>(t_.cub.low).Reduce(low, ::cuda::minimum<int>{});
+        __syncthreads();
+        sum = cub::BlockReduce<double, kThreads>(t_.cub.sum).Sum(sum);
+        if (threadIdx.x == 0) {
+            t_.exact = low == INT_MAX || sum < ldexp(1.0, low + 52);
+            t_.sum = sum;
+        }
+        __syncthreads();
+        return t_.exact;
+    }
+
+    // When nothing rounds, the scan's partial sums in the block's order are the chain's exactly.
+    __device__ Landing parallel_land(const double* values, std::size_t count, double start, double target) {
+        double carry = start;
+        for (std::size_t base = 0; base < count; base += kThreads) {
+            const std::size_t k = base + threadIdx.x;
+            const double v = k < count ? values[k] : 0.0;
+            double through = 0.0;
+            double aggregate = 0.0;
+            cub::BlockScan<double, kThreads>(t_.cub.scan).InclusiveSum(v, through, aggregate);
+            if (threadIdx.x == 0) {
+                t_.first = kNone;
+            }
+            __syncthreads();
+            const double running = carry + through;
+            if (k < count && running > target) {
+                atomicMin(&t_.first, static_cast<unsigned long long>(k));
+            }
+            __syncthreads();
+            const unsigned long long first = t_.first;
+            if (first != kNone) {
+                if (k == first) {
+                    t_.before = carry + (through - v);
+                }
+                __syncthreads();
+                return {static_cast<std::size_t>(first), t_.before};
+            }
+            carry += aggregate;
+        }
+        return {count, carry};
+    }
+
+    __device__ Landing serial_land(const double* values, std::size_t count, double start, double target) {
+        double carry = start;
+        for (std::size_t base = 0; base < count; base += kStage) {
+            const std::size_t size = count - base < kStage ? count - base : kStage;
+            stage_values(values + base, size);
+            running_sums(size, carry);
+            const std::size_t k = first_above(size, target);
+            if (k < size) {
+                return {base + k, k > 0 ? t_.stage[k - 1] : carry};
+            }
+            carry = t_.stage[size - 1];
+        }
+        return {count, carry};
+    }
+
+    // Copies values[0, size) into the stage once every thread is done with what it held.
+    __device__ void stage_values(const double* values, std::size_t size) {
+        __syncthreads();
+        for (std::size_t k = threadIdx.x; k < size; k += kThreads) {
+            t_.stage[k] = values[k];
+        }
+        __syncthreads();
+    }
+
+    // Thread 0 turns stage[0, size) into its running sums from `start`, one addition at a time; the
+    // loads run ahead of the chain.
+    __device__ void running_sums(std::size_t size, double start) {
+        if (threadIdx.x == 0) {
+            double running = start;
+            for (std::size_t k = 0; k < size; k += kAhead) {
+                double ahead[kAhead];
+#pragma unroll
+                for (int u = 0; u < kAhead; ++u) {
+                    ahead[u] = k + u < size ? t_.stage[k + u] : 0.0;
+                }
+#pragma unroll
+                for (int u = 0; u < kAhead; ++u) {
+                    if (k + u < size) {
+                        running = __dadd_rn(running, ahead[u]);
+                        t_.stage[k + u] = running;
+                    }
+                }
+            }
+        }
+        __syncthreads();
+    }
+
+    // The first k < size with stage[k] > target, or size.
+    __device__ std::size_t first_above(std::size_t size, double target) {
+        if (threadIdx.x == 0) {
+            t_.first = size;
+        }
+        __syncthreads();
+        for (std::size_t k = threadIdx.x; k < size; k += kThreads) {
+            if (t_.stage[k] > target) {
+                atomicMin(&t_.first, static_cast<unsigned long long>(k));
+                break;
+            }
+        }
+        __syncthreads();
+        const auto found = static_cast<std::size_t>(t_.first);
+        __syncthreads();
+        return found;
+    }
+
+    TempStorage& t_;
+};
+
+}  // namespace vlattice::cuda
