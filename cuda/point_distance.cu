@@ -30,27 +30,30 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// One warp walks 32 consecutive points in order; the block adds its warps' sums in order, so the
-// block sums do not depend on scheduling.
+// One warp walks kPointsPerDistanceWarp consecutive points in order; the block adds its warps' sums
+// in order, so the block sums do not depend on scheduling.
 template <RowType kType>
 __global__ void __launch_bounds__(kThreads) point_distance_kernel(PointDistanceArgs args) {
-    static_assert(kPointsPerDistanceBlock == kWarpsPerBlock * kWarp, "one warp per 32 points");
+    constexpr int kPerWarp = static_cast<int>(kPointsPerDistanceWarp);
+    static_assert(kPointsPerDistanceBlock == kWarpsPerBlock * kPointsPerDistanceWarp && kPerWarp <= kWarp,
+                  "one warp per kPointsPerDistanceWarp points");
     __shared__ double warp_sums[kWarpsPerBlock];
     const int lane = threadIdx.x % kWarp;
     const int warp = threadIdx.x / kWarp;
     const std::size_t first = static_cast<std::size_t>(blockIdx.x) * kPointsPerDistanceBlock +
-                              static_cast<std::size_t>(warp) * kWarp;
+                              static_cast<std::size_t>(warp) * kPerWarp;
     // Lane j reads point first + j's anchor and writes its results, so that those accesses are
     // coalesced: the warp's points share one load of ids and one store of each result.
     const std::size_t mine = first + lane;
-    const bool valid = mine < args.n;
+    const bool valid = lane < kPerWarp && mine < args.n;
     const std::uint32_t my_anchor = first < args.n ? args.source[valid ? mine : first] : 0;  // a warp past the end reads nothing
     double my_distance = 0.0;
     double sum = 0.0;
     // Four points at a time, so that their loads overlap; past the end a slot repeats the warp's
     // first point and is not counted.
     constexpr int kAtOnce = 4;
-    for (int p0 = 0; p0 < kWarp && first + p0 < args.n; p0 += kAtOnce) {
+    static_assert(kPerWarp % kAtOnce == 0, "whole rounds of kAtOnce points");
+    for (int p0 = 0; p0 < kPerWarp && first + p0 < args.n; p0 += kAtOnce) {
         TypedPointRow<kType> xs[kAtOnce];
         FloatRow cs[kAtOnce];
 #pragma unroll

@@ -16,8 +16,11 @@ namespace vlattice::cuda {
 void launch_squared_norms(const PointRows& rows, std::size_t count, int d, float* norms, unsigned* max_bits,
                           cudaStream_t stream);
 
-// Each block sums the distances of this many consecutive points in a fixed order.
-constexpr std::size_t kPointsPerDistanceBlock = 256;
+// Each warp measures this many consecutive points, and each block of eight warps sums their
+// distances in a fixed order. Few points per warp, so that small sets still spread over every
+// multiprocessor: at 10,000 points, 32 per warp kept a warp waiting on eight rounds of loads.
+constexpr std::size_t kPointsPerDistanceWarp = 8;
+constexpr std::size_t kPointsPerDistanceBlock = 8 * kPointsPerDistanceWarp;
 inline std::size_t distance_block_count(std::size_t n) {
     return (n + kPointsPerDistanceBlock - 1) / kPointsPerDistanceBlock;
 }

@@ -17,6 +17,7 @@
 #include "vlattice/cuda_backend.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstring>
 #include <numeric>
@@ -214,6 +215,33 @@ TEST_CASE("cuda: k-means++ on the device picks the CPU's anchors, bit for bit", 
     cpu->seed_anchors(x, c.m, size, run_seed);
     gpu->seed_anchors(x, c.m, size, run_seed);
     CHECK(gpu->download_anchors().data == cpu->download_anchors().data);
+}
+
+TEST_CASE("cuda: k-means++ on points spread over many orders of magnitude matches the CPU", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // Weights from 1e-12 to 1e12: their sums round, so the device adds them one by one in the CPU's
+    // order instead of in parallel; near points of the same scale still give rounds that need not.
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    Matrix x = duplicated_points(5003, 16, rng);
+    std::uniform_real_distribution<double> exponent(-6.0, 6.0);
+    for (std::size_t i = 0; i < x.rows; ++i) {
+        const auto scale = static_cast<float>(std::pow(10.0, exponent(rng)));
+        for (std::size_t k = 0; k < x.cols; ++k) {
+            x.row(i)[k] *= scale;
+        }
+    }
+    const Held h = held(std::move(x), PointStorage::f32);
+    for (const std::size_t sample : {std::size_t{2048}, h.points.rows}) {
+        INFO("sample " << sample);
+        auto [cpu, gpu] = on_both(h.points, h.setup);
+        cpu->seed_anchors(h.points, 300, sample, run_seed);
+        gpu->seed_anchors(h.points, 300, sample, run_seed);
+        CHECK(gpu->download_anchors().data == cpu->download_anchors().data);
+    }
 }
 
 TEST_CASE("cuda: k-means++ with fewer distinct points than anchors still matches the CPU", "[gpu][backend][quick]") {
