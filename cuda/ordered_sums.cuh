@@ -24,6 +24,16 @@ struct Landing {
     double before;
 };
 
+// Term k of the values: an array's element, or what a callable gives for k (terms computed on the fly).
+template <class T>
+__device__ inline double term(T* values, std::size_t k) {
+    return values[k];
+}
+template <class Values>
+__device__ inline double term(const Values& values, std::size_t k) {
+    return values(k);
+}
+
 // The exponent of the lowest set bit of a positive finite double: v is a multiple of 2^lowest_bit(v).
 __device__ inline int lowest_bit(double v) {
     const auto bits = static_cast<unsigned long long>(__double_as_longlong(v));
@@ -55,8 +65,9 @@ public:
 
     __device__ explicit OrderedSums(TempStorage& t) : t_(t) {}
 
-    // start + values[0] + values[1] + ..., in that order.
-    __device__ double total(const double* values, std::size_t count, double start) {
+    // start + values[0] + values[1] + ..., in that order; values is an array or a callable (term).
+    template <class Values>
+    __device__ double total(const Values& values, std::size_t count, double start) {
         if (exact(values, count, start)) {
             return t_.sum;
         }
@@ -64,7 +75,8 @@ public:
     }
 
     // The first index at which the running sum from `start` exceeds `target`.
-    __device__ Landing land(const double* values, std::size_t count, double start, double target) {
+    template <class Values>
+    __device__ Landing land(const Values& values, std::size_t count, double start, double target) {
         return exact(values, count, start) ? parallel_land(values, count, start, target)
                                            : serial_land(values, count, start, target);
     }
@@ -76,11 +88,12 @@ private:
     // Whether no running sum of start, values[0], ... rounds; the sum (in any order) goes to t_.sum.
     // The parallel sum S may itself round, but only when the exact sum E >= 2^(L + 53), and then
     // S >= E (1 - count 2^-53) > 2^(L + 52); so S < 2^(L + 52) proves that nothing rounds.
-    __device__ bool exact(const double* values, std::size_t count, double start) {
+    template <class Values>
+    __device__ bool exact(const Values& values, std::size_t count, double start) {
         int low = INT_MAX;
         double sum = 0.0;
         for (std::size_t k = threadIdx.x; k < count; k += kThreads) {
-            const double v = values[k];
+            const double v = term(values, k);
             if (v > 0.0) {
                 low = min(low, lowest_bit(v));
                 sum += v;
@@ -102,11 +115,12 @@ private:
     }
 
     // When nothing rounds, the scan's partial sums in the block's order are the chain's exactly.
-    __device__ Landing parallel_land(const double* values, std::size_t count, double start, double target) {
+    template <class Values>
+    __device__ Landing parallel_land(const Values& values, std::size_t count, double start, double target) {
         double carry = start;
         for (std::size_t base = 0; base < count; base += kThreads) {
             const std::size_t k = base + threadIdx.x;
-            const double v = k < count ? values[k] : 0.0;
+            const double v = k < count ? term(values, k) : 0.0;
             double through = 0.0;
             double aggregate = 0.0;
             cub::BlockScan<double, kThreads>(t_.cub.scan).InclusiveSum(v, through, aggregate);
@@ -132,11 +146,12 @@ private:
         return {count, carry};
     }
 
-    __device__ Landing serial_land(const double* values, std::size_t count, double start, double target) {
+    template <class Values>
+    __device__ Landing serial_land(const Values& values, std::size_t count, double start, double target) {
         double carry = start;
         for (std::size_t base = 0; base < count; base += kStage) {
             const std::size_t size = count - base < kStage ? count - base : kStage;
-            stage_values(values + base, size);
+            stage_values(values, base, size);
             running_sums(size, carry);
             const std::size_t k = first_above(size, target);
             if (k < size) {
@@ -147,11 +162,12 @@ private:
         return {count, carry};
     }
 
-    // Copies values[0, size) into the stage once every thread is done with what it held.
-    __device__ void stage_values(const double* values, std::size_t size) {
+    // Copies values[base, base + size) into the stage once every thread is done with what it held.
+    template <class Values>
+    __device__ void stage_values(const Values& values, std::size_t base, std::size_t size) {
         __syncthreads();
         for (std::size_t k = threadIdx.x; k < size; k += kThreads) {
-            t_.stage[k] = values[k];
+            t_.stage[k] = term(values, base + k);
         }
         __syncthreads();
     }

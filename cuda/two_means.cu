@@ -2,9 +2,12 @@
 
 #include "cuda_check.hpp"
 #include "ordered_distance.cuh"
+#include "ordered_sums.cuh"
 #include "warp_math.cuh"
 
 #include "vlattice/two_means.hpp"
+
+#include <cub/block/block_reduce.cuh>
 
 namespace vlattice::cuda {
 
@@ -34,26 +37,58 @@ __device__ void distances_to(const Piece& p, const float* centre, int d, float* 
     }
 }
 
-// The first member farthest from `centre`, by the distances just measured.
-__device__ int farthest(const float* dist, int count, int stride) {
-    int best = 0;
-    double best_distance = -1.0;
-    for (int i = 0; i < count; ++i) {
+// A member and its distance; the farther wins, and of equal ones the first, as the CPU's strict > keeps it.
+struct Far {
+    double distance;
+    int index;
+};
+
+struct Farther {
+    __device__ Far operator()(const Far& a, const Far& b) const {
+        return a.distance > b.distance || (a.distance == b.distance && a.index < b.index) ? a : b;
+    }
+};
+
+using FarReduce = cub::BlockReduce<Far, kThreads>;
+using CountReduce = cub::BlockReduce<int, kThreads>;
+using Sums = OrderedSums<kThreads>;
+
+// The first member farthest from `centre`, by the distances just measured (valid in thread 0).
+__device__ int farthest(const float* dist, int count, int stride, typename FarReduce::TempStorage& storage) {
+    Far best{-1.0, 0};
+    for (int i = threadIdx.x; i < count; i += kThreads) {
         const double value = dist[static_cast<std::size_t>(i) * stride];
-        if (value > best_distance) {
-            best_distance = value;
-            best = i;
+        if (value > best.distance) {
+            best = {value, i};
         }
     }
-    return best;
+    return FarReduce(storage).Reduce(best, Farther{}).index;
 }
 
+// Member i's distance to the centre of its side, for the energy after a step.
+struct SideDistance {
+    const float* dist;
+    const signed char* side;
+    __device__ double operator()(std::size_t i) const { return dist[2 * i + (side[i] == 1 ? 1 : 0)]; }
+};
+
+// Member i's distance to the mean, for the energy before.
+struct MeanDistance {
+    const float* dist;
+    __device__ double operator()(std::size_t i) const { return dist[2 * i + 1]; }
+};
+
 __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a) {
+    __shared__ union {
+        typename FarReduce::TempStorage far;
+        typename CountReduce::TempStorage count;
+    } reduce;
+    __shared__ typename Sums::TempStorage sums_storage;
+    Sums sums(sums_storage);
     __shared__ int chosen[2];
     __shared__ int differ;
     __shared__ int moved;
     __shared__ unsigned size[2];
-    __shared__ double after;
     const std::size_t t = a.first + blockIdx.x;  // list position
     const std::size_t start = a.offsets[t] - a.offsets[a.first];
     const Piece p{a.rows + start * a.d, static_cast<int>(a.offsets[t + 1] - a.offsets[t])};
@@ -81,8 +116,10 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a) {
     // The distances to the mean stay in the right slots until the Lloyd steps: `before` needs them.
     distances_to(p, mean, d, dist + 1, 2);
     __syncthreads();
+    const int first = farthest(dist + 1, p.count, 2, reduce.far);
     if (tid == 0) {
-        chosen[0] = farthest(dist + 1, p.count, 2);
+        chosen[0] = first;
+        differ = 0;
     }
     __syncthreads();
     for (int k = tid; k < d; k += kThreads) {
@@ -90,12 +127,10 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a) {
     }
     __syncthreads();
     distances_to(p, left, d, dist, 2);
-    if (tid == 0) {
-        differ = 0;
-    }
     __syncthreads();
+    const int second = farthest(dist, p.count, 2, reduce.far);
     if (tid == 0) {
-        chosen[1] = farthest(dist, p.count, 2);
+        chosen[1] = second;
     }
     __syncthreads();
     for (int k = tid; k < d; k += kThreads) {
@@ -108,39 +143,39 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a) {
     if (differ == 0) {
         return;  // every member is the same point
     }
+    const double before = sums.total(MeanDistance{dist}, static_cast<std::size_t>(p.count), 0.0);
     if (tid == 0) {
-        double before = 0.0;
-        for (int i = 0; i < p.count; ++i) {
-            before += static_cast<double>(dist[2 * i + 1]);
-            side[i] = -1;
-        }
         a.sums[2 * t] = before;
     }
+    for (int i = tid; i < p.count; i += kThreads) {
+        side[i] = -1;
+    }
+    double after = 0.0;
     for (int step = 0; step <= kTwoMeansSteps; ++step) {
         __syncthreads();  // the centres (and before the first step, the sides) are settled
         distances_to(p, left, d, dist, 2);
         distances_to(p, right, d, dist + 1, 2);
         __syncthreads();
+        // Each member to its nearer centre; the counts are integers, exact in any order.
+        int changed = 0;
+        int on_right = 0;
+        for (int i = tid; i < p.count; i += kThreads) {
+            const signed char s = dist[2 * i + 1] < dist[2 * i] ? 1 : 0;
+            changed += s != side[i] ? 1 : 0;
+            on_right += s;
+            side[i] = s;
+        }
+        changed = CountReduce(reduce.count).Sum(changed);
+        __syncthreads();
+        on_right = CountReduce(reduce.count).Sum(on_right);
         if (tid == 0) {
-            int changed = 0;
-            unsigned sizes[2] = {0, 0};
-            double total = 0.0;
-            for (int i = 0; i < p.count; ++i) {
-                const float d0 = dist[2 * i];
-                const float d1 = dist[2 * i + 1];
-                const signed char s = d1 < d0 ? 1 : 0;
-                changed += s != side[i] ? 1 : 0;
-                side[i] = s;
-                total += static_cast<double>(s == 1 ? d1 : d0);
-                ++sizes[s];
-            }
             moved = changed;
-            size[0] = sizes[0];
-            size[1] = sizes[1];
-            after = total;
+            size[0] = static_cast<unsigned>(p.count - on_right);
+            size[1] = static_cast<unsigned>(on_right);
         }
         __syncthreads();
         if (step == kTwoMeansSteps || moved == 0) {
+            after = sums.total(SideDistance{dist, side}, static_cast<std::size_t>(p.count), 0.0);
             break;
         }
         for (int k = tid; k < d; k += kThreads) {
