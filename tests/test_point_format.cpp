@@ -90,6 +90,30 @@ TEST_CASE("rounding uses the scale, is exact in the format and idempotent", "[st
     }
 }
 
+TEST_CASE("rounding gives the software conversion's bits over float16's whole range", "[storage]") {
+    // round_to_format may run a copy compiled for F16C; the test's own conversions are libgcc's.
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+    std::uniform_int_distribution<int> exponent(-30, 18);  // subnormal halves up to overflow
+    Matrix x(1, 20000);
+    for (float& v : x.data) {
+        v = std::ldexp(mantissa(rng), exponent(rng)) * (rng() % 2 == 0 ? 1.0f : -1.0f);
+    }
+    for (const int e : {0, 7, -5}) {
+        INFO("exponent " << e);
+        Matrix rounded = x;
+        round_to_format(rounded, {PointStorage::f16, e});
+        std::size_t differ = 0;
+        for (std::size_t k = 0; k < x.data.size(); ++k) {
+            const float want = std::ldexp(half_to_float(float_to_half(std::ldexp(x.data[k], e))), -e);
+            differ += bits_of(rounded.data[k]) == bits_of(want) ? 0 : 1;
+        }
+        CHECK(differ == 0);
+    }
+}
+
 TEST_CASE("storage and precision names parse and print", "[storage]") {
     for (PointStorage s : {PointStorage::f32, PointStorage::f16, PointStorage::bf16}) {
         CHECK(parse_storage(storage_name(s)) == s);
