@@ -47,4 +47,17 @@ __device__ inline float ordered_squared_distance(const float* __restrict__ a, co
     return detail::ordered_squared_distance(a, b, d, l);
 }
 
+// work(row, valid, lane) for rows [0, count), one half warp per row: half warp h of `half_warps`
+// takes rows h, h + half_warps, ... Every half warp makes the same number of turns, so both halves
+// of a warp reach the distance's shuffles together; on a turn past the end `valid` is false and the
+// row is 0.
+template <class Work>
+__device__ void for_rows_by_half_warps(std::size_t count, std::size_t half_warp, std::size_t half_warps, Work work) {
+    const int lane = static_cast<int>(threadIdx.x % kDistanceLanes);
+    for (std::size_t base = 0; base < count; base += half_warps) {
+        const std::size_t row = base + half_warp;
+        work(row < count ? row : 0, row < count, lane);
+    }
+}
+
 }  // namespace vlattice::cuda

@@ -25,18 +25,11 @@ struct Round {
     bool degenerate;
 };
 
-// work(row, valid, lane) for rows [0, count), a half warp per row across the whole grid. Every half
-// warp makes the same number of turns, so both halves of a warp reach the shuffles together; on a
-// turn past the end `valid` is false and the row is 0.
+// work(row, valid, lane) for rows [0, count), a half warp per row across the whole grid.
 template <class Work>
 __device__ void for_rows(std::size_t count, Work work) {
-    const std::size_t half_warps = static_cast<std::size_t>(gridDim.x) * kRowsPerBlock;
-    const std::size_t first = static_cast<std::size_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kDistanceLanes;
-    const int lane = static_cast<int>(threadIdx.x % kDistanceLanes);
-    for (std::size_t base = 0; base < count; base += half_warps) {
-        const std::size_t row = base + first;
-        work(row < count ? row : 0, row < count, lane);
-    }
+    for_rows_by_half_warps(count, static_cast<std::size_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kDistanceLanes,
+                           static_cast<std::size_t>(gridDim.x) * kRowsPerBlock, work);
 }
 
 // The last k < count with values[k] > 0, or 0.

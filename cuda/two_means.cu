@@ -21,20 +21,15 @@ struct Piece {
     int count;
 };
 
-// to[i] = ordered_squared_distance(member i, centre) for every member: a half warp per member. Both
-// half warps of a warp run the same number of turns (a spare one measures member 0 and drops it),
-// since the distance's shuffles span the warp.
+// to[i] = ordered_squared_distance(member i, centre) for every member: a half warp per member.
 __device__ void distances_to(const Piece& p, const float* centre, int d, float* to, int stride) {
-    const int half = threadIdx.x / kDistanceLanes;
-    const int l = threadIdx.x % kDistanceLanes;
-    for (int i0 = half - half % 2; i0 < p.count; i0 += kHalfWarps) {
-        const int i = i0 + half % 2;
-        const int row = i < p.count ? i : 0;
-        const float dist = ordered_squared_distance(p.rows + static_cast<std::size_t>(row) * d, centre, d, l);
-        if (l == 0 && i < p.count) {
-            to[static_cast<std::size_t>(i) * stride] = dist;
+    const auto count = static_cast<std::size_t>(p.count);
+    for_rows_by_half_warps(count, threadIdx.x / kDistanceLanes, kHalfWarps, [&](std::size_t i, bool valid, int l) {
+        const float dist = ordered_squared_distance(p.rows + i * d, centre, d, l);
+        if (valid && l == 0) {
+            to[i * stride] = dist;
         }
-    }
+    });
 }
 
 // A member and its distance; the farther wins, and of equal ones the first, as the CPU's strict > keeps it.

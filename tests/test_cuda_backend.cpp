@@ -89,6 +89,27 @@ Both on_both(const Matrix& x, const RunSetup& setup = {}, FastKernel kernel = Fa
     return both;
 }
 
+// Each row times 10^u, u uniform in [-6, 6]: squared distances from 1e-12 to 1e12 relative, so that
+// sums of them round.
+Matrix spread_scales(Matrix x, std::mt19937_64& rng) {
+    std::uniform_real_distribution<double> exponent(-6.0, 6.0);
+    for (std::size_t i = 0; i < x.rows; ++i) {
+        const auto scale = static_cast<float>(std::pow(10.0, exponent(rng)));
+        std::for_each(x.row(i), x.row(i) + x.cols, [scale](float& v) { v *= scale; });
+    }
+    return x;
+}
+
+// Both backends on x with these anchors: the GPU's assign equals the CPU's and the brute-force
+// double argmin.
+void check_exact_assign(const Matrix& x, const Matrix& anchors, const RunSetup& setup, FastKernel kernel) {
+    auto [cpu, gpu] = on_both(x, setup, kernel);
+    cpu->upload_anchors(anchors);
+    gpu->upload_anchors(anchors);
+    check_assign_matches_cpu(*gpu, *cpu);
+    CHECK(gpu->download_assignments() == reference_assign(x, anchors).assignment);
+}
+
 }  // namespace
 
 TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend", "[gpu][backend]") {
@@ -226,15 +247,7 @@ TEST_CASE("cuda: k-means++ on points spread over many orders of magnitude matche
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
-    Matrix x = duplicated_points(5003, 16, rng);
-    std::uniform_real_distribution<double> exponent(-6.0, 6.0);
-    for (std::size_t i = 0; i < x.rows; ++i) {
-        const auto scale = static_cast<float>(std::pow(10.0, exponent(rng)));
-        for (std::size_t k = 0; k < x.cols; ++k) {
-            x.row(i)[k] *= scale;
-        }
-    }
-    const Held h = held(std::move(x), PointStorage::f32);
+    const Held h = held(spread_scales(duplicated_points(5003, 16, rng), rng), PointStorage::f32);
     for (const std::size_t sample : {std::size_t{2048}, h.points.rows}) {
         INFO("sample " << sample);
         auto [cpu, gpu] = on_both(h.points, h.setup);
@@ -312,12 +325,17 @@ TEST_CASE("cuda: split_members gives the CPU's 2-means, bit for bit", "[gpu][bac
     // d = 13 and 200 leave partial groups of the distance's 16 lanes; 784 with every member makes
     // several pieces of the gather (16M floats each). Duplicated points give anchors whose sampled
     // members may all be one point, which do not split.
-    for (const auto [n, d, m] : {std::tuple{std::size_t{10007}, std::size_t{13}, std::size_t{7}},
-                                 std::tuple{std::size_t{3001}, std::size_t{200}, std::size_t{40}},
-                                 std::tuple{std::size_t{30011}, std::size_t{784}, std::size_t{5}}}) {
-        const Matrix x = duplicated_points(n, d, rng);
+    // The last case spreads the points' scales over twelve orders of magnitude, so that the energies'
+    // sums round and the device adds them one by one in the CPU's order (ordered_sums.cuh).
+    for (const auto [n, d, m, spread] : {std::tuple{std::size_t{10007}, std::size_t{13}, std::size_t{7}, false},
+                                         std::tuple{std::size_t{3001}, std::size_t{200}, std::size_t{40}, false},
+                                         std::tuple{std::size_t{30011}, std::size_t{784}, std::size_t{5}, false},
+                                         std::tuple{std::size_t{4001}, std::size_t{16}, std::size_t{6}, true}}) {
+        Matrix raw = duplicated_points(n, d, rng);
+        const Held h = held(spread ? spread_scales(std::move(raw), rng) : std::move(raw), PointStorage::f32);
+        const Matrix& x = h.points;
         const Matrix anchors = anchors_near(x, m, rng);
-        auto [cpu, gpu] = on_both(x);
+        auto [cpu, gpu] = on_both(x, h.setup);
         cpu->upload_anchors(anchors);
         gpu->upload_anchors(anchors);
         cpu->assign();
@@ -463,11 +481,7 @@ TEST_CASE("cuda: points exact in float16 take two products and stay exact", "[gp
         v = std::clamp(std::round(16.0f * v + 128.0f), 0.0f, 255.0f);
     }
     const Matrix anchors = anchors_near(x, 300, rng);
-    auto [cpu, gpu] = on_both(x, {point_format(x, PointStorage::f32), AssignPrecision::exact}, FastKernel::split);
-    cpu->upload_anchors(anchors);
-    gpu->upload_anchors(anchors);
-    check_assign_matches_cpu(*gpu, *cpu);
-    CHECK(gpu->download_assignments() == reference_assign(x, anchors).assignment);
+    check_exact_assign(x, anchors, {point_format(x, PointStorage::f32), AssignPrecision::exact}, FastKernel::split);
 }
 
 TEST_CASE("cuda: points crowded by many anchors are narrowed by a split pass and stay exact", "[gpu][backend][quick]") {
@@ -511,12 +525,7 @@ TEST_CASE("cuda: points crowded by many anchors are narrowed by a split pass and
     const PointStorage storage = GENERATE(PointStorage::f32, PointStorage::f16);
     INFO("storage " << storage_name(storage));
     const Held h = held(raw, storage);
-    const Matrix& x = h.points;
-    auto [cpu, gpu] = on_both(x, h.setup);
-    cpu->upload_anchors(anchors);
-    gpu->upload_anchors(anchors);
-    check_assign_matches_cpu(*gpu, *cpu);
-    CHECK(gpu->download_assignments() == reference_assign(x, anchors).assignment);
+    check_exact_assign(h.points, anchors, h.setup, FastKernel::automatic);
 }
 
 TEST_CASE("cuda: anchors beyond float16's range are still assigned exactly", "[gpu][backend][quick]") {
@@ -532,11 +541,7 @@ TEST_CASE("cuda: anchors beyond float16's range are still assigned exactly", "[g
     Matrix anchors = anchors_near(x, 40, rng);
     anchors.row(7)[3] = 1e6f * *std::max_element(x.data.begin(), x.data.end());
     const FastKernel kernel = GENERATE(FastKernel::single, FastKernel::split);
-    auto [cpu, gpu] = on_both(x, {point_format(x, PointStorage::f32), AssignPrecision::exact}, kernel);
-    cpu->upload_anchors(anchors);
-    gpu->upload_anchors(anchors);
-    check_assign_matches_cpu(*gpu, *cpu);
-    CHECK(gpu->download_assignments() == reference_assign(x, anchors).assignment);
+    check_exact_assign(x, anchors, {point_format(x, PointStorage::f32), AssignPrecision::exact}, kernel);
 }
 
 TEST_CASE("cuda: points not rounded to a 16-bit storage are refused", "[gpu][backend][quick]") {
