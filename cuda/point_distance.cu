@@ -118,17 +118,9 @@ void launch_point_distances(const PointDistanceArgs& args, cudaStream_t stream) 
         return;
     }
     const auto blocks = static_cast<unsigned>(distance_block_count(args.n));
-    switch (args.points.type) {
-    case RowType::f32:
-        point_distance_kernel<RowType::f32><<<blocks, kThreads, 0, stream>>>(args);
-        break;
-    case RowType::f16:
-        point_distance_kernel<RowType::f16><<<blocks, kThreads, 0, stream>>>(args);
-        break;
-    default:
-        point_distance_kernel<RowType::bf16><<<blocks, kThreads, 0, stream>>>(args);
-        break;
-    }
+    with_row_type(args.points.type, [&](auto type) {
+        point_distance_kernel<decltype(type)::value><<<blocks, kThreads, 0, stream>>>(args);
+    });
     check_launch("point_distance_kernel", stream);
 }
 

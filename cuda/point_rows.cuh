@@ -11,10 +11,16 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 
 namespace vlattice::cuda {
 
 enum class RowType { f32, f16, bf16 };
+
+// Values that one 16-byte load of a stored row holds.
+template <RowType kType>
+constexpr int kValuesPerLoad = kType == RowType::f32 ? 4 : 8;
 
 struct PointRows {
     const void* data = nullptr;
@@ -35,6 +41,44 @@ struct PointRows {
         }
     }
 
+    // Coordinates k .. k + kCount - 1 of a row: one value, or kValuesPerLoad<kType> of them with one
+    // 16-byte load (only where loads_by_16() and k is a multiple of kCount; values past d are the
+    // row's padding, for the caller to drop).
+    template <RowType kType, int kCount>
+    __device__ __forceinline__ void load(std::size_t row, int k, float (&out)[kCount]) const {
+        if constexpr (kCount == 1) {
+            out[0] = at<kType>(row, k);
+        } else {
+            static_assert(kCount == kValuesPerLoad<kType>, "one 16-byte load");
+            const std::size_t e = row * static_cast<std::size_t>(stride) + k;
+            const uint4 raw = __ldg(reinterpret_cast<const uint4*>(static_cast<const char*>(data) +
+                                                                  e * (kType == RowType::f32 ? 4 : 2)));
+            const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                if constexpr (kType == RowType::f32) {
+                    out[q] = __uint_as_float(words[q]);
+                } else {
+                    const auto low = static_cast<unsigned short>(words[q] & 0xffffu);
+                    const auto high = static_cast<unsigned short>(words[q] >> 16);
+                    if constexpr (kType == RowType::f16) {
+                        out[2 * q] = __half2float(__ushort_as_half(low)) * unscale;
+                        out[2 * q + 1] = __half2float(__ushort_as_half(high)) * unscale;
+                    } else {
+                        out[2 * q] = __bfloat162float(__ushort_as_bfloat16(low)) * unscale;
+                        out[2 * q + 1] = __bfloat162float(__ushort_as_bfloat16(high)) * unscale;
+                    }
+                }
+            }
+        }
+    }
+
+    // Whether every row starts on 16 bytes, so that load<kType, kValuesPerLoad<kType>> may be used.
+    bool loads_by_16() const {
+        const int per_load = type == RowType::f32 ? kValuesPerLoad<RowType::f32> : kValuesPerLoad<RowType::f16>;
+        return stride % per_load == 0 && reinterpret_cast<std::uintptr_t>(data) % 16 == 0;
+    }
+
     __device__ __forceinline__ float at(std::size_t row, int k) const {
         switch (type) {
         case RowType::f32:
@@ -49,6 +93,23 @@ struct PointRows {
     // A float32 view of rows of d floats.
     static PointRows floats(const float* rows, int d) { return {rows, RowType::f32, d, 1.0f}; }
 };
+
+// Calls launch(std::integral_constant<RowType, t>{}) for the rows' type t, so that a kernel templated
+// on the type reads its coordinates without a branch each.
+template <class Launch>
+void with_row_type(RowType type, Launch launch) {
+    switch (type) {
+    case RowType::f32:
+        launch(std::integral_constant<RowType, RowType::f32>{});
+        break;
+    case RowType::f16:
+        launch(std::integral_constant<RowType, RowType::f16>{});
+        break;
+    default:
+        launch(std::integral_constant<RowType, RowType::bf16>{});
+        break;
+    }
+}
 
 // Coordinate k of point i, for the warp helpers of warp_math.cuh.
 struct PointRow {

@@ -152,7 +152,12 @@ __global__ void __launch_bounds__(kTrimThreads)
 }
 
 // Block b sums one chunk of up to kChunk kept members of one anchor: threads across the coordinates,
-// members in sorted order.
+// kCount of them each (one 16-byte load per member where the rows allow), members in sorted order.
+// Typed rows, so that the loads of several members are in flight together: the members are
+// scattered rows, and with a branch on the row type per value, or one value per load, each thread
+// waited on memory once per member and coordinate (226 us per call at Fashion-MNIST, 35 at
+// 10,000 x 128).
+template <RowType kType, int kCount>
 __global__ void member_sums_kernel(PointRows points, int d, const double* __restrict__ distance,
                                    const std::uint32_t* __restrict__ members, const std::uint32_t* __restrict__ offsets,
                                    const std::uint32_t* __restrict__ kept,
@@ -195,13 +200,38 @@ __global__ void member_sums_kernel(PointRows points, int d, const double* __rest
             partial_distance[b] = sum;
         }
     }
-    for (int k = threadIdx.x; k < d; k += blockDim.x) {
-        double sum = 0.0;
-#pragma unroll 8
-        for (int r = 0; r < size; ++r) {
-            sum += static_cast<double>(points.at(chunk[r], k));
+    constexpr int kInFlight = kCount == 1 ? 8 : 4;
+    for (int k = threadIdx.x * kCount; k < d; k += blockDim.x * kCount) {
+        double sum[kCount] = {};
+        int r = 0;
+        for (; r + kInFlight <= size; r += kInFlight) {
+            float values[kInFlight][kCount];
+#pragma unroll
+            for (int q = 0; q < kInFlight; ++q) {
+                points.load<kType>(chunk[r + q], k, values[q]);
+            }
+#pragma unroll
+            for (int q = 0; q < kInFlight; ++q) {
+#pragma unroll
+                for (int v = 0; v < kCount; ++v) {
+                    sum[v] += static_cast<double>(values[q][v]);
+                }
+            }
         }
-        partial_sums[static_cast<std::size_t>(b) * d + k] = sum;
+        for (; r < size; ++r) {
+            float values[kCount];
+            points.load<kType>(chunk[r], k, values);
+#pragma unroll
+            for (int v = 0; v < kCount; ++v) {
+                sum[v] += static_cast<double>(values[v]);
+            }
+        }
+#pragma unroll
+        for (int v = 0; v < kCount; ++v) {
+            if (k + v < d) {
+                partial_sums[static_cast<std::size_t>(b) * d + k + v] = sum[v];
+            }
+        }
     }
 }
 
@@ -264,9 +294,10 @@ unsigned blocks_for(std::size_t count, int threads) {
     return static_cast<unsigned>(ceil_div(count, static_cast<std::size_t>(threads)));
 }
 
-// Threads across the coordinates: one warp for short rows, up to four for long ones.
-int member_threads(int d) {
-    return std::clamp((d + kWarp - 1) / kWarp * kWarp, kWarp, 4 * kWarp);
+// Threads across the coordinates, `count` each: one warp for short rows, up to eight for long ones.
+int member_threads(int d, int count) {
+    const int threads = (d + count - 1) / count;
+    return std::clamp((threads + kWarp - 1) / kWarp * kWarp, kWarp, 8 * kWarp);
 }
 
 }  // namespace
@@ -320,9 +351,21 @@ void launch_robust_reduce(const ReduceArgs& a, cudaStream_t stream) {
     temp_bytes = a.temp_bytes;
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(a.temp, temp_bytes, a.item_counts, a.item_offsets, a.m + 1, stream));
 
-    member_sums_kernel<<<static_cast<unsigned>(max_member_chunks(a.n, a.m)), member_threads(a.d), 0, stream>>>(
-        a.points, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
-        a.partial_distance);
+    const auto chunks = static_cast<unsigned>(max_member_chunks(a.n, a.m));
+    const bool by_16 = a.points.loads_by_16();
+    with_row_type(a.points.type, [&](auto type) {
+        constexpr RowType kType = decltype(type)::value;
+        if (by_16) {
+            constexpr int kCount = kValuesPerLoad<kType>;
+            member_sums_kernel<kType, kCount><<<chunks, member_threads(a.d, kCount), 0, stream>>>(
+                a.points, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
+                a.partial_distance);
+        } else {
+            member_sums_kernel<kType, 1><<<chunks, member_threads(a.d, 1), 0, stream>>>(
+                a.points, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
+                a.partial_distance);
+        }
+    });
     check_launch("member_sums_kernel", stream);
     finalize_kernel<<<static_cast<unsigned>(a.m), kFinalizeThreads, 0, stream>>>(
         a.partial_sums, a.partial_distance, a.item_offsets, a.kept, a.anchors, a.d, a.means, a.variance);
