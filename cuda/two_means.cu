@@ -13,7 +13,9 @@ namespace vlattice::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+// A thread per coordinate up to d = 1024, so that a single anchor's 2-means (a whole launch, when
+// one anchor is split) runs its member-order sums once per coordinate instead of in four rounds.
+constexpr int kThreads = 1024;
 constexpr int kHalfWarps = kThreads / kDistanceLanes;
 
 struct Piece {
@@ -102,6 +104,7 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a) {
     }
     for (int k = tid; k < d; k += kThreads) {
         double sum = 0.0;
+#pragma unroll 8
         for (int i = 0; i < p.count; ++i) {
             sum += p.rows[static_cast<std::size_t>(i) * d + k];
         }
@@ -176,6 +179,7 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a) {
         for (int k = tid; k < d; k += kThreads) {
             double sum_left = 0.0;
             double sum_right = 0.0;
+#pragma unroll 8
             for (int i = 0; i < p.count; ++i) {
                 const float value = p.rows[static_cast<std::size_t>(i) * d + k];
                 if (side[i] == 1) {
