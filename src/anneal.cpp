@@ -57,20 +57,18 @@ int drop_empty_anchors(Backend& backend) {
     for (std::uint32_t a : assignment) {
         used[a] = true;
     }
-    const std::size_t live = static_cast<std::size_t>(std::count(used.begin(), used.end(), true));
-    if (live == anchors.rows) {
-        return 0;
-    }
-    Matrix kept(live, anchors.cols);
-    std::size_t r = 0;
+    std::vector<std::uint32_t> live;
     for (std::size_t j = 0; j < anchors.rows; ++j) {
         if (used[j]) {
-            std::copy(anchors.row(j), anchors.row(j) + anchors.cols, kept.row(r++));
+            live.push_back(static_cast<std::uint32_t>(j));
         }
     }
-    backend.upload_anchors(kept);
+    if (live.size() == anchors.rows) {
+        return 0;
+    }
+    backend.upload_anchors(select_rows(anchors, live));
     backend.assign();
-    return static_cast<int>(anchors.rows - live);
+    return static_cast<int>(anchors.rows - live.size());
 }
 
 // Compares the backend's energy with the CPU's recomputation from what the backend hands back; the
@@ -140,6 +138,7 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
     double previous_energy = 0.0;
     int quiet_iterations = 0;
     bool anchors_moved_since_assign = true;
+    Matrix anchors;  // the host's copy for maintenance, kept between events so that its pages stay mapped
     for (int iteration = 0; iteration < config.max_iters; ++iteration) {
         IterationRecord record;
         record.iteration = iteration;
@@ -187,16 +186,16 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
             const int every = config.maintenance_every;
             if (every > 0 && temperature > 0.0 && (iteration + 1) % every == 0 && iteration + 1 + every <= config.max_iters) {
                 Stopwatch watch(result.seconds.maintenance);
-                Matrix anchors = backend.download_anchors();
+                backend.download_anchors_into(anchors);
                 const MaintenanceResult changes =
                     maintain(anchors, backend.download_stats(), config,
                              [&](const std::vector<std::uint32_t>& listed) {
                                  Stopwatch part(result.seconds.maintenance_members);
                                  return backend.split_members(listed, kSplitSampleMembers);
                              },
-                             [&](const Matrix& rows) {
+                             [&](const Matrix&, const std::vector<std::uint32_t>& live) {
                                  Stopwatch part(result.seconds.maintenance_nearest);
-                                 return backend.nearest_rows(rows);
+                                 return backend.nearest_anchors(live);
                              });
                 backend.upload_anchor_rows(anchors, changes.changed_rows);
                 record.merged = changes.merged;

@@ -20,4 +20,8 @@ std::vector<MemberSplit> Backend::split_members(const std::vector<std::uint32_t>
     return split_each(gather_members(anchors, limit));
 }
 
+NearestRows Backend::nearest_anchors(const std::vector<std::uint32_t>& live) {
+    return nearest_rows(select_rows(download_anchors(), live));
+}
+
 }  // namespace vlattice

@@ -25,8 +25,10 @@ struct MaintenanceResult {
 // (Backend::split_members).
 using SplitSource = std::function<std::vector<MemberSplit>(const std::vector<std::uint32_t>& anchors)>;
 
-// Each row's nearest other row, exact (Backend::nearest_rows; the CPU's by default).
-using NearestSource = std::function<NearestRows(const Matrix& rows)>;
+// Each listed anchor's nearest other listed anchor, exact, the indices positions in the list
+// (Backend::nearest_anchors, whose anchors are these; by default the CPU's nearest_rows on `anchors`).
+using NearestSource = std::function<NearestRows(const Matrix& anchors, const std::vector<std::uint32_t>& live)>;
+NearestRows cpu_nearest_anchors(const Matrix& anchors, const std::vector<std::uint32_t>& live);
 
 // Rewrites `anchors` in place; the number of anchors never changes here:
 //  1. merge: an anchor closer to its nearest neighbour than merge_factor times the count-weighted
@@ -37,6 +39,6 @@ using NearestSource = std::function<NearestRows(const Matrix& rows)>;
 //  3. re-seed: slots still free are filled by splitting the anchors of largest squared error.
 // Anchors whose members are all identical cannot be split; their free slots stay empty.
 MaintenanceResult maintain(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config,
-                           const SplitSource& splits, const NearestSource& nearest_rows = cpu::nearest_rows);
+                           const SplitSource& splits, const NearestSource& nearest = cpu_nearest_anchors);
 
 }  // namespace vlattice

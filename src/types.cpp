@@ -1,5 +1,7 @@
 #include "vlattice/types.hpp"
 
+#include <algorithm>
+
 namespace vlattice {
 
 const char* metric_name(Metric metric) {
@@ -14,6 +16,14 @@ Metric parse_metric(const std::string& name) {
         return Metric::angular;
     }
     throw Error("metric: expected 'l2' or 'angular', got '" + name + "'");
+}
+
+Matrix select_rows(const Matrix& from, const std::vector<std::uint32_t>& rows) {
+    Matrix out(rows.size(), from.cols);
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        std::copy(from.row(rows[r]), from.row(rows[r]) + from.cols, out.row(r));
+    }
+    return out;
 }
 
 }  // namespace vlattice

@@ -398,6 +398,33 @@ TEST_CASE("cuda: nearest_rows matches the CPU's, duplicate rows included", "[gpu
     CHECK(self == 0);
 }
 
+TEST_CASE("cuda: nearest_anchors of all anchors, and of some, matches nearest_rows of those rows", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix anchors = duplicated_points(300, 100, rng);
+    auto gpu = make_cuda_backend(0);
+    gpu->upload_points(anchors, {});
+    gpu->upload_anchors(anchors);
+    std::vector<std::uint32_t> all(anchors.rows);
+    std::iota(all.begin(), all.end(), 0u);
+    // All anchors in order use the device's anchors in place; any other list goes through a copy.
+    std::vector<std::uint32_t> some;
+    for (std::uint32_t j = 0; j < anchors.rows; j += 3) {
+        some.push_back(j);
+    }
+    for (const auto& live : {all, some}) {
+        INFO(live.size() << " listed");
+        const NearestRows got = gpu->nearest_anchors(live);
+        const NearestRows want = gpu->nearest_rows(select_rows(anchors, live));
+        CHECK(got.index == want.index);
+        CHECK(got.distance == want.distance);
+    }
+}
+
 TEST_CASE("cuda: upload_anchor_rows changes only the listed rows", "[gpu][backend][quick]") {
     if (!gpu_usable()) {
         return;

@@ -35,4 +35,7 @@ struct Matrix {
     const float* row(std::size_t i) const { return data.data() + i * cols; }
 };
 
+// The listed rows of `from`, in list order (each id below from.rows).
+Matrix select_rows(const Matrix& from, const std::vector<std::uint32_t>& rows);
+
 }  // namespace vlattice
