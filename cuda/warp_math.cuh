@@ -33,7 +33,7 @@ struct FloatRow {
 // ||a[r] - b[r]||^2 in double for several pairs of rows at once, so that their loads overlap; a[r](k)
 // and b[r](k) give coordinate k. Lanes stride over the coordinates, so loads are coalesced across the
 // warp. Each pair's sum takes the same steps whatever the count, and every lane returns the same values.
-template <int kCount, class A, class B>
+template <int kCount, int kStrides = 4, class A, class B>
 __device__ inline void warp_squared_distances(const A (&a)[kCount], const B (&b)[kCount], int d, int lane,
                                               double (&out)[kCount]) {
     double sum[kCount];
@@ -41,11 +41,33 @@ __device__ inline void warp_squared_distances(const A (&a)[kCount], const B (&b)
     for (int r = 0; r < kCount; ++r) {
         sum[r] = 0.0;
     }
-    // Unrolled so that the loads of several strides are in flight at once: one stride at a time,
-    // the distances of the points to their anchors (1M x 128) ran at a tenth of the DRAM bandwidth,
-    // waiting on each load. The order of each sum stays the same.
-#pragma unroll 4
-    for (int k = lane; k < d; k += kWarp) {
+    // kStrides strides of loads before their arithmetic, so that they are in flight together: one
+    // stride at a time, the distances of the points to their anchors (1M x 128) ran at a tenth of the
+    // DRAM bandwidth, and an unrolled loop that tested k < d per stride still waited on each (the
+    // test kept the compiler from hoisting the next stride's loads). The order of each sum is the
+    // same either way: each lane adds its coordinates in increasing k.
+    int k = lane;
+    for (; k + (kStrides - 1) * kWarp < d; k += kStrides * kWarp) {
+        float av[kStrides][kCount];
+        float bv[kStrides][kCount];
+#pragma unroll
+        for (int t = 0; t < kStrides; ++t) {
+#pragma unroll
+            for (int r = 0; r < kCount; ++r) {
+                av[t][r] = a[r](k + t * kWarp);
+                bv[t][r] = b[r](k + t * kWarp);
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < kStrides; ++t) {
+#pragma unroll
+            for (int r = 0; r < kCount; ++r) {
+                const double diff = static_cast<double>(av[t][r]) - static_cast<double>(bv[t][r]);
+                sum[r] = fma(diff, diff, sum[r]);
+            }
+        }
+    }
+    for (; k < d; k += kWarp) {
 #pragma unroll
         for (int r = 0; r < kCount; ++r) {
             const double diff = static_cast<double>(a[r](k)) - static_cast<double>(b[r](k));
