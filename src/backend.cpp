@@ -20,6 +20,17 @@ std::vector<MemberSplit> Backend::split_members(const std::vector<std::uint32_t>
     return split_each(gather_members(anchors, limit));
 }
 
+Matrix Backend::download_anchor_rows(const std::vector<std::uint32_t>& rows) {
+    const Matrix all = download_anchors();
+    for (std::uint32_t j : rows) {
+        if (j >= all.rows) {
+            throw Error(std::string(name()) + " backend: download_anchor_rows: row " + std::to_string(j) +
+                        " is outside the " + std::to_string(all.rows) + " anchors");
+        }
+    }
+    return select_rows(all, rows);
+}
+
 NearestRows Backend::nearest_anchors(const std::vector<std::uint32_t>& live) {
     return nearest_rows(select_rows(download_anchors(), live));
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -13,9 +14,9 @@ namespace vlattice {
 namespace {
 
 // Squared distance from each non-empty anchor to its nearest other non-empty anchor, and which.
-void nearest_anchors(const Matrix& anchors, const std::vector<double>& count, const NearestSource& nearest_of,
-                     std::vector<double>& distance, std::vector<std::size_t>& nearest) {
-    const std::size_t m = anchors.rows;
+void nearest_anchors(const std::vector<double>& count, const NearestSource& nearest_of, std::vector<double>& distance,
+                     std::vector<std::size_t>& nearest) {
+    const std::size_t m = count.size();
     distance.assign(m, std::numeric_limits<double>::infinity());
     nearest.assign(m, m);
     std::vector<std::uint32_t> live;
@@ -27,7 +28,7 @@ void nearest_anchors(const Matrix& anchors, const std::vector<double>& count, co
     if (live.size() < 2) {
         return;
     }
-    const NearestRows found = nearest_of(anchors, live);
+    const NearestRows found = nearest_of(live);
     for (std::size_t r = 0; r < live.size(); ++r) {
         distance[live[r]] = found.distance[r];
         nearest[live[r]] = live[found.index[r]];
@@ -57,10 +58,10 @@ std::vector<std::size_t> order_by(const std::vector<double>& keys, bool descendi
 
 class Maintenance {
 public:
-    Maintenance(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config, const SplitSource& splits,
-                const NearestSource& nearest)
-        : anchors_(anchors), config_(config), splits_(splits), touched_(anchors.rows, false) {
-        const std::size_t m = anchors.rows;
+    Maintenance(const AnchorStats& stats, std::size_t d, const AnnealConfig& config, const RowSource& rows,
+                const SplitSource& splits, const NearestSource& nearest)
+        : d_(d), config_(config), rows_(rows), splits_(splits), touched_(stats.count.size(), false) {
+        const std::size_t m = stats.count.size();
         count_.resize(m);
         sse_.resize(m);
         variance_ = stats.variance;
@@ -71,7 +72,7 @@ public:
                 free_.insert(j);
             }
         }
-        nearest_anchors(anchors_, count_, nearest, nn_distance_, nearest_);
+        nearest_anchors(count_, nearest, nn_distance_, nearest_);
     }
 
     void merge() {
@@ -88,6 +89,14 @@ public:
         }
         const double limit = config_.merge_factor * weighted / total;
         const auto close = [&](std::size_t j) { return std::sqrt(nn_distance_[j]) < limit; };
+        // The pairs first: no merge touches an anchor of another, so their rows come in one fetch.
+        struct Pair {
+            std::size_t keep;
+            std::size_t freed;
+            double w;
+        };
+        std::vector<Pair> pairs;
+        std::vector<std::uint32_t> wanted;
         for (std::size_t j : order_by(nn_distance_, false, close)) {
             const std::size_t k = nearest_[j];
             if (touched_[j] || touched_[k]) {
@@ -95,13 +104,9 @@ public:
             }
             const std::size_t keep = std::min(j, k);
             const std::size_t freed = std::max(j, k);
-            const double w = count_[keep] / (count_[keep] + count_[freed]);
-            for (std::size_t c = 0; c < anchors_.cols; ++c) {
-                anchors_.row(keep)[c] = static_cast<float>(w * anchors_.row(keep)[c] + (1 - w) * anchors_.row(freed)[c]);
-            }
-            // Until re-seeded, the freed slot duplicates the merged anchor: ties go to the lower index,
-            // so it attracts no points and the merge is not undone by the next assign.
-            std::copy(anchors_.row(keep), anchors_.row(keep) + anchors_.cols, anchors_.row(freed));
+            pairs.push_back({keep, freed, count_[keep] / (count_[keep] + count_[freed])});
+            wanted.push_back(static_cast<std::uint32_t>(keep));
+            wanted.push_back(static_cast<std::uint32_t>(freed));
             count_[keep] += count_[freed];
             count_[freed] = 0;
             sse_[freed] = 0;
@@ -109,6 +114,22 @@ public:
             mark(keep);
             mark(freed);
             ++result_.merged;
+        }
+        if (pairs.empty()) {
+            return;
+        }
+        const Matrix fetched = rows_(wanted);
+        for (std::size_t t = 0; t < pairs.size(); ++t) {
+            const float* keep = fetched.row(2 * t);
+            const float* freed = fetched.row(2 * t + 1);
+            std::vector<float> merged(d_);
+            for (std::size_t c = 0; c < d_; ++c) {
+                merged[c] = static_cast<float>(pairs[t].w * keep[c] + (1 - pairs[t].w) * freed[c]);
+            }
+            // Until re-seeded, the freed slot duplicates the merged anchor: ties go to the lower index,
+            // so it attracts no points and the merge is not undone by the next assign.
+            rewritten_[pairs[t].freed] = merged;
+            rewritten_[pairs[t].keep] = std::move(merged);
         }
     }
 
@@ -158,7 +179,7 @@ public:
             if (!split.ok) {
                 continue;
             }
-            std::size_t slot = anchors_.rows;
+            std::size_t slot = count_.size();
             if (!free_.empty()) {
                 slot = *free_.begin();
                 free_.erase(free_.begin());
@@ -204,6 +225,11 @@ public:
 
     MaintenanceResult finish() {
         result_.changed_rows.assign(changed_.begin(), changed_.end());
+        result_.changed = Matrix(result_.changed_rows.size(), d_);
+        for (std::size_t r = 0; r < result_.changed_rows.size(); ++r) {
+            const std::vector<float>& row = rewritten_.at(result_.changed_rows[r]);
+            std::copy(row.begin(), row.end(), result_.changed.row(r));
+        }
         return result_;
     }
 
@@ -225,36 +251,30 @@ private:
     }
 
     void apply(std::size_t j, std::size_t slot, const MemberSplit& split) {
-        std::copy(split.left.begin(), split.left.end(), anchors_.row(j));
-        std::copy(split.right.begin(), split.right.end(), anchors_.row(slot));
+        rewritten_[j] = split.left;
+        rewritten_[slot] = split.right;
         mark(j);
         mark(slot);
     }
 
-    Matrix& anchors_;
+    std::size_t d_;
     const AnnealConfig& config_;
+    const RowSource& rows_;
     const SplitSource& splits_;
     std::vector<double> count_, sse_, variance_, nn_distance_;
     std::vector<std::size_t> nearest_;
     std::vector<bool> touched_;
     std::set<std::size_t> free_;
     std::set<std::uint32_t> changed_;
+    std::map<std::size_t, std::vector<float>> rewritten_;  // the new rows of changed_
     MaintenanceResult result_;
 };
 
 }  // namespace
 
-NearestRows cpu_nearest_anchors(const Matrix& anchors, const std::vector<std::uint32_t>& live) {
-    // Usually every anchor is live, and the copy (m x d) is not needed.
-    if (live.size() == anchors.rows) {
-        return cpu::nearest_rows(anchors);
-    }
-    return cpu::nearest_rows(select_rows(anchors, live));
-}
-
-MaintenanceResult maintain(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config,
+MaintenanceResult maintain(const AnchorStats& stats, std::size_t d, const AnnealConfig& config, const RowSource& rows,
                            const SplitSource& splits, const NearestSource& nearest) {
-    Maintenance maintenance(anchors, stats, config, splits, nearest);
+    Maintenance maintenance(stats, d, config, rows, splits, nearest);
     maintenance.merge();
     maintenance.split_outliers();
     maintenance.reseed();

@@ -1,8 +1,7 @@
 // Merge, split and re-seed: the anchor housekeeping the driver runs every P iterations on the
-// backend's downloaded anchors and per-anchor statistics (m-sized data only).
+// backend's per-anchor statistics (m-sized data only), fetching only the anchor rows it merges.
 #pragma once
 
-#include "cpu/exact_assign.hpp"
 #include "vlattice/backend.hpp"
 #include "vlattice/config.hpp"
 #include "vlattice/two_means.hpp"
@@ -15,22 +14,26 @@
 namespace vlattice {
 
 struct MaintenanceResult {
-    std::vector<std::uint32_t> changed_rows;  // anchors rewritten in place, ascending
+    std::vector<std::uint32_t> changed_rows;  // anchors rewritten, ascending
+    Matrix changed;                           // their new rows: row r is anchor changed_rows[r]
     int merged = 0;
     int split = 0;
     int reseeded = 0;
 };
+
+// The listed rows of the current anchors, in list order (Backend::download_anchor_rows).
+using RowSource = std::function<Matrix(const std::vector<std::uint32_t>& rows)>;
 
 // The 2-means split of each listed anchor, on up to a few hundred of its members, in list order
 // (Backend::split_members).
 using SplitSource = std::function<std::vector<MemberSplit>(const std::vector<std::uint32_t>& anchors)>;
 
 // Each listed anchor's nearest other listed anchor, exact, the indices positions in the list
-// (Backend::nearest_anchors, whose anchors are these; by default the CPU's nearest_rows on `anchors`).
-using NearestSource = std::function<NearestRows(const Matrix& anchors, const std::vector<std::uint32_t>& live)>;
-NearestRows cpu_nearest_anchors(const Matrix& anchors, const std::vector<std::uint32_t>& live);
+// (Backend::nearest_anchors).
+using NearestSource = std::function<NearestRows(const std::vector<std::uint32_t>& live)>;
 
-// Rewrites `anchors` in place; the number of anchors never changes here:
+// The changes to the m anchors of d values (m = stats.count.size()), which stay where they are:
+// maintenance reads only the rows it merges. The number of anchors never changes here:
 //  1. merge: an anchor closer to its nearest neighbour than merge_factor times the count-weighted
 //     mean nearest-anchor spacing merges into it (count-weighted mean), freeing its slot;
 //  2. split: anchors whose count or variance exceeds split_factor times the mean are split by
@@ -38,7 +41,7 @@ NearestRows cpu_nearest_anchors(const Matrix& anchors, const std::vector<std::ui
 //     the slot of the anchor whose removal costs least, if that costs less than the split gains;
 //  3. re-seed: slots still free are filled by splitting the anchors of largest squared error.
 // Anchors whose members are all identical cannot be split; their free slots stay empty.
-MaintenanceResult maintain(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config,
-                           const SplitSource& splits, const NearestSource& nearest = cpu_nearest_anchors);
+MaintenanceResult maintain(const AnchorStats& stats, std::size_t d, const AnnealConfig& config, const RowSource& rows,
+                           const SplitSource& splits, const NearestSource& nearest);
 
 }  // namespace vlattice

@@ -15,8 +15,8 @@ public:
     const char* name() const override { return "perturbed"; }
     void upload_points(const Matrix& points, const RunSetup& setup) override { inner_->upload_points(points, setup); }
     void upload_anchors(const Matrix& anchors) override { inner_->upload_anchors(anchors); }
-    void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) override {
-        inner_->upload_anchor_rows(anchors, rows);
+    void upload_anchor_rows(const Matrix& values, const std::vector<std::uint32_t>& rows) override {
+        inner_->upload_anchor_rows(values, rows);
     }
     Matrix download_anchors() override {
         Matrix anchors = inner_->download_anchors();

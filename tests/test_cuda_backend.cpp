@@ -442,7 +442,7 @@ TEST_CASE("cuda: upload_anchor_rows changes only the listed rows", "[gpu][backen
     gpu->upload_anchors(anchors);
     // The points' distances to their anchors now bound the next assign; the replaced rows must not.
     gpu->assign();
-    gpu->upload_anchor_rows(changed, rows);
+    gpu->upload_anchor_rows(select_rows(changed, rows), rows);
     Matrix expected = anchors;
     for (std::uint32_t j : rows) {
         std::memcpy(expected.row(j), changed.row(j), x.cols * sizeof(float));
@@ -452,15 +452,21 @@ TEST_CASE("cuda: upload_anchor_rows changes only the listed rows", "[gpu][backen
     auto cpu = make_cpu_backend(0);
     cpu->upload_points(x, {});
     cpu->upload_anchors(anchors);
-    cpu->upload_anchor_rows(changed, rows);
+    cpu->upload_anchor_rows(select_rows(changed, rows), rows);
     const AssignStats cpu_stats = cpu->assign();
     const AssignStats gpu_stats = gpu->assign();
     CHECK(gpu->download_assignments() == cpu->download_assignments());
     CHECK(close(gpu_stats.energy, cpu_stats.energy, 1e-12));
 
     // A row outside the anchors is refused without touching any.
-    CHECK_THROWS_AS(gpu->upload_anchor_rows(changed, {300}), Error);
+    CHECK_THROWS_AS(gpu->upload_anchor_rows(select_rows(changed, {0}), {300}), Error);
+    CHECK_THROWS_AS(gpu->upload_anchor_rows(changed, {0}), Error);  // one row of values per listed row
     CHECK(gpu->download_anchors().data == expected.data);
+
+    // download_anchor_rows hands back the listed rows, in list order.
+    const std::vector<std::uint32_t> listed = {299, 17, 0, 17};
+    CHECK(gpu->download_anchor_rows(listed).data == select_rows(expected, listed).data);
+    CHECK_THROWS_AS(gpu->download_anchor_rows({300}), Error);
 
     // Every anchor replaced, their count the same: the last assign bounds nothing either.
     gpu->upload_anchors(changed);

@@ -1,6 +1,7 @@
 // Merge, split and re-seed on hand-built anchors and statistics.
 #include "support.hpp"
 
+#include "cpu/exact_assign.hpp"
 #include "maintenance.hpp"
 
 #include <catch2/catch.hpp>
@@ -46,6 +47,20 @@ Matrix two_blobs(std::uint32_t anchor) {
     return x;
 }
 
+// maintain() on anchors held here: rows and spacing from the matrix, computed on the CPU, and the
+// changes written back into it.
+MaintenanceResult maintain_here(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config,
+                                const SplitSource& splits) {
+    const MaintenanceResult r = maintain(
+        stats, anchors.cols, config, [&](const std::vector<std::uint32_t>& ids) { return select_rows(anchors, ids); },
+        splits, [&](const std::vector<std::uint32_t>& live) { return cpu::nearest_rows(select_rows(anchors, live)); });
+    REQUIRE(r.changed.rows == r.changed_rows.size());
+    for (std::size_t t = 0; t < r.changed_rows.size(); ++t) {
+        std::memcpy(anchors.row(r.changed_rows[t]), r.changed.row(t), anchors.cols * sizeof(float));
+    }
+    return r;
+}
+
 AnchorStats stats_of(std::vector<std::uint32_t> count, std::vector<double> variance) {
     AnchorStats s;
     s.kept = count;
@@ -59,7 +74,7 @@ AnchorStats stats_of(std::vector<std::uint32_t> count, std::vector<double> varia
 TEST_CASE("an empty anchor is re-seeded by splitting the anchor of largest error", "[maintenance]") {
     Matrix anchors = rows({{0, 0}, {100, 100}, {-100, 100}, {50, -50}});
     const AnchorStats stats = stats_of({400, 100, 100, 0}, {25.0, 1.0, 1.0, 0.0});
-    const MaintenanceResult r = maintain(anchors, stats, AnnealConfig{}, each(two_blobs));
+    const MaintenanceResult r = maintain_here(anchors, stats, AnnealConfig{}, each(two_blobs));
     CHECK(r.reseeded == 1);
     CHECK(r.changed_rows == std::vector<std::uint32_t>{0, 3});
     const float left = anchors.row(0)[0];
@@ -74,7 +89,7 @@ TEST_CASE("two nearly coincident anchors merge into their count-weighted mean", 
     config.merge_factor = 0.1;
     const AnchorStats stats = stats_of({10, 30, 10, 10}, {1.0, 1.0, 1.0, 1.0});
     // No member of anchor 0 can be split (one point), so the freed slot is not refilled.
-    const MaintenanceResult r = maintain(anchors, stats, config, each([](std::uint32_t) { return rows({{0, 0}}); }));
+    const MaintenanceResult r = maintain_here(anchors, stats, config, each([](std::uint32_t) { return rows({{0, 0}}); }));
     CHECK(r.merged == 1);
     CHECK(anchors.row(1)[0] == Approx(10.0025f));
     // The freed slot duplicates the merged anchor so that it wins no points.
@@ -87,7 +102,7 @@ TEST_CASE("an anchor far above the mean count is split into the cheapest anchor'
     const AnchorStats stats = stats_of({1000, 20, 20, 2, 20}, {25.0, 1.0, 1.0, 1.0, 1.0});
     AnnealConfig config;
     config.merge_factor = 0.0;  // anchors 2 and 3 would otherwise merge first
-    const MaintenanceResult r = maintain(anchors, stats, config, each(two_blobs));
+    const MaintenanceResult r = maintain_here(anchors, stats, config, each(two_blobs));
     CHECK(r.split == 1);
     CHECK(r.changed_rows == std::vector<std::uint32_t>{0, 3});
 }
@@ -96,7 +111,7 @@ TEST_CASE("anchors whose members are all one point are left alone", "[maintenanc
     Matrix anchors = rows({{1, 1}, {2, 2}});
     const Matrix before = anchors;
     const AnchorStats stats = stats_of({10, 0}, {0.0, 0.0});
-    const MaintenanceResult r = maintain(anchors, stats, AnnealConfig{}, each([](std::uint32_t) {
+    const MaintenanceResult r = maintain_here(anchors, stats, AnnealConfig{}, each([](std::uint32_t) {
         return rows({{1, 1}, {1, 1}, {1, 1}});
     }));
     CHECK(r.reseeded == 0);

@@ -59,13 +59,13 @@ public:
     // Replaces all anchors with m picked by k-means++ from `points` (the uploaded points): the same
     // anchors on every backend, those of the CPU's kmeans_plus_plus with this sample size and seed.
     virtual void seed_anchors(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) = 0;
-    // Replaces only the listed rows of the current anchors with the same rows of `anchors`.
-    virtual void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) = 0;
+    // Replaces anchor rows[r] with row r of `values`, for every r; the other anchors stay.
+    virtual void upload_anchor_rows(const Matrix& values, const std::vector<std::uint32_t>& rows) = 0;
     virtual Matrix download_anchors() = 0;
-    // The same into `into`, reusing its storage when it holds m x d already: the annealing loop
-    // downloads the anchors at every maintenance, and fresh pages cost a fault each (785 faults,
-    // 2-3 ms, for Fashion-MNIST's 1,024 x 784 on the GPU machine).
-    virtual void download_anchors_into(Matrix& into) { into = download_anchors(); }
+    // The listed anchors' rows, in list order (each id below m). What maintenance reads: a copy of
+    // all anchors per maintenance cost more than the rest of it (1,024 x 784 on the GPU machine:
+    // 2-3 ms, most of it faulting in fresh pages). By default through download_anchors.
+    virtual Matrix download_anchor_rows(const std::vector<std::uint32_t>& rows);
 
     // a(i) = argmin_j ||x_i - c_j||^2, ties to the lowest j, exact: the chosen anchor is the one the
     // same distances computed in double would choose (unless the run asked for AssignPrecision::fast).

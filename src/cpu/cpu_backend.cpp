@@ -63,17 +63,28 @@ public:
         upload_anchors(kmeans_plus_plus(points, m, sample_size, seed));
     }
 
-    void upload_anchor_rows(const Matrix& anchors, const std::vector<std::uint32_t>& rows) override {
-        require(anchors.cols == anchors_.cols, "upload_anchor_rows got rows of the wrong dimension");
+    void upload_anchor_rows(const Matrix& values, const std::vector<std::uint32_t>& rows) override {
+        require(values.cols == anchors_.cols && values.rows == rows.size(),
+                "upload_anchor_rows needs one row of the anchors' dimension per listed row");
         for (std::uint32_t j : rows) {
-            require(j < anchors_.rows && j < anchors.rows, "upload_anchor_rows: row " + std::to_string(j) +
-                                                               " is outside the " + std::to_string(anchors_.rows) +
-                                                               " anchors");
-            std::memcpy(anchors_.row(j), anchors.row(j), anchors_.cols * sizeof(float));
+            require(j < anchors_.rows,
+                    "upload_anchor_rows: row " + std::to_string(j) + " is outside the " +
+                        std::to_string(anchors_.rows) + " anchors");
+        }
+        for (std::size_t r = 0; r < rows.size(); ++r) {
+            std::memcpy(anchors_.row(rows[r]), values.row(r), anchors_.cols * sizeof(float));
         }
     }
 
     Matrix download_anchors() override { return anchors_; }
+
+    Matrix download_anchor_rows(const std::vector<std::uint32_t>& rows) override {
+        for (std::uint32_t j : rows) {
+            require(j < anchors_.rows, "download_anchor_rows: row " + std::to_string(j) + " is outside the " +
+                                           std::to_string(anchors_.rows) + " anchors");
+        }
+        return select_rows(anchors_, rows);
+    }
 
     AssignStats assign() override {
         require(points_ != nullptr && anchors_.rows > 0, "assign before upload_points and upload_anchors");
