@@ -82,12 +82,14 @@ __global__ void scatter_rows_kernel(float* __restrict__ anchors, const float* __
     }
 }
 
+// Typed rows: with a branch on the row type per value, 16-bit rows gathered at a third of the speed.
+template <RowType kType>
 __global__ void gather_rows_kernel(PointRows points, const std::uint32_t* __restrict__ members,
                                    std::size_t count, int d, float* __restrict__ out) {
     const std::size_t total = count * d;
     for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
          e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-        out[e] = points.at(members[e / d], static_cast<int>(e % d));
+        out[e] = points.at<kType>(members[e / d], static_cast<int>(e % d));
     }
 }
 
@@ -143,7 +145,10 @@ void launch_gather_rows(const PointRows& points, const std::uint32_t* members, s
     if (count == 0) {
         return;
     }
-    gather_rows_kernel<<<blocks_for(count * d), kThreads, 0, stream>>>(points, members, count, d, out);
+    with_row_type(points.type, [&](auto type) {
+        gather_rows_kernel<decltype(type)::value><<<blocks_for(count * d), kThreads, 0, stream>>>(points, members, count,
+                                                                                                 d, out);
+    });
     check_launch("gather_rows_kernel", stream);
 }
 

@@ -147,7 +147,9 @@ __global__ void resolve_narrowed_kernel(const Candidate* __restrict__ narrowed, 
 // One warp per short-list point scores all its kept anchors in double, all at once: those within the
 // bound are among them, and any others are real anchors too, which cannot move the exact argmin.
 // (distance, anchor) order keeps the lowest anchor on ties, as on the CPU. The list's order depends
-// on scheduling, but each point's result does not.
+// on scheduling, but each point's result does not. Typed rows, so that the loads of a stride are in
+// flight together.
+template <RowType kType>
 __global__ void __launch_bounds__(kThreads)
     rescore_short_kernel(PointRows points, const float* __restrict__ anchors, int d,
                          const Candidate* __restrict__ candidates, int splits, std::size_t n,
@@ -168,7 +170,7 @@ __global__ void __launch_bounds__(kThreads)
             rows[s] = anchors + static_cast<std::size_t>(ids[s]) * d;
         }
         double dist[kKeep];
-        warp_squared_distances<kKeep>(PointRow{points, i}, rows, d, lane, dist);
+        warp_squared_distances<kKeep>(TypedPointRow<kType>{points, i}, rows, d, lane, dist);
         double best = dist[0];
         std::uint32_t best_j = ids[0];
 #pragma unroll
@@ -189,6 +191,7 @@ __global__ void __launch_bounds__(kThreads)
 // (distance, anchor).
 constexpr int kAnchorsAtOnce = 4;
 
+template <RowType kType>
 __global__ void __launch_bounds__(kThreads)
     rescore_all_kernel(PointRows points, const float* __restrict__ anchors, std::uint32_t m, int d,
                        bool exclude_self, std::size_t n, const std::uint32_t* __restrict__ uncertain,
@@ -201,7 +204,7 @@ __global__ void __launch_bounds__(kThreads)
     const unsigned count = uncertain_counts[1];
     for (unsigned u = blockIdx.x; u < count; u += gridDim.x) {
         const std::uint32_t i = uncertain[n - 1 - u];
-        const PointRow x{points, i};
+        const TypedPointRow<kType> x{points, i};
         double best = CUDART_INF;
         std::uint32_t best_j = m;
         for (std::uint32_t j0 = static_cast<std::uint32_t>(warp) * kAnchorsAtOnce; j0 < m;
@@ -399,18 +402,19 @@ void launch_repair(const AssignArgs& args, cudaStream_t stream) {
     }
     // Enough warps to fill the GPU; the counts of uncertain points stay on the device.
     const unsigned rescore_blocks = static_cast<unsigned>(std::max(args.multiprocessors, 1)) * 8;
-    if (args.repair) {
-        rescore_short_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors, args.d,
-                                                                      args.candidates, args.plan.splits, args.n,
-                                                                      args.uncertain, args.uncertain_counts,
-                                                                      args.chosen);
-        check_launch("rescore_short_kernel", stream);
-    }
-    rescore_all_kernel<<<rescore_blocks, kThreads, 0, stream>>>(args.points, args.anchors,
-                                                                static_cast<std::uint32_t>(args.m), args.d,
-                                                                args.exclude_self, args.n, args.uncertain,
-                                                                args.uncertain_counts, args.chosen);
-    check_launch("rescore_all_kernel", stream);
+    with_row_type(args.points.type, [&](auto type) {
+        constexpr RowType kType = decltype(type)::value;
+        if (args.repair) {
+            rescore_short_kernel<kType><<<rescore_blocks, kThreads, 0, stream>>>(
+                args.points, args.anchors, args.d, args.candidates, args.plan.splits, args.n, args.uncertain,
+                args.uncertain_counts, args.chosen);
+            check_launch("rescore_short_kernel", stream);
+        }
+        rescore_all_kernel<kType><<<rescore_blocks, kThreads, 0, stream>>>(
+            args.points, args.anchors, static_cast<std::uint32_t>(args.m), args.d, args.exclude_self, args.n,
+            args.uncertain, args.uncertain_counts, args.chosen);
+        check_launch("rescore_all_kernel", stream);
+    });
 }
 
 }  // namespace vlattice::cuda

@@ -121,7 +121,11 @@ void DevicePoints::upload(const Matrix& points, const PointFormat& format, cudaS
                     " (they must be rounded with round_to_format first)");
     }
     if ((flags & kHalfInexact) == 0) {
-        tail_ = {};  // every point is exact in float16: the products need no point tails
+        // Every point is exact in the 16-bit format (pixels, say): the products need no point tails,
+        // and the 16-bit rows hold the same values as the float32 ones, in half the bytes, for every
+        // kernel that reads points.
+        tail_ = {};
+        floats_ = {};
     }
     n_ = n;
     d_ = d;
@@ -154,10 +158,10 @@ void DevicePoints::release() {
 }
 
 PointRows DevicePoints::rows() const {
-    if (format_.storage == PointStorage::f32) {
+    if (floats_.size() > 0) {
         return PointRows::floats(floats_.data(), static_cast<int>(d_));
     }
-    const RowType type = format_.storage == PointStorage::f16 ? RowType::f16 : RowType::bf16;
+    const RowType type = half_type() == HalfType::bf16 ? RowType::bf16 : RowType::f16;
     return {head_.data(), type, half_stride(static_cast<int>(d_)), std::ldexp(1.0f, -format_.exponent)};
 }
 

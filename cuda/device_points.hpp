@@ -1,9 +1,9 @@
 // The points of a run on the device, in their storage format, with what the assign needs of them:
 // their squared norms, and their 16-bit tensor-core operands (half_operands.cuh) with what rounding
-// to them left out. Under f32 storage
-// the float32 rows stay for the exact work and the operands are a second copy (a head, and a tail
-// unless every point is exact in float16); under f16 or bf16 the 16-bit rows are both, so the
-// points take half the memory of float32 and the kernels read half the bytes.
+// to them left out. Under f32 storage the float32 rows stay for the exact work and the operands are
+// a second copy (a head and a tail), unless every point is exact in the 16-bit format: then, as
+// under f16 or bf16 storage, the 16-bit rows are both, so the points take half the memory of
+// float32 and the kernels read half the bytes.
 #pragma once
 
 #include "device_buffer.hpp"
@@ -52,7 +52,7 @@ private:
     PointFormat format_;
     std::size_t n_ = 0;
     std::size_t d_ = 0;
-    DeviceBuffer<float> floats_;  // f32 storage: n x d
+    DeviceBuffer<float> floats_;  // f32 storage, unless the 16-bit rows are exact: n x d
     DeviceBuffer<std::uint16_t> head_;
     DeviceBuffer<std::uint16_t> tail_;
     DeviceBuffer<float> norms_;

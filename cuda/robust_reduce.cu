@@ -200,7 +200,7 @@ __global__ void member_sums_kernel(PointRows points, int d, const double* __rest
             partial_distance[b] = sum;
         }
     }
-    constexpr int kInFlight = kCount == 1 ? 8 : 4;
+    constexpr int kInFlight = 8;
     for (int k = threadIdx.x * kCount; k < d; k += blockDim.x * kCount) {
         double sum[kCount] = {};
         int r = 0;

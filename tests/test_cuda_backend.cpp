@@ -514,7 +514,22 @@ TEST_CASE("cuda: points exact in float16 take two products and stay exact", "[gp
         v = std::clamp(std::round(16.0f * v + 128.0f), 0.0f, 255.0f);
     }
     const Matrix anchors = anchors_near(x, 300, rng);
-    check_exact_assign(x, anchors, {point_format(x, PointStorage::f32), AssignPrecision::exact}, FastKernel::split);
+    const RunSetup setup{point_format(x, PointStorage::f32), AssignPrecision::exact};
+    check_exact_assign(x, anchors, setup, FastKernel::split);
+
+    // The 16-bit rows, holding the same values, are then the only copy of the points on the device:
+    // the reduce, the update and the energy read them and must agree with the CPU's float32 rows.
+    auto [cpu, gpu] = on_both(x, setup, FastKernel::automatic);
+    cpu->upload_anchors(anchors);
+    gpu->upload_anchors(anchors);
+    CHECK(close(gpu->assign().energy, cpu->assign().energy, 1e-12));
+    cpu->robust_reduce(0.1);
+    gpu->robust_reduce(0.1);
+    check_stats_equal(gpu->download_stats(), cpu->download_stats());
+    cpu->update(0.6);
+    gpu->update(0.6);
+    check_anchors_close(gpu->download_anchors(), cpu->download_anchors());
+    CHECK(close(gpu->energy(), cpu->energy(), 1e-12));
 }
 
 TEST_CASE("cuda: points crowded by many anchors are narrowed by a split pass and stay exact", "[gpu][backend][quick]") {
