@@ -93,9 +93,10 @@ void check_energy(const Matrix& points, const Matrix& anchors, const std::vector
 }  // namespace
 
 double cpu_energy(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments) {
-    return deterministic_sum(points.rows, [&](std::size_t i) {
-               return squared_distance(points.row(i), anchors.row(assignments[i]), points.cols);
-           }) /
+    return deterministic_sum(
+               points.rows,
+               [&](std::size_t i) { return squared_distance(points.row(i), anchors.row(assignments[i]), points.cols); },
+               points.cols) /
            static_cast<double>(points.rows);
 }
 

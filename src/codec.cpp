@@ -67,7 +67,8 @@ double mean_squared_error(const Matrix& a, const Matrix& b) {
     if (a.rows == 0) {
         throw Error("cannot compute a mean squared error over no rows");
     }
-    const double total = deterministic_sum(a.rows, [&](std::size_t i) { return squared_distance(a.row(i), b.row(i), a.cols); });
+    const double total = deterministic_sum(
+        a.rows, [&](std::size_t i) { return squared_distance(a.row(i), b.row(i), a.cols); }, a.cols);
     return total / static_cast<double>(a.rows);
 }
 
@@ -81,7 +82,7 @@ double reconstruction_mse(const VlatFile& file, const Matrix& points) {
         row.resize(points.cols);
         decode_row(file.anchors, file.residuals, file.assignments[i], i, row.data());
         return squared_distance(row.data(), points.row(i), points.cols);
-    });
+    }, points.cols);
     return total / static_cast<double>(points.rows);
 }
 

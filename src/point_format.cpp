@@ -2,6 +2,8 @@
 
 #include "vlattice/half.hpp"
 
+#include "numeric.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -44,7 +46,7 @@ void round_values(float* values, std::size_t count, bool f16, float up, float do
 
 PointFormat point_format(const Matrix& points, PointStorage storage) {
     float largest = 0.0f;
-#pragma omp parallel for schedule(static) reduction(max : largest)
+#pragma omp parallel for schedule(static) reduction(max : largest) if (points.data.size() >= kParallelValues)
     for (std::size_t e = 0; e < points.data.size(); ++e) {
         largest = std::max(largest, std::abs(points.data[e]));
     }
