@@ -205,7 +205,7 @@ public:
                         std::to_string(values.cols) + " values for " + std::to_string(rows.size()) +
                         " listed rows of " + std::to_string(d_));
         }
-        require_rows_of_anchors(rows, "upload_anchor_rows");
+        require_rows_below(rows, m_, name(), "upload_anchor_rows");
         // Staged and scattered into place on the device, at most m at a time.
         const cudaStream_t s = stream_.get();
         for (std::size_t start = 0; start < rows.size(); start += m_) {
@@ -224,7 +224,7 @@ public:
         use_device();
         require_anchors("download_anchors");
         Matrix out(m_, d_);
-        download_rows(anchors_.data(), out);
+        copy_rows_down(anchors_.data(), m_, out.data.data());
         return out;
     }
 
@@ -232,7 +232,7 @@ public:
     Matrix download_anchor_rows(const std::vector<std::uint32_t>& rows) override {
         use_device();
         require_anchors("download_anchor_rows");
-        require_rows_of_anchors(rows, "download_anchor_rows");
+        require_rows_below(rows, m_, name(), "download_anchor_rows");
         Matrix out(rows.size(), d_);
         const cudaStream_t s = stream_.get();
         for (std::size_t start = 0; start < rows.size(); start += m_) {
@@ -241,9 +241,7 @@ public:
                                        cudaMemcpyHostToDevice, s));
             cuda::launch_gather_rows(cuda::PointRows::floats(anchors_.data(), dim()), row_ids_.data(), count, dim(),
                                      row_staging_.data(), s);
-            CUDA_CHECK(cudaMemcpyAsync(out.row(start), row_staging_.data(), count * d_ * sizeof(float),
-                                       cudaMemcpyDeviceToHost, s));
-            stream_.synchronize();
+            copy_rows_down(row_staging_.data(), count, out.row(start));
         }
         return out;
     }
@@ -671,17 +669,17 @@ private:
         cuda::launch_narrow(assign_args(true), count, buffers, stream_.get());
     }
 
-    // Fills `out` (rows x d) from device rows through pinned memory: pageable copies of all anchors
-    // ran at 1.5 GB/s on the H100 machine.
-    void download_rows(const float* rows, Matrix& out) {
-        const std::size_t values = out.rows * d_;
+    // `count` device rows of d floats to `host`, through pinned memory: pageable copies of all
+    // anchors ran at 1.5 GB/s on the H100 machine. Returns once they are there.
+    void copy_rows_down(const float* rows, std::size_t count, float* host) {
+        const std::size_t values = count * d_;
         if (host_staging_.size() < values) {
             host_staging_ = PinnedBuffer<float>(values);
         }
         CUDA_CHECK(cudaMemcpyAsync(host_staging_.data(), rows, values * sizeof(float), cudaMemcpyDeviceToHost,
                                    stream_.get()));
         stream_.synchronize();
-        std::memcpy(out.data.data(), host_staging_.data(), values * sizeof(float));
+        std::memcpy(host, host_staging_.data(), values * sizeof(float));
     }
 
     // Every anchor was replaced: the last assign bounds nothing.
@@ -699,14 +697,6 @@ private:
         require_points(call);
         if (m_ == 0) {
             throw Error(std::string("cuda backend: ") + call + " before upload_anchors");
-        }
-    }
-    void require_rows_of_anchors(const std::vector<std::uint32_t>& rows, const char* call) const {
-        for (std::uint32_t j : rows) {
-            if (j >= m_) {
-                throw Error(std::string("cuda backend: ") + call + ": row " + std::to_string(j) + " is outside the " +
-                            std::to_string(m_) + " anchors");
-            }
         }
     }
     void require_assignment(const char* call) const {
@@ -1041,7 +1031,7 @@ private:
     DeviceBuffer<double> partial_sums_;
     DeviceBuffer<double> partial_distance_;
     DeviceBuffer<float> row_staging_;
-    PinnedBuffer<float> host_staging_;  // m x d at least; grown by download_rows
+    PinnedBuffer<float> host_staging_;  // m x d at least; grown by copy_rows_down
     DeviceBuffer<std::uint32_t> row_ids_;
     DeviceBuffer<std::uint32_t> member_slot_;
     DeviceBuffer<std::uint32_t> kept_offsets_;  // gather_members: packed rows per listed anchor

@@ -355,16 +355,11 @@ void launch_robust_reduce(const ReduceArgs& a, cudaStream_t stream) {
     const bool by_16 = a.points.loads_by_16();
     with_row_type(a.points.type, [&](auto type) {
         constexpr RowType kType = decltype(type)::value;
-        if (by_16) {
-            constexpr int kCount = kValuesPerLoad<kType>;
-            member_sums_kernel<kType, kCount><<<chunks, member_threads(a.d, kCount), 0, stream>>>(
-                a.points, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
-                a.partial_distance);
-        } else {
-            member_sums_kernel<kType, 1><<<chunks, member_threads(a.d, 1), 0, stream>>>(
-                a.points, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
-                a.partial_distance);
-        }
+        constexpr int kWide = kValuesPerLoad<kType>;
+        const auto kernel = by_16 ? member_sums_kernel<kType, kWide> : member_sums_kernel<kType, 1>;
+        kernel<<<chunks, member_threads(a.d, by_16 ? kWide : 1), 0, stream>>>(
+            a.points, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
+            a.partial_distance);
     });
     check_launch("member_sums_kernel", stream);
     finalize_kernel<<<static_cast<unsigned>(a.m), kFinalizeThreads, 0, stream>>>(

@@ -16,18 +16,23 @@ void require_distinct_anchors(const std::vector<std::uint32_t>& anchors, std::si
     }
 }
 
+void require_rows_below(const std::vector<std::uint32_t>& rows, std::size_t m, const std::string& backend,
+                        const char* call) {
+    for (std::uint32_t j : rows) {
+        if (j >= m) {
+            throw Error(backend + " backend: " + call + ": row " + std::to_string(j) + " is outside the " +
+                        std::to_string(m) + " anchors");
+        }
+    }
+}
+
 std::vector<MemberSplit> Backend::split_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) {
     return split_each(gather_members(anchors, limit));
 }
 
 Matrix Backend::download_anchor_rows(const std::vector<std::uint32_t>& rows) {
     const Matrix all = download_anchors();
-    for (std::uint32_t j : rows) {
-        if (j >= all.rows) {
-            throw Error(std::string(name()) + " backend: download_anchor_rows: row " + std::to_string(j) +
-                        " is outside the " + std::to_string(all.rows) + " anchors");
-        }
-    }
+    require_rows_below(rows, all.rows, name(), "download_anchor_rows");
     return select_rows(all, rows);
 }
 

@@ -110,8 +110,8 @@ public:
             count_[freed] = 0;
             sse_[freed] = 0;
             free_.insert(freed);
-            mark(keep);
-            mark(freed);
+            touched_[keep] = true;
+            touched_[freed] = true;
             ++result_.merged;
         }
         if (pairs.empty()) {
@@ -223,11 +223,10 @@ public:
     }
 
     MaintenanceResult finish() {
-        result_.changed_rows.assign(changed_.begin(), changed_.end());
-        result_.changed = Matrix(result_.changed_rows.size(), d_);
-        for (std::size_t r = 0; r < result_.changed_rows.size(); ++r) {
-            const std::vector<float>& row = rewritten_.at(result_.changed_rows[r]);
-            std::copy(row.begin(), row.end(), result_.changed.row(r));
+        result_.changed = Matrix(rewritten_.size(), d_);
+        for (const auto& [j, row] : rewritten_) {
+            std::copy(row.begin(), row.end(), result_.changed.row(result_.changed_rows.size()));
+            result_.changed_rows.push_back(static_cast<std::uint32_t>(j));
         }
         return result_;
     }
@@ -244,16 +243,11 @@ private:
         return (split.before - split.after) * count_[j] / static_cast<double>(split.rows);
     }
 
-    void mark(std::size_t j) {
-        touched_[j] = true;
-        changed_.insert(static_cast<std::uint32_t>(j));
-    }
-
     void apply(std::size_t j, std::size_t slot, const MemberSplit& split) {
         rewritten_[j] = split.left;
         rewritten_[slot] = split.right;
-        mark(j);
-        mark(slot);
+        touched_[j] = true;
+        touched_[slot] = true;
     }
 
     std::size_t d_;
@@ -264,8 +258,7 @@ private:
     std::vector<std::size_t> nearest_;
     std::vector<bool> touched_;
     std::set<std::size_t> free_;
-    std::set<std::uint32_t> changed_;
-    std::map<std::size_t, std::vector<float>> rewritten_;  // the new rows of changed_
+    std::map<std::size_t, std::vector<float>> rewritten_;  // the new rows of the anchors changed, by id
     MaintenanceResult result_;
 };
 

@@ -34,7 +34,7 @@ float round_to_bf16(float value) {
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
 void round_values(float* values, std::size_t count, bool f16, float up, float down) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (count >= kParallelValues)
     for (std::size_t i = 0; i < count; ++i) {
         const float scaled = values[i] * up;
         const float rounded = f16 ? half_to_float(float_to_half(scaled)) : round_to_bf16(scaled);

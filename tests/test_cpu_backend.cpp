@@ -1,6 +1,7 @@
 // Each stage of the CPU backend against the brute-force double references, on random inputs of odd
 // sizes: d not a multiple of 4 or 8, m = 1 and m = n, duplicate points and duplicate anchors.
 #include "call_order.hpp"
+#include "perturbed_backend.hpp"
 #include "reference.hpp"
 #include "support.hpp"
 
@@ -129,6 +130,56 @@ TEST_CASE("cpu: nearest_rows finds each row's nearest other row", "[cpu][backend
         CHECK(close(found.distance[j], best, 1e-12));
     }
     CHECK_THROWS_WITH(make_cpu_backend(1)->nearest_rows(Matrix(1, 11)), Catch::Contains("at least two rows"));
+}
+
+TEST_CASE("cpu: anchor rows go up and come down by id", "[cpu][backend]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = random_points(50, 6, rng, 3);
+    const Matrix anchors = random_points(9, 6, rng, 3);
+    auto cpu = make_cpu_backend(1);
+    cpu->upload_points(x, {});
+    cpu->upload_anchors(anchors);
+
+    // Row r of the values replaces anchor rows[r]; the others stay.
+    const std::vector<std::uint32_t> rows = {7, 2};
+    const Matrix values = random_points(2, 6, rng, 3);
+    cpu->upload_anchor_rows(values, rows);
+    Matrix expected = anchors;
+    std::memcpy(expected.row(7), values.row(0), 6 * sizeof(float));
+    std::memcpy(expected.row(2), values.row(1), 6 * sizeof(float));
+    CHECK(cpu->download_anchors().data == expected.data);
+    CHECK(cpu->download_anchor_rows({2, 8, 2}).data == select_rows(expected, {2, 8, 2}).data);
+
+    // Bad ids and shapes are refused, naming the call, before any row changes.
+    CHECK_THROWS_WITH(cpu->upload_anchor_rows(select_rows(values, {0, 1, 0}), {1, 9, 3}),
+                      Catch::Contains("upload_anchor_rows: row 9 is outside the 9 anchors"));
+    CHECK_THROWS_WITH(cpu->upload_anchor_rows(values, {1}), Catch::Contains("one row of the anchors' dimension"));
+    CHECK(cpu->download_anchors().data == expected.data);
+    CHECK_THROWS_WITH(cpu->download_anchor_rows({0, 9}), Catch::Contains("download_anchor_rows: row 9 is outside"));
+}
+
+TEST_CASE("backend defaults: anchor rows and their spacing come from the downloaded anchors", "[cpu][backend]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = random_points(40, 5, rng, 3);
+    const Matrix anchors = random_points(12, 5, rng, 3);
+    // The decorator overrides neither call, so the Backend defaults run, on its (perturbed) anchors.
+    test::PerturbedAnchors perturbed(make_cpu_backend(1));
+    perturbed.upload_points(x, {});
+    perturbed.upload_anchors(anchors);
+    const Matrix seen = perturbed.download_anchors();
+    REQUIRE(seen.data != anchors.data);
+    const std::vector<std::uint32_t> live = {0, 3, 4, 11};
+    CHECK(perturbed.download_anchor_rows(live).data == select_rows(seen, live).data);
+    CHECK_THROWS_WITH(perturbed.download_anchor_rows({12}),
+                      Catch::Contains("perturbed backend: download_anchor_rows: row 12 is outside the 12 anchors"));
+    const NearestRows got = perturbed.nearest_anchors(live);
+    const NearestRows want = make_cpu_backend(1)->nearest_rows(select_rows(seen, live));
+    CHECK(got.index == want.index);
+    CHECK(got.distance == want.distance);
 }
 
 TEST_CASE("cpu: calls out of order are reported as errors", "[cpu][backend]") {

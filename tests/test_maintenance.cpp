@@ -48,12 +48,18 @@ Matrix two_blobs(std::uint32_t anchor) {
 }
 
 // maintain() on anchors held here: rows and spacing from the matrix, computed on the CPU, and the
-// changes written back into it.
+// changes written back into it. The ids of the rows it fetched go to `fetched` when given.
 MaintenanceResult maintain_here(Matrix& anchors, const AnchorStats& stats, const AnnealConfig& config,
-                                const SplitSource& splits) {
-    const MaintenanceResult r = maintain(
-        stats, anchors.cols, config, [&](const std::vector<std::uint32_t>& ids) { return select_rows(anchors, ids); },
-        splits, [&](const std::vector<std::uint32_t>& live) { return cpu::nearest_rows(select_rows(anchors, live)); });
+                                const SplitSource& splits, std::vector<std::uint32_t>* fetched = nullptr) {
+    const auto rows_of = [&](const std::vector<std::uint32_t>& ids) {
+        if (fetched != nullptr) {
+            fetched->insert(fetched->end(), ids.begin(), ids.end());
+        }
+        return select_rows(anchors, ids);
+    };
+    const MaintenanceResult r = maintain(stats, anchors.cols, config, rows_of, splits, [&](const std::vector<std::uint32_t>& live) {
+        return cpu::nearest_rows(select_rows(anchors, live));
+    });
     REQUIRE(r.changed.rows == r.changed_rows.size());
     for (std::size_t t = 0; t < r.changed_rows.size(); ++t) {
         std::memcpy(anchors.row(r.changed_rows[t]), r.changed.row(t), anchors.cols * sizeof(float));
@@ -89,8 +95,13 @@ TEST_CASE("two nearly coincident anchors merge into their count-weighted mean", 
     config.merge_factor = 0.1;
     const AnchorStats stats = stats_of({10, 30, 10, 10}, {1.0, 1.0, 1.0, 1.0});
     // No member of anchor 0 can be split (one point), so the freed slot is not refilled.
-    const MaintenanceResult r = maintain_here(anchors, stats, config, each([](std::uint32_t) { return rows({{0, 0}}); }));
+    std::vector<std::uint32_t> fetched;
+    const MaintenanceResult r =
+        maintain_here(anchors, stats, config, each([](std::uint32_t) { return rows({{0, 0}}); }), &fetched);
     CHECK(r.merged == 1);
+    // Only the merged pair's rows were read, and only those two rows change.
+    CHECK(fetched == std::vector<std::uint32_t>{1, 2});
+    CHECK(r.changed_rows == std::vector<std::uint32_t>{1, 2});
     CHECK(anchors.row(1)[0] == Approx(10.0025f));
     // The freed slot duplicates the merged anchor so that it wins no points.
     CHECK(anchors.row(2)[0] == anchors.row(1)[0]);

@@ -44,6 +44,10 @@ struct RunSetup {
 // backend, the call and the first anchor below m that is listed twice.
 void require_distinct_anchors(const std::vector<std::uint32_t>& anchors, std::size_t m, const std::string& backend,
                               const char* call);
+// The precondition of the calls that take anchor rows by id: throws Error naming the backend, the
+// call and the first row that is not below m.
+void require_rows_below(const std::vector<std::uint32_t>& rows, std::size_t m, const std::string& backend,
+                        const char* call);
 
 class Backend {
 public:

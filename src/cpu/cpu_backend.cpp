@@ -66,11 +66,7 @@ public:
     void upload_anchor_rows(const Matrix& values, const std::vector<std::uint32_t>& rows) override {
         require(values.cols == anchors_.cols && values.rows == rows.size(),
                 "upload_anchor_rows needs one row of the anchors' dimension per listed row");
-        for (std::uint32_t j : rows) {
-            require(j < anchors_.rows,
-                    "upload_anchor_rows: row " + std::to_string(j) + " is outside the " +
-                        std::to_string(anchors_.rows) + " anchors");
-        }
+        require_rows_below(rows, anchors_.rows, name(), "upload_anchor_rows");
         for (std::size_t r = 0; r < rows.size(); ++r) {
             std::memcpy(anchors_.row(rows[r]), values.row(r), anchors_.cols * sizeof(float));
         }
@@ -79,10 +75,7 @@ public:
     Matrix download_anchors() override { return anchors_; }
 
     Matrix download_anchor_rows(const std::vector<std::uint32_t>& rows) override {
-        for (std::uint32_t j : rows) {
-            require(j < anchors_.rows, "download_anchor_rows: row " + std::to_string(j) + " is outside the " +
-                                           std::to_string(anchors_.rows) + " anchors");
-        }
+        require_rows_below(rows, anchors_.rows, name(), "download_anchor_rows");
         return select_rows(anchors_, rows);
     }
 
