@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace vlattice {
@@ -42,16 +43,33 @@ void round_values(float* values, std::size_t count, bool f16, float up, float do
     }
 }
 
+// The largest |value|'s bit pattern. With the sign cleared, the patterns of finite values and
+// infinity are ordered as their magnitudes and every NaN's lies above them; integer maxima vectorise
+// where float ones (which must skip NaNs) did not: a 10,000 x 128 scan took 2.5 ms on the GPU
+// machine's CPU. Compiled twice as round_values is.
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+std::uint32_t largest_magnitude_bits(const float* values, std::size_t count) {
+    std::uint32_t largest = 0;
+#pragma omp parallel for schedule(static) reduction(max : largest) if (count >= kParallelValues)
+    for (std::size_t i = 0; i < count; ++i) {
+        std::uint32_t bits;
+        std::memcpy(&bits, &values[i], sizeof bits);
+        largest = std::max(largest, bits & 0x7fffffffu);
+    }
+    return largest;
+}
+
 }  // namespace
 
 PointFormat point_format(const Matrix& points, PointStorage storage) {
-    float largest = 0.0f;
-#pragma omp parallel for schedule(static) reduction(max : largest) if (points.data.size() >= kParallelValues)
-    for (std::size_t e = 0; e < points.data.size(); ++e) {
-        largest = std::max(largest, std::abs(points.data[e]));
-    }
+    const std::uint32_t bits = largest_magnitude_bits(points.data.data(), points.data.size());
+    float largest;
+    std::memcpy(&largest, &bits, sizeof largest);
     PointFormat format;
     format.storage = storage;
+    // A NaN anywhere comes out as the largest pattern, and leaves the default exponent as infinity does.
     if (largest > 0.0f && std::isfinite(largest)) {
         format.exponent = std::clamp(14 - std::ilogb(largest), -kMaxExponent, kMaxExponent);
     }

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 using namespace vlattice;
 using namespace vlattice::test;
@@ -43,6 +44,27 @@ TEST_CASE("the exponent brings the largest coordinate into [2^14, 2^15)", "[stor
         const float scaled = std::ldexp(largest, e);
         CHECK(scaled >= 16384.0f);
         CHECK(scaled < 32768.0f);
+    }
+}
+
+TEST_CASE("the largest magnitude is found wherever it sits; a non-finite value leaves exponent 0", "[storage]") {
+    Matrix x(1, 1001);  // not a whole number of vectors
+    for (std::size_t k = 0; k < x.cols; ++k) {
+        x.data[k] = 0.5f + static_cast<float>(k % 7) / 16.0f;  // below 1
+    }
+    for (std::size_t at : {std::size_t{0}, std::size_t{8}, std::size_t{517}, std::size_t{999}, std::size_t{1000}}) {
+        for (float largest : {3.0f, -3.0f, 1.0f}) {
+            Matrix y = x;
+            y.data[at] = largest;
+            INFO("at " << at << ", value " << largest);
+            CHECK(point_format(y, PointStorage::f16).exponent == 14 - std::ilogb(std::abs(largest)));
+        }
+    }
+    for (float odd : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                      std::numeric_limits<float>::quiet_NaN()}) {
+        Matrix y = x;
+        y.data[517] = odd;
+        CHECK(point_format(y, PointStorage::f16).exponent == 0);
     }
 }
 
