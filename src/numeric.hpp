@@ -7,17 +7,9 @@
 
 namespace vlattice {
 
-// ||a - b||^2 accumulated in double. The simd reduction lets the compiler vectorise; its order is
-// fixed by the compiled code, so the result is the same on every call and thread.
-inline double squared_distance(const float* a, const float* b, std::size_t d) {
-    double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-    for (std::size_t k = 0; k < d; ++k) {
-        const double diff = static_cast<double>(a[k]) - static_cast<double>(b[k]);
-        sum += diff * diff;
-    }
-    return sum;
-}
+// ||a - b||^2 accumulated in double (numeric.cpp), in an order written out, so the same bits on
+// every call, thread and CPU.
+double squared_distance(const float* a, const float* b, std::size_t d);
 
 // ||a - b||^2 for k-means++ weights, in float and in an order written out rather than left to the
 // compiler: lane l of kDistanceLanes sums coordinates l, l + 16, ... in turn (the last, partial
