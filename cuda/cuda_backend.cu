@@ -378,38 +378,32 @@ public:
         out.reserve(anchors.size());
         const cudaStream_t s = stream_.get();
         for_member_batches(anchors, "split_members", [&](const std::uint32_t* listed, std::size_t count) {
-            DeviceBuffer<float> means(count * d_);
-            DeviceBuffer<float> centres(count * 2 * d_);
-            DeviceBuffer<double> sums(count * 2);
-            DeviceBuffer<int> ok(count);
-            DeviceBuffer<float> distances;
-            DeviceBuffer<signed char> sides;
+            SplitScratch& k = split_scratch_;
+            k.reserve_anchors(count, d_);
             const std::vector<std::uint32_t> kept = for_member_pieces(listed, count, limit, [&](const MemberPiece& piece) {
-                const std::size_t rows = piece.kept[piece.last] - piece.kept[piece.first];
-                if (distances.size() < 2 * rows) {
-                    distances = DeviceBuffer<float>(2 * rows);
-                    sides = DeviceBuffer<signed char>(rows);
-                }
+                k.reserve_rows(piece.kept[piece.last] - piece.kept[piece.first]);
                 cuda::TwoMeansArgs args;
                 args.rows = gathered_.data();
                 args.offsets = kept_offsets_.data();
                 args.first = piece.first;
                 args.count = piece.last - piece.first;
                 args.d = dim();
-                args.means = means.data();
-                args.centres = centres.data();
-                args.sums = sums.data();
-                args.ok = ok.data();
-                args.distances = distances.data();
-                args.sides = sides.data();
+                args.means = k.means.data();
+                args.centres = k.centres.data();
+                args.sums = k.sums.data();
+                args.ok = k.ok.data();
+                args.distances = k.distances.data();
+                args.sides = k.sides.data();
                 cuda::launch_two_means(args, s);  // before the next piece's gather, in stream order
             });
-            std::vector<float> host_centres(centres.size());
-            std::vector<double> host_sums(sums.size());
-            std::vector<int> host_ok(ok.size());
-            CUDA_CHECK(cudaMemcpyAsync(host_centres.data(), centres.data(), centres.bytes(), cudaMemcpyDeviceToHost, s));
-            CUDA_CHECK(cudaMemcpyAsync(host_sums.data(), sums.data(), sums.bytes(), cudaMemcpyDeviceToHost, s));
-            CUDA_CHECK(cudaMemcpyAsync(host_ok.data(), ok.data(), ok.bytes(), cudaMemcpyDeviceToHost, s));
+            std::vector<float> host_centres(count * 2 * d_);
+            std::vector<double> host_sums(count * 2);
+            std::vector<int> host_ok(count);
+            CUDA_CHECK(cudaMemcpyAsync(host_centres.data(), k.centres.data(), host_centres.size() * sizeof(float),
+                                       cudaMemcpyDeviceToHost, s));
+            CUDA_CHECK(cudaMemcpyAsync(host_sums.data(), k.sums.data(), host_sums.size() * sizeof(double),
+                                       cudaMemcpyDeviceToHost, s));
+            CUDA_CHECK(cudaMemcpyAsync(host_ok.data(), k.ok.data(), host_ok.size() * sizeof(int), cudaMemcpyDeviceToHost, s));
             stream_.synchronize();
             for (std::size_t t = 0; t < count; ++t) {
                 MemberSplit split;
@@ -629,6 +623,35 @@ private:
         }
     };
 
+    // Buffers of split_members, grown on demand and kept for the next maintenance: allocating and
+    // freeing them on every call cost about 14 us a buffer, a sixth of a 2-means pass at (a).
+    struct SplitScratch {
+        DeviceBuffer<float> means;    // per listed anchor, d
+        DeviceBuffer<float> centres;  // per listed anchor, 2 d
+        DeviceBuffer<double> sums;    // per listed anchor, 2
+        DeviceBuffer<int> ok;
+        DeviceBuffer<float> distances;  // per member of a piece, 2
+        DeviceBuffer<signed char> sides;
+
+        void reserve_anchors(std::size_t count, std::size_t d) {
+            if (ok.size() < count || means.size() < count * d) {
+                means = {};
+                centres = {};
+                means = DeviceBuffer<float>(count * d);
+                centres = DeviceBuffer<float>(count * 2 * d);
+                sums = DeviceBuffer<double>(count * 2);
+                ok = DeviceBuffer<int>(count);
+            }
+        }
+        void reserve_rows(std::size_t rows) {
+            if (sides.size() < rows) {
+                distances = {};
+                distances = DeviceBuffer<float>(2 * rows);
+                sides = DeviceBuffer<signed char>(rows);
+            }
+        }
+    };
+
     // Buffers of the narrowing (cuda::launch_narrow), grown on demand with a quarter to spare, since
     // the count of points it takes changes from one assign to the next.
     struct NarrowScratch {
@@ -720,6 +743,7 @@ private:
         // Old buffers go first, so that their memory counts as free.
         points_.release();
         narrow_scratch_ = {};
+        split_scratch_ = {};
         assignment_ = {};
         chosen_ = {};
         uncertain_ = {};
@@ -1040,6 +1064,7 @@ private:
     PinnedBuffer<float> gathered_host_;
     NearestScratch nearest_scratch_;
     NarrowScratch narrow_scratch_;
+    SplitScratch split_scratch_;
 
     // Scalars: what crosses the bus per iteration.
     DeviceBuffer<unsigned long long> changed_;
