@@ -161,6 +161,7 @@ public:
         DeviceBuffer<std::uint32_t> owner(s);
         DeviceBuffer<double> gap(m);
         DeviceBuffer<double> block_sums(cuda::seed_block_count(s));
+        DeviceBuffer<int> block_lows(cuda::seed_block_count(s));
         DeviceBuffer<std::uint32_t> chosen(1);
         DeviceBuffer<int> degenerate(1);
         const cudaStream_t st = stream_.get();
@@ -184,6 +185,7 @@ public:
         args.owner = owner.data();
         args.gap = gap.data();
         args.block_sums = block_sums.data();
+        args.block_lows = block_lows.data();
         args.chosen = chosen.data();
         args.degenerate = degenerate.data();
         cuda::launch_seed_anchors(args, st);

@@ -60,36 +60,25 @@ public:
         unsigned long long first;
         double before;
         double sum;
-        bool exact;
+        int low;
     };
+
+    // What proves a run of terms free of rounding: the lowest set bit among them (INT_MAX when all
+    // are zero) and their sum added in any order, each addition rounded. The exact sum E is a
+    // multiple of 2^low; while E < 2^(low + 53) no running sum in any order rounds. A rounded sum
+    // S of n positive terms is at least E (1 - n 2^-53), so S < 2^(low + 52) proves E < 2^(low + 53).
+    // The bounds of consecutive runs combine: the least of their lows, the sum of their sums.
+    struct Bound {
+        int low;
+        double sum;
+    };
+    __device__ static bool nothing_rounds(const Bound& b) { return b.low == INT_MAX || b.sum < ldexp(1.0, b.low + 52); }
 
     __device__ explicit OrderedSums(TempStorage& t) : t_(t) {}
 
-    // start + values[0] + values[1] + ..., in that order; values is an array or a callable (term).
+    // The bound of start, values[0], values[1], ...
     template <class Values>
-    __device__ double total(const Values& values, std::size_t count, double start) {
-        if (exact(values, count, start)) {
-            return t_.sum;
-        }
-        return serial_land(values, count, start, CUDART_INF).before;
-    }
-
-    // The first index at which the running sum from `start` exceeds `target`.
-    template <class Values>
-    __device__ Landing land(const Values& values, std::size_t count, double start, double target) {
-        return exact(values, count, start) ? parallel_land(values, count, start, target)
-                                           : serial_land(values, count, start, target);
-    }
-
-private:
-    static constexpr int kAhead = 8;
-    static constexpr unsigned long long kNone = ~0ull;
-
-    // Whether no running sum of start, values[0], ... rounds; the sum (in any order) goes to t_.sum.
-    // The parallel sum S may itself round, but only when the exact sum E >= 2^(L + 53), and then
-    // S >= E (1 - count 2^-53) > 2^(L + 52); so S < 2^(L + 52) proves that nothing rounds.
-    template <class Values>
-    __device__ bool exact(const Values& values, std::size_t count, double start) {
+    __device__ Bound bound(const Values& values, std::size_t count, double start) {
         int low = INT_MAX;
         double sum = 0.0;
         for (std::size_t k = threadIdx.x; k < count; k += kThreads) {
@@ -103,15 +92,54 @@ private:
             low = min(low, lowest_bit(start));
             sum += start;
         }
+        return reduce(low, sum);
+    }
+
+    // The bound of `count` runs from their sums and lows.
+    __device__ Bound combine(const double* sums, const int* lows, std::size_t count) {
+        int low = INT_MAX;
+        double sum = 0.0;
+        for (std::size_t k = threadIdx.x; k < count; k += kThreads) {
+            low = min(low, lows[k]);
+            sum += sums[k];
+        }
+        return reduce(low, sum);
+    }
+
+    // start + values[0] + values[1] + ..., in that order; values is an array or a callable (term).
+    template <class Values>
+    __device__ double total(const Values& values, std::size_t count, double start) {
+        return total(values, count, start, bound(values, count, start));
+    }
+    // The same, given the bound of these terms.
+    template <class Values>
+    __device__ double total(const Values& values, std::size_t count, double start, const Bound& b) {
+        return nothing_rounds(b) ? b.sum : serial_land(values, count, start, CUDART_INF).before;
+    }
+
+    // The first index at which the running sum from `start` exceeds `target`. `proven`: the caller
+    // knows that no running sum of these terms rounds (a combined bound), and nothing is checked.
+    template <class Values>
+    __device__ Landing land(const Values& values, std::size_t count, double start, double target, bool proven = false) {
+        return proven || nothing_rounds(bound(values, count, start)) ? parallel_land(values, count, start, target)
+                                                                     : serial_land(values, count, start, target);
+    }
+
+private:
+    static constexpr int kAhead = 8;
+    static constexpr unsigned long long kNone = ~0ull;
+
+    // The block's least low and sum of sums, the same in every thread.
+    __device__ Bound reduce(int low, double sum) {
         low = cub::BlockReduce<int, kThreads>(t_.cub.low).Reduce(low, ::cuda::minimum<int>{});
         __syncthreads();
         sum = cub::BlockReduce<double, kThreads>(t_.cub.sum).Sum(sum);
         if (threadIdx.x == 0) {
-            t_.exact = low == INT_MAX || sum < ldexp(1.0, low + 52);
+            t_.low = low;
             t_.sum = sum;
         }
         __syncthreads();
-        return t_.exact;
+        return {t_.low, t_.sum};
     }
 
     // When nothing rounds, the scan's partial sums in the block's order are the chain's exactly.

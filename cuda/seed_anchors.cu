@@ -92,14 +92,17 @@ __device__ void lower_weights(const SeedArgs& a, std::size_t j, const float* new
     });
 }
 
-// Each block of weights summed in order, as DSquaredSampler::refresh_block does.
+// Each block of weights summed in order, as DSquaredSampler::refresh_block does, with the lowest
+// set bit among its weights.
 __device__ void sum_blocks(const SeedArgs& a, Sums& sums) {
     const std::size_t blocks = seed_block_count(a.s);
     for (std::size_t b = blockIdx.x; b < blocks; b += gridDim.x) {
         const std::size_t begin = b * kSeedBlock;
-        const double sum = sums.total(a.nearest + begin, weights_from(a, begin), 0.0);
+        const Sums::Bound bound = sums.bound(a.nearest + begin, weights_from(a, begin), 0.0);
+        const double sum = sums.total(a.nearest + begin, weights_from(a, begin), 0.0, bound);
         if (threadIdx.x == 0) {
             a.block_sums[b] = sum;
+            a.block_lows[b] = bound.low;
         }
     }
 }
@@ -107,15 +110,18 @@ __device__ void sum_blocks(const SeedArgs& a, Sums& sums) {
 // The pick after round j, as DSquaredSampler::total and pick: the block sums added in order, the walk
 // to the target weight over the block sums (never past the last block), then within the block it
 // lands in. Every block of threads does this itself, with the same additions, so all know the pick
-// without waiting for one another.
+// without waiting for one another. When the blocks' bounds prove that no running sum of all the
+// weights rounds, the total and both walks need no proof of their own.
 __device__ void pick_next(const SeedArgs& a, std::size_t j, Sums& sums, Round& round) {
     const std::size_t blocks = seed_block_count(a.s);
-    const double total = sums.total(a.block_sums, blocks, 0.0);
+    const Sums::Bound whole = sums.combine(a.block_sums, a.block_lows, blocks);
+    const bool proven = Sums::nothing_rounds(whole);
+    const double total = proven ? whole.sum : sums.total(a.block_sums, blocks, 0.0);
     const double target = __dmul_rn(a.uniforms[j], total);
-    const Landing block = sums.land(a.block_sums, blocks - 1, 0.0, target);
+    const Landing block = sums.land(a.block_sums, blocks - 1, 0.0, target, proven);
     const std::size_t begin = block.index * kSeedBlock;
     const std::size_t size = weights_from(a, begin);
-    const Landing weight = sums.land(a.nearest + begin, size, block.before, target);
+    const Landing weight = sums.land(a.nearest + begin, size, block.before, target, proven);
     // The block sum and the walk round differently; the target may fall between the two.
     const std::size_t chosen = weight.index < size ? weight.index : last_positive(a.nearest + begin, size);
     if (threadIdx.x == 0) {

@@ -23,6 +23,7 @@ struct SeedArgs {
     std::uint32_t* owner = nullptr;    // s: which pick
     double* gap = nullptr;             // m: distance from each pick to the newest
     double* block_sums = nullptr;      // seed_block_count(s)
+    int* block_lows = nullptr;         // seed_block_count(s): the lowest set bit of each block's weights
     std::uint32_t* chosen = nullptr;   // 1: the next pick's place in the sample; set by the caller for the first
     int* degenerate = nullptr;         // 1, zeroed by the caller: set when a round found every weight zero
 };
