@@ -50,7 +50,7 @@ const CommandHelp kHelp{
     "--force, so an interrupted batch resumes where it stopped.\n"
     "A manifest is JSON: {\"jobs\": [{\"file\": \"a.hdf5\", \"name\": \"a\", \"anchors\": 512,\n"
     "\"metric\": \"angular\", \"device\": \"cpu\", \"dataset\": \"train\", \"bits\": 4}, ...]}; paths\n"
-    "are"
+    "are "
     "relative to the manifest, and every key but \"file\" overrides the options.",
     true,
 };
