@@ -398,15 +398,14 @@ public:
                 args.sides = k.sides.data();
                 cuda::launch_two_means(args, s);  // before the next piece's gather, in stream order
             });
-            std::vector<float> host_centres(count * 2 * d_);
             std::vector<double> host_sums(count * 2);
             std::vector<int> host_ok(count);
-            CUDA_CHECK(cudaMemcpyAsync(host_centres.data(), k.centres.data(), host_centres.size() * sizeof(float),
-                                       cudaMemcpyDeviceToHost, s));
             CUDA_CHECK(cudaMemcpyAsync(host_sums.data(), k.sums.data(), host_sums.size() * sizeof(double),
                                        cudaMemcpyDeviceToHost, s));
             CUDA_CHECK(cudaMemcpyAsync(host_ok.data(), k.ok.data(), host_ok.size() * sizeof(int), cudaMemcpyDeviceToHost, s));
-            stream_.synchronize();
+            // Two centres per listed anchor: 6 KB each at d = 784, too many for a pageable copy.
+            std::vector<float> host_centres(count * 2 * d_);
+            copy_rows_down(k.centres.data(), count * 2, host_centres.data());
             for (std::size_t t = 0; t < count; ++t) {
                 MemberSplit split;
                 split.rows = kept[t + 1] - kept[t];
