@@ -919,8 +919,6 @@ private:
         CUDA_CHECK(cudaMemsetAsync(anchor_head_maxima_.data(), 0, anchor_head_maxima_.bytes(), s));
         CUDA_CHECK(cudaMemsetAsync(uncertain_counts_.data(), 0, uncertain_counts_.bytes(), s));
         // Anchors change between assigns (update, uploads), so their norms and operands are made afresh.
-        cuda::launch_squared_norms(cuda::PointRows::floats(anchors_.data(), dim()), m_, dim(), anchor_norms_.data(),
-                                   max_anchor_norm_bits_.data(), s);
         cuda::SplitArgs split;
         split.rows = anchors_.data();
         split.count = m_;
@@ -930,7 +928,6 @@ private:
         split.head = anchor_head_.data();
         split.tail = anchor_tail_.data();
         split.flags = anchor_flags_.data();
-        cuda::launch_split_rows(split, s);
         cuda::HeadNormArgs heads;
         heads.rows = cuda::PointRows::floats(anchors_.data(), dim());
         heads.head = anchor_head_.data();
@@ -940,7 +937,7 @@ private:
         heads.type = split.type;
         heads.head_norms = anchor_head_norms_.data();
         heads.maxima = anchor_head_maxima_.data();
-        cuda::launch_head_norms(heads, s);
+        cuda::launch_anchor_operands(split, heads, anchor_norms_.data(), max_anchor_norm_bits_.data(), s);
         cuda::launch_shortlist(assign_args(repair), s);
         CUDA_CHECK(cudaMemcpyAsync(host_[0].uncertain_counts, uncertain_counts_.data(), uncertain_counts_.bytes(),
                                    cudaMemcpyDeviceToHost, s));
@@ -1071,7 +1068,7 @@ private:
     DeviceBuffer<unsigned long long> changed_;
     DeviceBuffer<unsigned> uncertain_counts_;
     DeviceBuffer<unsigned> max_anchor_norm_bits_;
-    DeviceBuffer<unsigned> anchor_head_maxima_;  // largest head norm and rounding (launch_head_norms)
+    DeviceBuffer<unsigned> anchor_head_maxima_;  // largest head norm and rounding (launch_anchor_operands)
     DeviceBuffer<unsigned> anchor_flags_;
     DeviceBuffer<double> energy_sum_;
     DeviceBuffer<double> trim_;

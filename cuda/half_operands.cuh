@@ -53,4 +53,10 @@ struct HeadNormArgs {
 
 void launch_head_norms(const HeadNormArgs& args, cudaStream_t stream);
 
+// An assign's anchor operands in one launch: launch_split_rows(split), then each row's float32
+// squared norm into norms (its largest's bits into max_norm_bits, zeroed by the caller) as
+// launch_squared_norms gives it, then launch_head_norms(heads); split and heads name the same rows.
+void launch_anchor_operands(const SplitArgs& split, const HeadNormArgs& heads, float* norms, unsigned* max_norm_bits,
+                            cudaStream_t stream);
+
 }  // namespace vlattice::cuda
