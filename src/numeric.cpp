@@ -3,13 +3,10 @@
 namespace vlattice {
 
 // Lane l of kLanes sums coordinates l, l + 8, ..., the lanes are added in a fixed tree, then the last
-// d % 8 coordinates in turn. Each lane is its own accumulator whatever the vector width, so the copy
-// compiled for x86-64-v3 (chosen when the program loads where the CPU has AVX2; the library is built
-// with -ffp-contract=off) gives the baseline copy's bits at about twice its speed: the end-of-run
-// validation of 10,000 x 128 points took about 1 ms on the GPU machine's CPU.
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
+// d % 8 coordinates in turn. Each lane is its own accumulator whatever the vector width, so the
+// x86-64-v3 copy gives the baseline copy's bits at about twice its speed: the end-of-run validation
+// of 10,000 x 128 points took about 1 ms on the GPU machine's CPU.
+VLATTICE_ALSO_FOR_X86_64_V3
 double squared_distance(const float* a, const float* b, std::size_t d) {
     constexpr std::size_t kLanes = 8;
     double lane[kLanes] = {};

@@ -5,6 +5,15 @@
 #include <cstddef>
 #include <vector>
 
+// Before a function: compiles it a second time for x86-64-v3 (AVX2, F16C) and picks the copy when the
+// program loads, where the CPU has it. Only for functions whose every result is the same bits in
+// both copies (the library is built with -ffp-contract=off, so nothing is fused).
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+#define VLATTICE_ALSO_FOR_X86_64_V3 __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define VLATTICE_ALSO_FOR_X86_64_V3
+#endif
+
 namespace vlattice {
 
 // ||a - b||^2 accumulated in double (numeric.cpp), in an order written out, so the same bits on

@@ -27,13 +27,10 @@ float round_to_bf16(float value) {
     return rounded;
 }
 
-// Each value scaled up, rounded to float16 or bfloat16 and scaled back. Compiled a second time for
-// x86-64-v3 (which has F16C) and chosen when the program loads where the CPU has it: the hardware
-// conversion rounds to nearest even as libgcc's software one does, bit for bit, and a 10,000 x 128
-// set takes 0.7 ms on one core instead of 17.
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
+// Each value scaled up, rounded to float16 or bfloat16 and scaled back. In the x86-64-v3 copy, F16C's
+// hardware conversion rounds to nearest even as libgcc's software one does, bit for bit, and a
+// 10,000 x 128 set takes 0.7 ms on one core instead of 17.
+VLATTICE_ALSO_FOR_X86_64_V3
 void round_values(float* values, std::size_t count, bool f16, float up, float down) {
 #pragma omp parallel for schedule(static) if (count >= kParallelValues)
     for (std::size_t i = 0; i < count; ++i) {
@@ -46,10 +43,8 @@ void round_values(float* values, std::size_t count, bool f16, float up, float do
 // The largest |value|'s bit pattern. With the sign cleared, the patterns of finite values and
 // infinity are ordered as their magnitudes and every NaN's lies above them; integer maxima vectorise
 // where float ones (which must skip NaNs) did not: a 10,000 x 128 scan took 2.5 ms on the GPU
-// machine's CPU. Compiled twice as round_values is.
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
+// machine's CPU.
+VLATTICE_ALSO_FOR_X86_64_V3
 std::uint32_t largest_magnitude_bits(const float* values, std::size_t count) {
     std::uint32_t largest = 0;
 #pragma omp parallel for schedule(static) reduction(max : largest) if (count >= kParallelValues)
