@@ -33,9 +33,10 @@ struct FloatRow {
 // ||a[r] - b[r]||^2 in double for several pairs of rows at once, so that their loads overlap; a[r](k)
 // and b[r](k) give coordinate k. Lanes stride over the coordinates, so loads are coalesced across the
 // warp. Each pair's sum takes the same steps whatever the count, and every lane returns the same values.
-template <int kCount, int kStrides = 4, class A, class B>
+template <int kCount, class A, class B>
 __device__ inline void warp_squared_distances(const A (&a)[kCount], const B (&b)[kCount], int d, int lane,
                                               double (&out)[kCount]) {
+    constexpr int kStrides = 4;
     double sum[kCount];
 #pragma unroll
     for (int r = 0; r < kCount; ++r) {
