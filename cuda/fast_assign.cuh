@@ -33,14 +33,14 @@ struct FastAssignArgs {
     Candidate* candidates = nullptr;  // splits * n
 };
 
-// The anchor tiles [begin, end) of this block's split (blockIdx.y).
+// The anchor tiles [begin, end) of a split (a block's blockIdx.y, or its pair's).
 struct TileRange {
     std::size_t begin;
     std::size_t end;
 };
-__device__ __forceinline__ TileRange split_tiles(std::size_t m, int tiles_per_split) {
+__device__ __forceinline__ TileRange split_tiles(std::size_t m, int tiles_per_split, unsigned split) {
     const std::size_t tiles = (m + kFastTile - 1) / kFastTile;
-    const std::size_t begin = static_cast<std::size_t>(blockIdx.y) * tiles_per_split;
+    const std::size_t begin = static_cast<std::size_t>(split) * tiles_per_split;
     return {begin, begin + tiles_per_split < tiles ? begin + tiles_per_split : tiles};
 }
 
@@ -77,16 +77,16 @@ struct HalfAssignArgs {
 void launch_fast_assign_half(const HalfAssignArgs& args, cudaStream_t stream);
 
 // What both half kernels do per point row: the repair's window for the row at its widest (zero
-// past the last point), and at the end, the merge of the row's lists over the four lanes of a
-// fragment quad and the store of the split's Candidate.
+// past the last point), and at the end, once the row's lists of the four lanes of a fragment quad
+// are merged (merge_lanes(top, 2)), the store of the split's Candidate.
 __device__ __forceinline__ float row_window(const HalfAssignArgs& a, std::size_t row, float max_anchor_norm) {
     const float x_norm = row < a.n ? a.point_norms[row] : 0.0f;
     return a.window_factor * (2.0f * x_norm + 2.0f * max_anchor_norm) + a.window_absolute;
 }
-__device__ __forceinline__ void store_row(const HalfAssignArgs& a, std::size_t row, Candidate& top, int quad) {
-    merge_lanes(top, 2);
+__device__ __forceinline__ void store_row(const HalfAssignArgs& a, unsigned split, std::size_t row,
+                                          const Candidate& top, int quad) {
     if (quad == 0 && row < a.n) {
-        a.candidates[static_cast<std::size_t>(blockIdx.y) * a.n + row] = top;
+        a.candidates[static_cast<std::size_t>(split) * a.n + row] = top;
     }
 }
 // The single product's own kernel (fast_assign_single.cu), which launch_fast_assign_half calls.

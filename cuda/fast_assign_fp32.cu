@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kThreads)
         top[i] = empty_candidate();
     }
 
-    const TileRange tiles = split_tiles(m, tiles_per_split);
+    const TileRange tiles = split_tiles(m, tiles_per_split, blockIdx.y);
     for (std::size_t tile = tiles.begin; tile < tiles.end; ++tile) {
         const std::size_t col0 = tile * kTileN;
         float acc[kOwn][kOwn];

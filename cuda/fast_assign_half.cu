@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // tiles in order, so that the loads of a tile's first chunks overlap the previous tile's last
     // chunks and its epilogue.
     const int chunks = static_cast<int>(ceil_div(static_cast<std::size_t>(stride), kChunk));
-    const TileRange tiles = split_tiles(a.m, a.tiles_per_split);
+    const TileRange tiles = split_tiles(a.m, a.tiles_per_split, blockIdx.y);
     const unsigned steps = static_cast<unsigned>(tiles.end - tiles.begin) * chunks;
     // Staging, with what does not change per step worked out once: the thread's pieces as 32-bit
     // offsets from the first row of a tile, the shared addresses of the staged arrays, the block's
@@ -342,7 +342,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // The four lanes of a group hold the same rows, each a quarter of the anchors.
 #pragma unroll
     for (int o = 0; o < kOwnedRows; ++o) {
-        store_row(a, row0 + row_of(o), top[o], quad);
+        merge_lanes(top[o], 2);
+        store_row(a, blockIdx.y, row0 + row_of(o), top[o], quad);
     }
 #else
     __trap();  // only sm_90a has wgmma, and CMakeLists.txt builds nothing else

@@ -5,6 +5,13 @@
 // giving it back once its wgmma are done (empty). A block holds 256 points, 128 per consumer
 // warpgroup as two wgmma rows of 64, so each anchor tile read from L2 serves twice the points of the
 // split kernel's blocks; for d <= 256 the points are loaded once and stay. Needs sm_90a.
+//
+// For larger d the point chunks stream once per anchor tile: 48 KB per stage from L2 or DRAM. With
+// many anchor tiles (kPairTiles) the blocks go in pairs (a cluster of two) that share the points and
+// split the anchor tiles of their split between them: each loads half of every point chunk and
+// multicasts it to both, so a stage costs each SM 32 KB. A stage is given back to both producers
+// (its bytes come from both), and at the end the second block hands its lists to the first, which
+// merges and stores them.
 #include "fast_assign.cuh"
 
 #include "cuda_check.hpp"
@@ -13,6 +20,7 @@
 #include "tma.cuh"
 #include "wgmma.cuh"
 
+#include <cooperative_groups.h>
 #include <math_constants.h>
 
 #include <cmath>
@@ -20,6 +28,8 @@
 namespace vlattice::cuda {
 
 namespace {
+
+namespace cg = cooperative_groups;
 
 constexpr int kPoints = 256;  // per block
 constexpr int kAnchors = kFastTile;
@@ -38,6 +48,12 @@ constexpr unsigned kPointChunkBytes = kPoints * kRowBytes;
 constexpr unsigned kAnchorChunkBytes = kAnchors * kRowBytes;
 constexpr unsigned kNormBytes = kAnchors * sizeof(float);
 constexpr int kColumns = kAccumulators / 2;  // of each tile, per thread: two of every eight
+constexpr int kPair = 2;                     // blocks of a cluster, for d > 256
+constexpr int kPairRows = kPoints / kPair;   // the point rows each block of a pair loads
+// Splits of fewer anchor tiles run unpaired: a pair's stages wait on both blocks, which paid at 1M x
+// 768 with 16,384 anchors (128 tiles per split; assign 85.8 -> 76.4 ms) and lost at Fashion-MNIST
+// with 1,024 (8 tiles; 0.46 -> 0.52 ms, though its DRAM traffic fell from 66 % to 8 % of the peak).
+constexpr int kPairTiles = 32;
 static_assert(kHalves == 2 && kPoints == 2 * kHalves * kGroupRows, "two warpgroups of two wgmma rows");
 
 __host__ __device__ inline int chunk_count(int stride) { return static_cast<int>(ceil_div(static_cast<std::size_t>(stride), kBoxValues)); }
@@ -50,12 +66,15 @@ std::size_t dynamic_bytes(bool resident, int chunks) {
     return boxes + kSwizzleAtom;
 }
 
-template <HalfType kType, bool kResident>
+// point_map's boxes are kPoints rows, or kPairRows for pairs.
+template <HalfType kType, bool kResident, bool kPaired>
 __global__ void __launch_bounds__(kThreads, 1)
     single_assign_kernel(const __grid_constant__ CUtensorMap point_map, const __grid_constant__ CUtensorMap anchor_map,
                          HalfAssignArgs a) {
+    static_assert(!(kResident && kPaired), "resident points are loaded once; pairs share streamed ones");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ unsigned char dynamic[];
+    __shared__ Candidate exchange[kPaired ? kPoints : 1];  // the second block's lists, in the first
     __shared__ __align__(16) float tile_norms[kStages][kAnchors];  // with each tile's first chunk
     // Per row, as ordered_bits, the least bound any list of the row has found (offer_fragment_row).
     __shared__ unsigned row_bound[kPoints];
@@ -74,11 +93,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     };
     const int tid = threadIdx.x;
     const std::size_t row0 = static_cast<std::size_t>(blockIdx.x) * kPoints;
-    const TileRange tiles = split_tiles(a.m, a.tiles_per_split);
+    // A pair's blocks both run `count` tiles, its first block the split's tiles begin, begin + 2,
+    // ..., the second begin + 1, ...; a tile at or past the split's end (the second block's last,
+    // for an odd number) is multiplied like any other, its columns +inf.
+    const unsigned rank = kPaired ? cluster_rank() : 0;
+    const unsigned split = kPaired ? blockIdx.y / kPair : blockIdx.y;
+    const TileRange tiles = split_tiles(a.m, a.tiles_per_split, split);
+    const std::size_t step = kPaired ? kPair : 1;
+    const std::size_t count = (tiles.end - tiles.begin + step - 1) / step;
     if (tid == 0) {
         for (int s = 0; s < kStages; ++s) {
             barrier_init(&full[s], 1);
-            barrier_init(&empty[s], kConsumerThreads / kWarp);
+            barrier_init(&empty[s], (kPaired ? kPair : 1) * kConsumerThreads / kWarp);
         }
         barrier_init(&points_in, 1);
         barrier_init_fence();
@@ -86,7 +112,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int r = tid; r < kPoints; r += kThreads) {
         row_bound[r] = ordered_bits(CUDART_INF_F);
     }
-    __syncthreads();  // the last block-wide barrier: from here on the warps meet only at the stages
+    // The last block-wide barrier: from here on the warps meet only at the stages. A pair's blocks
+    // meet too, as each copies into and arrives on the other's barriers.
+    if constexpr (kPaired) {
+        cluster_sync();
+    } else {
+        __syncthreads();
+    }
 
     if (tid >= kConsumerThreads) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kProducerRegisters));
@@ -99,16 +131,23 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             int slot = 0;
             unsigned phase = 0;
-            for (std::size_t col0 = tiles.begin * kAnchors; col0 < tiles.end * kAnchors; col0 += kAnchors) {
+            for (std::size_t t = 0; t < count; ++t) {
+                const std::size_t tile = tiles.begin + rank + t * step;
+                const std::size_t col0 = tile * kAnchors;
+                const bool inside = tile < tiles.end;
                 for (int c = 0; c < chunks; ++c) {
                     barrier_wait(&empty[slot], phase ^ 1);
                     barrier_expect(&full[slot], kAnchorChunkBytes + (kResident ? 0 : kPointChunkBytes) +
-                                                    (c == 0 ? kNormBytes : 0));
+                                                    (c == 0 && inside ? kNormBytes : 0));
                     box_load(anchor_box(slot), &anchor_map, c * kBoxValues, static_cast<int>(col0), &full[slot]);
-                    if constexpr (!kResident) {
+                    if constexpr (kPaired) {
+                        box_load_multicast(point_box(c, slot) + rank * kPairRows * kRowBytes, &point_map,
+                                           c * kBoxValues, static_cast<int>(row0 + rank * kPairRows), &full[slot],
+                                           (1u << kPair) - 1);
+                    } else if constexpr (!kResident) {
                         box_load(point_box(c, slot), &point_map, c * kBoxValues, static_cast<int>(row0), &full[slot]);
                     }
-                    if (c == 0) {
+                    if (c == 0 && inside) {
                         // The norms' buffer is padded to whole tiles, with +inf (HalfAssignArgs::anchor_norms).
                         bulk_load(shared_address(tile_norms[slot]), a.anchor_norms + col0, kNormBytes, &full[slot]);
                     }
@@ -118,6 +157,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                     }
                 }
             }
+        }
+        if constexpr (kPaired) {
+            cluster_sync();  // the consumers' (below): no block leaves while the other may still reach it
         }
         return;
     }
@@ -149,6 +191,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         __syncwarp();
         if (lane == 0) {
             barrier_arrive(&empty[slot]);
+            if constexpr (kPaired) {
+                barrier_arrive_remote(&empty[slot], rank ^ 1);
+            }
         }
     };
     if constexpr (kResident) {
@@ -159,7 +204,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[kHalves][kAccumulators];
     int slot = 0;
     unsigned phase = 0;
-    for (std::size_t col0 = tiles.begin * kAnchors; col0 < tiles.end * kAnchors; col0 += kAnchors) {
+    for (std::size_t t = 0; t < count; ++t) {
+        const std::size_t tile = tiles.begin + rank + t * step;
+        const std::size_t col0 = tile * kAnchors;
+        const bool inside = tile < tiles.end;
         // The norms of the thread's columns, read before the stage that holds them goes back. They
         // join the dot products only in the epilogue: an accumulator that started at the norm would
         // carry its magnitude through every step's rounding, doubling the window at large d.
@@ -167,7 +215,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         float norms[kColumns];
 #pragma unroll
         for (int j = 0; j < kColumns / 2; ++j) {
-            const float2 pair = *reinterpret_cast<const float2*>(&tile_norms[slot][my_col + j * 8]);
+            const float2 pair = inside ? *reinterpret_cast<const float2*>(&tile_norms[slot][my_col + j * 8])
+                                       : make_float2(CUDART_INF_F, CUDART_INF_F);
             norms[2 * j] = pair.x;
             norms[2 * j + 1] = pair.y;
         }
@@ -234,7 +283,39 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int h = 0; h < kHalves; ++h) {
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
-            store_row(a, row0 + row_of(h, o), top[h][o], quad);
+            merge_lanes(top[h][o], 2);
+        }
+    }
+    if constexpr (kPaired) {
+        if (rank == 1 && quad == 0) {
+            Candidate* first = cg::this_cluster().map_shared_rank(exchange, 0);
+#pragma unroll
+            for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+                for (int o = 0; o < kOwnedRows; ++o) {
+                    first[row_of(h, o)] = top[h][o];
+                }
+            }
+        }
+        cluster_sync();
+        if (rank == 1) {
+            return;
+        }
+        if (quad == 0) {
+#pragma unroll
+            for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+                for (int o = 0; o < kOwnedRows; ++o) {
+                    merge(top[h][o], exchange[row_of(h, o)]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+        for (int o = 0; o < kOwnedRows; ++o) {
+            store_row(a, split, row0 + row_of(h, o), top[h][o], quad);
         }
     }
 #else
@@ -242,16 +323,43 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <HalfType kType, bool kResident>
+template <HalfType kType, bool kResident, bool kPaired>
 void launch_kernel(const HalfAssignArgs& a, const CUtensorMap& points, const CUtensorMap& anchors,
                    cudaStream_t stream) {
+    const auto kernel = single_assign_kernel<kType, kResident, kPaired>;
     const std::size_t bytes = dynamic_bytes(kResident, chunk_count(a.stride));
     // More than the default 48 KiB of dynamic shared memory needs the kernel's consent on the current device.
-    CUDA_CHECK(cudaFuncSetAttribute(single_assign_kernel<kType, kResident>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(bytes)));
-    const dim3 blocks(static_cast<unsigned>(ceil_div(a.n, kPoints)), static_cast<unsigned>(a.splits));
-    single_assign_kernel<kType, kResident><<<blocks, kThreads, bytes, stream>>>(points, anchors, a);
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    cudaLaunchConfig_t config{};
+    config.gridDim =
+        dim3(static_cast<unsigned>(ceil_div(a.n, kPoints)), static_cast<unsigned>(a.splits * (kPaired ? kPair : 1)));
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = bytes;
+    config.stream = stream;
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = 1;
+    cluster.val.clusterDim.y = kPair;
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = kPaired ? 1 : 0;
+    CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, points, anchors, a));
     check_launch("single_assign_kernel", stream);
+}
+
+template <HalfType kType>
+void launch_type(const HalfAssignArgs& a, cudaStream_t stream) {
+    const CUtensorMap anchors = row_box_map(a.anchor_head, a.m, a.stride, kAnchors, "anchors' 16-bit heads");
+    if (chunk_count(a.stride) <= kResidentChunks) {
+        const CUtensorMap points = row_box_map(a.point_head, a.n, a.stride, kPoints, "points' 16-bit heads");
+        return launch_kernel<kType, true, false>(a, points, anchors, stream);
+    }
+    if (a.tiles_per_split >= kPairTiles) {
+        const CUtensorMap points = row_box_map(a.point_head, a.n, a.stride, kPairRows, "points' 16-bit heads");
+        return launch_kernel<kType, false, true>(a, points, anchors, stream);
+    }
+    const CUtensorMap points = row_box_map(a.point_head, a.n, a.stride, kPoints, "points' 16-bit heads");
+    launch_kernel<kType, false, false>(a, points, anchors, stream);
 }
 
 }  // namespace
@@ -266,15 +374,10 @@ float single_accumulation_factor(int d) {
 }
 
 void launch_fast_assign_single(const HalfAssignArgs& a, cudaStream_t stream) {
-    const CUtensorMap points = row_box_map(a.point_head, a.n, a.stride, kPoints, "points' 16-bit heads");
-    const CUtensorMap anchors = row_box_map(a.anchor_head, a.m, a.stride, kAnchors, "anchors' 16-bit heads");
-    const bool resident = chunk_count(a.stride) <= kResidentChunks;
     if (a.type == HalfType::f16) {
-        return resident ? launch_kernel<HalfType::f16, true>(a, points, anchors, stream)
-                        : launch_kernel<HalfType::f16, false>(a, points, anchors, stream);
+        return launch_type<HalfType::f16>(a, stream);
     }
-    return resident ? launch_kernel<HalfType::bf16, true>(a, points, anchors, stream)
-                    : launch_kernel<HalfType::bf16, false>(a, points, anchors, stream);
+    launch_type<HalfType::bf16>(a, stream);
 }
 
 }  // namespace vlattice::cuda

@@ -66,6 +66,38 @@ __device__ __forceinline__ void box_load(unsigned to, const CUtensorMap* map, in
         : "memory");
 }
 
+// Thread block clusters, for blocks that share their loads (fast_assign_single.cu's pairs): a box
+// multicast lands at the same shared address in every block of `blocks` (a mask of cluster ranks)
+// and counts its bytes on the barrier at the same address in each.
+__device__ __forceinline__ void box_load_multicast(unsigned to, const CUtensorMap* map, int k, int row,
+                                                   std::uint64_t* barrier, std::uint16_t blocks) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(
+            to),
+        "l"(map), "r"(k), "r"(row), "r"(shared_address(barrier)), "h"(blocks)
+        : "memory");
+}
+
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+}
+
+// An arrival on the barrier at this block's address of `barrier` in the cluster's block `rank`,
+// ordered after this thread's earlier accesses (a consumer giving a stage back to a block whose
+// copies also write it).
+__device__ __forceinline__ void barrier_arrive_remote(std::uint64_t* barrier, unsigned rank) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(shared_address(barrier)), "r"(rank));
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
+// Every thread of every block of the cluster meets here; what each wrote before is seen by all after.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
 // `bytes` (a multiple of 16) contiguous bytes from 16-byte aligned `from`, counted on `barrier`.
 __device__ __forceinline__ void bulk_load(unsigned to, const void* from, unsigned bytes, std::uint64_t* barrier) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(to),
