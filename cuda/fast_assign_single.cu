@@ -101,6 +101,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     const TileRange tiles = split_tiles(a.m, a.tiles_per_split, split);
     const std::size_t step = kPaired ? kPair : 1;
     const std::size_t count = (tiles.end - tiles.begin + step - 1) / step;
+    struct Tile {
+        std::size_t col0;  // its first anchor
+        bool inside;       // of the split
+    };
+    auto tile_of = [&](std::size_t t) {
+        const std::size_t tile = tiles.begin + rank + t * step;
+        return Tile{tile * kAnchors, tile < tiles.end};
+    };
     if (tid == 0) {
         for (int s = 0; s < kStages; ++s) {
             barrier_init(&full[s], 1);
@@ -132,9 +140,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             int slot = 0;
             unsigned phase = 0;
             for (std::size_t t = 0; t < count; ++t) {
-                const std::size_t tile = tiles.begin + rank + t * step;
-                const std::size_t col0 = tile * kAnchors;
-                const bool inside = tile < tiles.end;
+                const auto [col0, inside] = tile_of(t);
                 for (int c = 0; c < chunks; ++c) {
                     barrier_wait(&empty[slot], phase ^ 1);
                     barrier_expect(&full[slot], kAnchorChunkBytes + (kResident ? 0 : kPointChunkBytes) +
@@ -208,9 +214,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     int slot = 0;
     unsigned phase = 0;
     for (std::size_t t = 0; t < count; ++t) {
-        const std::size_t tile = tiles.begin + rank + t * step;
-        const std::size_t col0 = tile * kAnchors;
-        const bool inside = tile < tiles.end;
+        const auto [col0, inside] = tile_of(t);
         // The norms of the thread's columns, read before the stage that holds them goes back. They
         // join the dot products only in the epilogue: an accumulator that started at the norm would
         // carry its magnitude through every step's rounding, doubling the window at large d.
@@ -352,17 +356,16 @@ void launch_kernel(const HalfAssignArgs& a, const CUtensorMap& points, const CUt
 
 template <HalfType kType>
 void launch_type(const HalfAssignArgs& a, cudaStream_t stream) {
+    const bool resident = chunk_count(a.stride) <= kResidentChunks;
+    const bool paired = !resident && a.tiles_per_split >= kPairTiles;
+    const CUtensorMap points =
+        row_box_map(a.point_head, a.n, a.stride, paired ? kPairRows : kPoints, "points' 16-bit heads");
     const CUtensorMap anchors = row_box_map(a.anchor_head, a.m, a.stride, kAnchors, "anchors' 16-bit heads");
-    if (chunk_count(a.stride) <= kResidentChunks) {
-        const CUtensorMap points = row_box_map(a.point_head, a.n, a.stride, kPoints, "points' 16-bit heads");
+    if (resident) {
         return launch_kernel<kType, true, false>(a, points, anchors, stream);
     }
-    if (a.tiles_per_split >= kPairTiles) {
-        const CUtensorMap points = row_box_map(a.point_head, a.n, a.stride, kPairRows, "points' 16-bit heads");
-        return launch_kernel<kType, false, true>(a, points, anchors, stream);
-    }
-    const CUtensorMap points = row_box_map(a.point_head, a.n, a.stride, kPoints, "points' 16-bit heads");
-    launch_kernel<kType, false, false>(a, points, anchors, stream);
+    return paired ? launch_kernel<kType, false, true>(a, points, anchors, stream)
+                  : launch_kernel<kType, false, false>(a, points, anchors, stream);
 }
 
 }  // namespace
