@@ -41,6 +41,36 @@ struct PointRows {
         }
     }
 
+    // The 16 bytes of a row from coordinate k on (only where loads_by_16() and k is a multiple of
+    // kValuesPerLoad<kType>), to be turned into coordinates by unpack: a caller may put several such
+    // loads in flight before it converts any of them.
+    template <RowType kType>
+    __device__ __forceinline__ uint4 load_16(std::size_t row, int k) const {
+        const std::size_t e = row * static_cast<std::size_t>(stride) + k;
+        return __ldg(reinterpret_cast<const uint4*>(static_cast<const char*>(data) +
+                                                    e * (kType == RowType::f32 ? 4 : 2)));
+    }
+    template <RowType kType>
+    __device__ __forceinline__ void unpack(const uint4& raw, float (&out)[kValuesPerLoad<kType>]) const {
+        const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            if constexpr (kType == RowType::f32) {
+                out[q] = __uint_as_float(words[q]);
+            } else {
+                const auto low = static_cast<unsigned short>(words[q] & 0xffffu);
+                const auto high = static_cast<unsigned short>(words[q] >> 16);
+                if constexpr (kType == RowType::f16) {
+                    out[2 * q] = __half2float(__ushort_as_half(low)) * unscale;
+                    out[2 * q + 1] = __half2float(__ushort_as_half(high)) * unscale;
+                } else {
+                    out[2 * q] = __bfloat162float(__ushort_as_bfloat16(low)) * unscale;
+                    out[2 * q + 1] = __bfloat162float(__ushort_as_bfloat16(high)) * unscale;
+                }
+            }
+        }
+    }
+
     // Coordinates k .. k + kCount - 1 of a row: one value, or kValuesPerLoad<kType> of them with one
     // 16-byte load (only where loads_by_16() and k is a multiple of kCount; values past d are the
     // row's padding, for the caller to drop).
@@ -50,26 +80,7 @@ struct PointRows {
             out[0] = at<kType>(row, k);
         } else {
             static_assert(kCount == kValuesPerLoad<kType>, "one 16-byte load");
-            const std::size_t e = row * static_cast<std::size_t>(stride) + k;
-            const uint4 raw = __ldg(reinterpret_cast<const uint4*>(static_cast<const char*>(data) +
-                                                                  e * (kType == RowType::f32 ? 4 : 2)));
-            const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                if constexpr (kType == RowType::f32) {
-                    out[q] = __uint_as_float(words[q]);
-                } else {
-                    const auto low = static_cast<unsigned short>(words[q] & 0xffffu);
-                    const auto high = static_cast<unsigned short>(words[q] >> 16);
-                    if constexpr (kType == RowType::f16) {
-                        out[2 * q] = __half2float(__ushort_as_half(low)) * unscale;
-                        out[2 * q + 1] = __half2float(__ushort_as_half(high)) * unscale;
-                    } else {
-                        out[2 * q] = __bfloat162float(__ushort_as_bfloat16(low)) * unscale;
-                        out[2 * q + 1] = __bfloat162float(__ushort_as_bfloat16(high)) * unscale;
-                    }
-                }
-            }
+            unpack<kType>(load_16<kType>(row, k), out);
         }
     }
 

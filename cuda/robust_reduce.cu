@@ -16,9 +16,10 @@ namespace vlattice::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-// Members summed by one block into one partial row: large enough to amortise the block, small
-// enough that an anchor with many members still spreads over many blocks.
-constexpr std::uint32_t kChunk = 256;
+// Members summed by one block into one partial row: few, as a block waits on memory once per
+// kInFlight of them (256 members, 32 waits, left Fashion-MNIST's kernel at a third of the DRAM
+// bandwidth: its full chunks outlasted the rest of the grid), but enough to amortise the block.
+constexpr std::uint32_t kChunk = 64;
 constexpr int kFinalizeThreads = 128;
 constexpr int kTrimThreads = 256;
 constexpr int kDigitBits = 8;
@@ -151,6 +152,24 @@ __global__ void __launch_bounds__(kTrimThreads)
     }
 }
 
+// The anchor owning chunk b < item_offsets[m]: the last j with item_offsets[j] <= b (it has at least
+// one chunk). Each round a warp reads kWarp evenly spaced offsets of the range left and keeps the
+// stretch after the last one <= b: log32(m) waits on memory instead of log2(m).
+__device__ std::size_t owning_anchor(const std::uint32_t* __restrict__ item_offsets, std::size_t m, std::uint32_t b) {
+    const int lane = threadIdx.x % kWarp;
+    std::size_t lo = 0;  // item_offsets[lo] <= b < item_offsets[hi]
+    std::size_t hi = m;
+    while (hi - lo > 1) {
+        const std::size_t step = ceil_div(hi - lo, kWarp);
+        const std::size_t probe = lo + lane * step;
+        // The offsets do not decrease, so the lanes at or below b are a prefix, lane 0 (lo) among them.
+        const unsigned below = __ballot_sync(kFullMask, probe < hi && item_offsets[probe] <= b);
+        lo += static_cast<std::size_t>(kWarp - 1 - __clz(below)) * step;
+        hi = min(hi, lo + step);
+    }
+    return lo;
+}
+
 // Block b sums one chunk of up to kChunk kept members of one anchor: threads across the coordinates,
 // kCount of them each (one 16-byte load per member where the rows allow), members in sorted order.
 // Typed rows, so that the loads of several members are in flight together: the members are
@@ -170,18 +189,7 @@ __global__ void member_sums_kernel(PointRows points, int d, const double* __rest
     if (b >= item_offsets[m]) {
         return;
     }
-    // The anchor owning chunk b: the last j with item_offsets[j] <= b (it has at least one chunk).
-    std::size_t lo = 0;
-    std::size_t hi = m;
-    while (hi - lo > 1) {
-        const std::size_t mid = lo + (hi - lo) / 2;
-        if (item_offsets[mid] <= b) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    const std::size_t j = lo;
+    const std::size_t j = owning_anchor(item_offsets, m, b);
     const std::uint32_t begin = offsets[j] + (b - item_offsets[j]) * kChunk;
     const std::uint32_t end = min(begin + kChunk, offsets[j] + kept[j]);
     const int size = static_cast<int>(end - begin);
