@@ -19,13 +19,22 @@
 
 namespace vlattice::cuda {
 
-// When there are few points, the anchors are split over several blocks per point tile, so that the
-// GPU has enough blocks; each split leaves one Candidate per point.
+// What the plans need of the GPU.
+struct GpuShape {
+    int multiprocessors = 1;
+    std::size_t l2_bytes = 0;
+};
+GpuShape gpu_shape(int gpu);
+
+// The anchors are split over several blocks per point tile when there are few points, so that the
+// GPU has enough blocks, and when rows are too long for the tensor-core kernels to keep (they stream
+// once per anchor tile), so that the point rows of the blocks running at once fit in half of L2;
+// each split leaves one Candidate per point.
 struct AssignPlan {
     int splits = 1;
     int tiles_per_split = 1;
 };
-AssignPlan plan_assign(std::size_t n, std::size_t m, int multiprocessors);
+AssignPlan plan_assign(std::size_t n, std::size_t m, int d, const GpuShape& gpu);
 
 // The 16-bit operands of the half paths, from launch_split_rows.
 struct HalfOperands {
@@ -69,7 +78,7 @@ struct AssignArgs {
     std::uint32_t* chosen = nullptr;        // n: receives the exact argmin
     std::uint32_t* uncertain = nullptr;     // n: scratch lists of the points re-scored in double
     unsigned* uncertain_counts = nullptr;   // 2, zeroed by the caller: short-list and all-anchor re-scores
-    int multiprocessors = 1;
+    GpuShape gpu;
 };
 
 // The assign in two steps, so that the caller may look at the counts in between: the fast kernel

@@ -53,12 +53,6 @@ int select_device(int gpu) {
     return gpu;
 }
 
-int multiprocessor_count(int gpu) {
-    int count = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, gpu));
-    return count;
-}
-
 // The scalars that come back from the device (or go down to it) per call, pinned so that the
 // copies can sit in captured graphs.
 struct HostScalars {
@@ -72,7 +66,7 @@ struct HostScalars {
 class CudaBackend final : public Backend {
 public:
     CudaBackend(int gpu, FastKernel kernel)
-        : gpu_(select_device(gpu)), multiprocessors_(multiprocessor_count(gpu)), kernel_(kernel) {}
+        : gpu_(select_device(gpu)), gpu_shape_(cuda::gpu_shape(gpu)), kernel_(kernel) {}
 
     // Frees the buffers on this backend's GPU, whatever device the thread uses by then.
     ~CudaBackend() override { static_cast<void>(cudaSetDevice(gpu_)); }
@@ -541,7 +535,7 @@ public:
 private:
     // nearest_rows of `count` float32 rows already on the device.
     NearestRows nearest_among(const float* rows, std::size_t count) {
-        const cuda::AssignPlan plan = cuda::plan_assign(count, count, multiprocessors_);
+        const cuda::AssignPlan plan = cuda::plan_assign(count, count, dim(), gpu_shape_);
         nearest_scratch_.reserve(count, static_cast<std::size_t>(plan.splits) * count, cuda::distance_block_count(count));
         NearestScratch& k = nearest_scratch_;
         const cudaStream_t s = stream_.get();
@@ -567,7 +561,7 @@ private:
         args.chosen = k.chosen.data();
         args.uncertain = k.uncertain.data();
         args.uncertain_counts = k.uncertain_counts.data();
-        args.multiprocessors = multiprocessors_;
+        args.gpu = gpu_shape_;
         cuda::launch_shortlist(args, s);
         cuda::launch_repair(args, s);
 
@@ -686,7 +680,7 @@ private:
 
     // The `count` all-anchor points of the last shortlist, narrowed, queued on the stream.
     void narrow(std::size_t count) {
-        const cuda::AssignPlan plan = cuda::plan_assign(count, m_, multiprocessors_);
+        const cuda::AssignPlan plan = cuda::plan_assign(count, m_, dim(), gpu_shape_);
         const std::size_t stride = static_cast<std::size_t>(cuda::half_stride(dim()));
         const cuda::NarrowBuffers buffers = narrow_scratch_.reserve(
             count, stride, static_cast<std::size_t>(plan.splits) * count, points_.tail() != nullptr);
@@ -818,7 +812,7 @@ private:
 
     void allocate_anchor_buffers(std::size_t m) {
         const std::size_t d = d_;
-        const cuda::AssignPlan plan = cuda::plan_assign(n_, m, multiprocessors_);
+        const cuda::AssignPlan plan = cuda::plan_assign(n_, m, dim(), gpu_shape_);
         const std::size_t chunks = cuda::max_member_chunks(n_, m);
         // CUB reports its scratch needs for given sizes; one buffer serves every call, one at a time.
         const std::size_t temp_bytes =
@@ -904,7 +898,7 @@ private:
         args.chosen = chosen_.data();
         args.uncertain = uncertain_.data();
         args.uncertain_counts = uncertain_counts_.data();
-        args.multiprocessors = multiprocessors_;
+        args.gpu = gpu_shape_;
         args.prior = {distance_.data(), assignment_.data(), anchor_moved_.data()};
         return args;
     }
@@ -1006,7 +1000,7 @@ private:
     }
 
     int gpu_;
-    int multiprocessors_;
+    cuda::GpuShape gpu_shape_;
     FastKernel kernel_;
     cuda::Stream stream_;
     // Bumped whenever buffers are replaced, so that no captured graph outlives what it names.

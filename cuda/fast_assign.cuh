@@ -17,6 +17,10 @@ namespace vlattice::cuda {
 
 // Both kernels tile the points and the anchors by this many rows.
 constexpr int kFastTile = 128;
+// The single-product kernel's blocks take this many points, and keep them in shared memory when their
+// 16-bit rows have at most kKeptRowValues values; longer rows stream once per anchor tile.
+constexpr int kSinglePoints = 256;
+constexpr int kKeptRowValues = 256;
 
 enum class FastPath { fp32, half_single, half_split };
 

@@ -31,7 +31,7 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kPoints = 256;  // per block
+constexpr int kPoints = kSinglePoints;
 constexpr int kAnchors = kFastTile;
 constexpr int kConsumerThreads = 256;
 constexpr int kThreads = kConsumerThreads + 128;  // and the producer's warpgroup
@@ -42,7 +42,7 @@ constexpr int kConsumerRegisters = 232;
 static_assert(128 * kProducerRegisters + kConsumerThreads * kConsumerRegisters <= kThreads * 168, "register file");
 constexpr int kHalves = kPoints / 2 / kGroupRows;   // wgmma rows per consumer warpgroup
 constexpr int kStages = 4;
-constexpr int kResidentChunks = 4;  // points stay for d up to 256
+constexpr int kResidentChunks = kKeptRowValues / kBoxValues;
 constexpr unsigned kRowBytes = kBoxValues * 2;
 constexpr unsigned kPointChunkBytes = kPoints * kRowBytes;
 constexpr unsigned kAnchorChunkBytes = kAnchors * kRowBytes;
@@ -92,12 +92,15 @@ __global__ void __launch_bounds__(kThreads, 1)
                          : base + slot * (kPointChunkBytes + kAnchorChunkBytes) + kPointChunkBytes;
     };
     const int tid = threadIdx.x;
-    const std::size_t row0 = static_cast<std::size_t>(blockIdx.x) * kPoints;
+    // Block numbers run over a point tile's splits (and a pair's two blocks) first: the blocks that
+    // run at once then share their point rows, which stream once per anchor tile, through L2.
+    const std::size_t unit = blockIdx.x / (kPaired ? kPair : 1);
+    const std::size_t row0 = unit / a.splits * kPoints;
     // A pair's blocks both run `count` tiles, its first block the split's tiles begin, begin + 2,
     // ..., the second begin + 1, ...; a tile at or past the split's end (the second block's last,
     // for an odd number) is multiplied like any other, its columns +inf.
     const unsigned rank = kPaired ? cluster_rank() : 0;
-    const unsigned split = kPaired ? blockIdx.y / kPair : blockIdx.y;
+    const auto split = static_cast<unsigned>(unit % a.splits);
     const TileRange tiles = split_tiles(a.m, a.tiles_per_split, split);
     const std::size_t step = kPaired ? kPair : 1;
     const std::size_t count = (tiles.end - tiles.begin + step - 1) / step;
@@ -338,15 +341,14 @@ void launch_kernel(const HalfAssignArgs& a, const CUtensorMap& points, const CUt
     // More than the default 48 KiB of dynamic shared memory needs the kernel's consent on the current device.
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
     cudaLaunchConfig_t config{};
-    config.gridDim =
-        dim3(static_cast<unsigned>(ceil_div(a.n, kPoints)), static_cast<unsigned>(a.splits * (kPaired ? kPair : 1)));
+    config.gridDim = dim3(static_cast<unsigned>(ceil_div(a.n, kPoints) * a.splits * (kPaired ? kPair : 1)));
     config.blockDim = dim3(kThreads);
     config.dynamicSmemBytes = bytes;
     config.stream = stream;
     cudaLaunchAttribute cluster{};
     cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = 1;
-    cluster.val.clusterDim.y = kPair;
+    cluster.val.clusterDim.x = kPair;
+    cluster.val.clusterDim.y = 1;
     cluster.val.clusterDim.z = 1;
     config.attrs = &cluster;
     config.numAttrs = kPaired ? 1 : 0;
