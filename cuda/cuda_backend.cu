@@ -488,7 +488,8 @@ public:
             if (gathered_.size() < values) {
                 gathered_ = DeviceBuffer<float>(values);
             }
-            cuda::launch_gather_rows(args, grouped, kept_offsets_.data(), first, last - first, gathered_.data(), s);
+            cuda::launch_gather_rows(args, grouped, kept_offsets_.data(), first, last - first, kept[last] - kept[first],
+                                     gathered_.data(), s);
             consume(MemberPiece{first, last, kept});
             first = last;
         }

@@ -43,8 +43,11 @@ void launch_select_listed(const GatherArgs& args, cudaStream_t stream);
 const std::uint32_t* launch_group_listed(const GatherArgs& args, std::size_t selected, cudaStream_t stream);
 // The rows of list positions [first, first + count): position t's first kept_offsets[t + 1] -
 // kept_offsets[t] members (at most its members), packed into `rows` from row
-// kept_offsets[t] - kept_offsets[first]. kept_offsets is on the device, count + 1 of the whole list.
+// kept_offsets[t] - kept_offsets[first]; row_count is kept_offsets[first + count] -
+// kept_offsets[first]. kept_offsets is on the device, count + 1 of the whole list. The member ids
+// are packed first, into args.keys[0] (the grouping is done with it).
 void launch_gather_rows(const GatherArgs& args, const std::uint32_t* grouped, const std::uint32_t* kept_offsets,
-                        std::size_t first, std::size_t count, float* rows, cudaStream_t stream);
+                        std::size_t first, std::size_t count, std::size_t row_count, float* rows,
+                        cudaStream_t stream);
 
 }  // namespace vlattice::cuda
