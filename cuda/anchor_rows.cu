@@ -24,32 +24,25 @@ __device__ __forceinline__ float updated(float coordinate, double mean, double e
     return __double2float_rn(__dadd_rn(c, __dmul_rn(eta, __dsub_rn(mean, c))));
 }
 
+// A warp per anchor: each coordinate's update, and the length of the step it takes, the same
+// roundings, in double and rounded up, added (rounding up) to moved[j]. One pass instead of a
+// measuring kernel and an element-wise update (17 us per iteration at Fashion-MNIST, 1,024 x 784).
 __global__ void update_kernel(float* __restrict__ anchors, const double* __restrict__ means,
-                              const std::uint32_t* __restrict__ kept, std::size_t m, int d, double eta) {
-    const std::size_t total = m * d;
-    for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-         e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-        if (kept[e / d] == 0) {
-            continue;
-        }
-        anchors[e] = updated(anchors[e], means[e], eta);
-    }
-}
-
-// A warp per anchor: the length of the step update_kernel is about to take, the same roundings,
-// in double and rounded up, added (rounding up) to moved[j].
-__global__ void add_moves_kernel(const float* __restrict__ anchors, const double* __restrict__ means,
-                                 const std::uint32_t* __restrict__ kept, std::size_t m, int d, double eta,
-                                 float* __restrict__ moved) {
+                              const std::uint32_t* __restrict__ kept, std::size_t m, int d, double eta,
+                              float* __restrict__ moved) {
     const int lane = threadIdx.x % kWarp;
     const std::size_t j = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
     if (j >= m || kept[j] == 0) {
         return;
     }
     double sum = 0.0;
+#pragma unroll 4
     for (int k = lane; k < d; k += kWarp) {
         const std::size_t e = j * d + k;
-        const double step = static_cast<double>(updated(anchors[e], means[e], eta)) - anchors[e];
+        const float before = anchors[e];
+        const float after = updated(before, means[e], eta);
+        anchors[e] = after;
+        const double step = static_cast<double>(after) - before;
         sum += step * step;
     }
     sum = warp_sum(sum);
@@ -96,22 +89,13 @@ __global__ void gather_rows_kernel(PointRows points, const std::uint32_t* __rest
 }  // namespace
 
 void launch_update(float* anchors, const double* means, const std::uint32_t* kept, std::size_t m, int d, double eta,
-                   cudaStream_t stream) {
+                   float* moved, cudaStream_t stream) {
     if (m == 0) {
         return;
     }
-    update_kernel<<<blocks_for(m * d), kThreads, 0, stream>>>(anchors, means, kept, m, d, eta);
+    update_kernel<<<static_cast<unsigned>(ceil_div(m, kThreads / kWarp)), kThreads, 0, stream>>>(anchors, means, kept, m,
+                                                                                               d, eta, moved);
     check_launch("update_kernel", stream);
-}
-
-void launch_add_moves(const float* anchors, const double* means, const std::uint32_t* kept, std::size_t m, int d,
-                      double eta, float* moved, cudaStream_t stream) {
-    if (m == 0) {
-        return;
-    }
-    add_moves_kernel<<<static_cast<unsigned>(ceil_div(m, kThreads / kWarp)), kThreads, 0, stream>>>(anchors, means,
-                                                                                                  kept, m, d, eta, moved);
-    check_launch("add_moves_kernel", stream);
 }
 
 void launch_fill(float* values, std::size_t count, float value, cudaStream_t stream) {

@@ -12,14 +12,11 @@
 namespace vlattice::cuda {
 
 // c_j <- float(c_j + eta * (mu_j - c_j)) for every anchor with kept members, rounded step by step
-// like the CPU (no fused multiply-add), so equal means give equal anchors.
+// like the CPU (no fused multiply-add), so equal means give equal anchors; and moved[j] += the length
+// of that step (rounded up): how far each anchor has gone since the points' distances were taken
+// (single_window.cuh's PriorArgs).
 void launch_update(float* anchors, const double* means, const std::uint32_t* kept, std::size_t m, int d, double eta,
-                   cudaStream_t stream);
-
-// moved[j] += the length of the step launch_update is about to take (rounded up): how far each
-// anchor has gone since the points' distances were taken (single_window.cuh's PriorArgs).
-void launch_add_moves(const float* anchors, const double* means, const std::uint32_t* kept, std::size_t m, int d,
-                      double eta, float* moved, cudaStream_t stream);
+                   float* moved, cudaStream_t stream);
 
 // values[e] <- value for e < count; values[rows[r]] <- value for r < count.
 void launch_fill(float* values, std::size_t count, float value, cudaStream_t stream);

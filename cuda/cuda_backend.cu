@@ -309,9 +309,8 @@ public:
         if (!have_stats_) {
             throw Error("cuda backend: update needs a robust_reduce of the current anchors first");
         }
-        cuda::launch_add_moves(anchors_.data(), means_.data(), kept_.data(), m_, dim(), eta, anchor_moved_.data(),
-                               stream_.get());
-        cuda::launch_update(anchors_.data(), means_.data(), kept_.data(), m_, dim(), eta, stream_.get());
+        cuda::launch_update(anchors_.data(), means_.data(), kept_.data(), m_, dim(), eta, anchor_moved_.data(),
+                            stream_.get());
         stream_.synchronize();
     }
 
