@@ -41,7 +41,7 @@ constexpr int kSliceValues = kWarp * kValuesPerLoad<kType>;
 
 // Slices of a row of d coordinates.
 inline int slice_count(RowType type, int d) {
-    const int values = kWarp * (type == RowType::f32 ? kValuesPerLoad<RowType::f32> : kValuesPerLoad<RowType::f16>);
+    const int values = kWarp * values_per_load(type);
     return (d + values - 1) / values;
 }
 

@@ -19,8 +19,9 @@ namespace vlattice::cuda {
 enum class RowType { f32, f16, bf16 };
 
 // Values that one 16-byte load of a stored row holds.
+__host__ __device__ constexpr int values_per_load(RowType type) { return type == RowType::f32 ? 4 : 8; }
 template <RowType kType>
-constexpr int kValuesPerLoad = kType == RowType::f32 ? 4 : 8;
+constexpr int kValuesPerLoad = values_per_load(kType);
 
 struct PointRows {
     const void* data = nullptr;
@@ -86,8 +87,7 @@ struct PointRows {
 
     // Whether every row starts on 16 bytes, so that load<kType, kValuesPerLoad<kType>> may be used.
     bool loads_by_16() const {
-        const int per_load = type == RowType::f32 ? kValuesPerLoad<RowType::f32> : kValuesPerLoad<RowType::f16>;
-        return stride % per_load == 0 && reinterpret_cast<std::uintptr_t>(data) % 16 == 0;
+        return stride % values_per_load(type) == 0 && reinterpret_cast<std::uintptr_t>(data) % 16 == 0;
     }
 
     __device__ __forceinline__ float at(std::size_t row, int k) const {
