@@ -27,8 +27,8 @@ struct GpuShape {
 GpuShape gpu_shape(int gpu);
 
 // The anchors are split over several blocks per point tile when there are few points, so that the
-// GPU has enough blocks, and when rows are too long for the tensor-core kernels to keep (they stream
-// once per anchor tile), so that the point rows of the blocks running at once fit in half of L2;
+// GPU has enough blocks, and when rows are too long for the single-product kernel to keep (they
+// stream once per anchor tile), so that the point rows of its blocks running at once fit in half of L2;
 // each split leaves one Candidate per point.
 struct AssignPlan {
     int splits = 1;
