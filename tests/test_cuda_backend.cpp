@@ -119,10 +119,11 @@ TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend"
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
     // 34,000 x 264 with 4,200 anchors: one split of 33 tiles, which the single kernel runs in pairs
-    // of blocks, the second with a tile past the split's end.
+    // of blocks, the second with a tile past the split's end. d = 128 and 200 take the point
+    // distances' 16-byte path with four and two points per step (one and two slices of floats).
     const Case c = GENERATE(Case{1, 3, 1, 0.1}, Case{333, 1, 7, 0.35}, Case{333, 129, 333, 0.1},
                             Case{10007, 3, 1000, 0.1}, Case{10007, 129, 7, 0.0}, Case{10007, 784, 1000, 0.1},
-                            Case{34000, 264, 4200, 0.1},
+                            Case{34000, 264, 4200, 0.1}, Case{10007, 128, 256, 0.1}, Case{333, 200, 333, 0.1},
                             Case{70001, 1, 7, 0.35}, Case{70001, 129, 5000, 0.1}, Case{70001, 784, 1, 0.0});
     // Both fast kernels under every storage: their windows of uncertainty differ, their assignments
     // may not. Under float32 storage these points need three products (split), under 16-bit storage two.
