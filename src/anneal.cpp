@@ -139,6 +139,7 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
     int quiet_iterations = 0;
     bool anchors_moved_since_assign = true;
     for (int iteration = 0; iteration < config.max_iters; ++iteration) {
+        const auto began = std::chrono::steady_clock::now();
         IterationRecord record;
         record.iteration = iteration;
         AssignStats assigned;
@@ -206,6 +207,7 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
             }
         }
 
+        record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
         result.history.push_back(record);
         if (on_iteration) {
             on_iteration(record);

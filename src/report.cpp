@@ -9,6 +9,7 @@ nlohmann::json iteration_json(const IterationRecord& r) {
         {"iteration", r.iteration}, {"temperature", r.temperature}, {"trim", r.trim},
         {"eta", r.eta},             {"energy", r.energy},           {"changed", r.changed},
         {"merged", r.merged},       {"split", r.split},             {"reseeded", r.reseeded},
+        {"seconds", r.seconds},
     };
 }
 

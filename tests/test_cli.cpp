@@ -260,6 +260,12 @@ TEST_CASE("compress --report writes the energy, every iteration and the phase se
     CHECK(report["history"].size() == report["iterations"]);
     CHECK(report["history"].size() <= 10);
     CHECK(report["history"][0].contains("temperature"));
+    double iteration_seconds = 0.0;
+    for (const auto& record : report["history"]) {
+        CHECK(record["seconds"].get<double>() > 0.0);
+        iteration_seconds += record["seconds"].get<double>();
+    }
+    CHECK(iteration_seconds <= report["seconds"]["total"].get<double>());
     CHECK(report["validation"]["checks"] == report["iterations"].get<int>() / 2 + 1);
     CHECK(report["validation"]["relative_difference"].get<double>() <= 1e-5);
     CHECK(report["validation"]["cpu_recomputed_energy"] == report["energy"]);
