@@ -387,6 +387,8 @@ public:
                 args.centres = k.centres.data();
                 args.sums = k.sums.data();
                 args.ok = k.ok.data();
+                args.side_sums = k.side_sums.data();
+                args.counts = k.counts.data();
                 args.distances = k.distances.data();
                 args.sides = k.sides.data();
                 cuda::launch_two_means(args, s);  // before the next piece's gather, in stream order
@@ -625,6 +627,8 @@ private:
         DeviceBuffer<float> centres;  // per listed anchor, 2 d
         DeviceBuffer<double> sums;    // per listed anchor, 2
         DeviceBuffer<int> ok;
+        DeviceBuffer<double> side_sums;  // per listed anchor, 2 d
+        DeviceBuffer<int> counts;        // per listed anchor, 2 per block of its cluster
         DeviceBuffer<float> distances;  // per member of a piece, 2
         DeviceBuffer<signed char> sides;
 
@@ -632,10 +636,13 @@ private:
             if (ok.size() < count || means.size() < count * d) {
                 means = {};
                 centres = {};
+                side_sums = {};
                 means = DeviceBuffer<float>(count * d);
                 centres = DeviceBuffer<float>(count * 2 * d);
                 sums = DeviceBuffer<double>(count * 2);
                 ok = DeviceBuffer<int>(count);
+                side_sums = DeviceBuffer<double>(count * 2 * d);
+                counts = DeviceBuffer<int>(count * 2 * cuda::kTwoMeansBlocks);
             }
         }
         void reserve_rows(std::size_t rows) {

@@ -3,6 +3,7 @@
 #include "cuda_check.hpp"
 #include "ordered_distance.cuh"
 #include "ordered_sums.cuh"
+#include "tma.cuh"
 #include "warp_math.cuh"
 
 #include "vlattice/two_means.hpp"
@@ -13,25 +14,127 @@ namespace vlattice::cuda {
 
 namespace {
 
-// A thread per coordinate up to d = 1024, so that a single anchor's 2-means (a whole launch, when
-// one anchor is split) runs its member-order sums once per coordinate instead of in four rounds.
+// One anchor's 2-means is the work of a cluster of kRanks blocks: one block took ~0.4 ms at 256
+// members of d = 784, bound by its own instruction issue, and one anchor is often a whole launch.
+// The distances split by member, each block measuring a contiguous share; the member-order sums
+// split by coordinate, each block adding every member at its share of the coordinates, so that
+// each sum keeps the CPU's order. The blocks meet at cluster barriers wherever one reads what
+// another wrote (distances, sides, counts, centres, all in global memory).
+constexpr int kRanks = kTwoMeansBlocks;
 constexpr int kThreads = 1024;
 constexpr int kHalfWarps = kThreads / kDistanceLanes;
+// A block's sums read the members' values at its coordinates through shared memory, a chunk of
+// members at a time copied by the whole block (all of a chunk's loads in flight); shares wider than
+// a stage are read where they lie.
+constexpr std::size_t kStageBytes = 48 * 1024;
+constexpr int kMaxStageRows = 1024;
+// The centres the distances read are copied into shared memory when both fit in this much.
+constexpr std::size_t kCentreBytes = 64 * 1024;
+
+// A block's share [begin, end) of `count` members or coordinates.
+struct Span {
+    int begin;
+    int end;
+};
+
+__host__ __device__ inline int share_of(int count) { return (count + kRanks - 1) / kRanks; }
+
+__device__ inline Span span_of(int count, unsigned rank) {
+    const int begin = ::min(count, static_cast<int>(rank) * share_of(count));
+    return {begin, ::min(count, begin + share_of(count))};
+}
+
+struct Layout {
+    int stage_rows;     // members per staged chunk of a block's coordinates; 0: read where they lie
+    int centre_stride;  // values from the first centre's copy to the second's; 0: no copies
+};
+
+Layout layout_of(int d) {
+    Layout layout{0, 0};
+    const std::size_t share_bytes = static_cast<std::size_t>(share_of(d)) * sizeof(float);
+    if (share_bytes <= kStageBytes) {
+        layout.stage_rows = static_cast<int>(std::min<std::size_t>(kMaxStageRows, kStageBytes / share_bytes));
+    }
+    const int stride = (d + 3) / 4 * 4;
+    if (2 * static_cast<std::size_t>(stride) * sizeof(float) <= kCentreBytes) {
+        layout.centre_stride = stride;
+    }
+    return layout;
+}
+
+// Dynamic shared memory: the centres' copies, the stage, and the staged members' sides.
+std::size_t shared_bytes(const Layout& layout, int d) {
+    const std::size_t rows = static_cast<std::size_t>(layout.stage_rows);
+    return (2 * static_cast<std::size_t>(layout.centre_stride) + rows * share_of(d)) * sizeof(float) + rows;
+}
 
 struct Piece {
     const float* rows;  // the anchor's members
     int count;
 };
 
-// to[i] = ordered_squared_distance(member i, centre) for every member: a half warp per member.
-__device__ void distances_to(const Piece& p, const float* centre, int d, float* to, int stride) {
-    const auto count = static_cast<std::size_t>(p.count);
-    for_rows_by_half_warps(count, threadIdx.x / kDistanceLanes, kHalfWarps, [&](std::size_t i, bool valid, int l) {
-        const float dist = ordered_squared_distance(p.rows + i * d, centre, d, l);
+// dist[2 i + slot] = ordered_squared_distance(member i, centre) for this block's members i; with
+// `right`, the distances to both centres, in slots 0 and 1. A half warp per member and centre.
+__device__ void measure(const Piece& p, int d, Span members, const float* centre, const float* right, int slot,
+                        float* dist) {
+    const int per = right == nullptr ? 1 : 2;
+    const auto tasks = static_cast<std::size_t>(members.end - members.begin) * per;
+    for_rows_by_half_warps(tasks, threadIdx.x / kDistanceLanes, kHalfWarps, [&](std::size_t task, bool valid, int l) {
+        const std::size_t i = members.begin + task / per;
+        const bool to_right = per == 2 && task % 2 == 1;
+        const float value = ordered_squared_distance(p.rows + i * d, to_right ? right : centre, d, l);
         if (valid && l == 0) {
-            to[i * stride] = dist;
+            dist[2 * i + (per == 2 ? (to_right ? 1 : 0) : slot)] = value;
         }
     });
+}
+
+// Sums of every member's values at this block's coordinates, in member order, in double: sums[k]
+// takes the left side's (every member's without `sides`), sums[d + k] the right's.
+__device__ void sum_share(const Piece& p, int d, Span coordinates, const signed char* sides, double* sums,
+                          const Layout& layout, float* stage, signed char* stage_sides) {
+    const int width = coordinates.end - coordinates.begin;
+    const bool staged = layout.stage_rows > 0;
+    for (int k = coordinates.begin + threadIdx.x; k < coordinates.end; k += kThreads) {
+        sums[k] = 0.0;
+        sums[d + k] = 0.0;
+    }
+    const int chunk = staged ? layout.stage_rows : p.count;
+    for (int first = 0; first < p.count; first += chunk) {
+        const int rows = ::min(chunk, p.count - first);
+        if (staged) {
+#pragma unroll 4
+            for (int j = threadIdx.x; j < rows * width; j += kThreads) {
+                const int r = j / width;
+                stage[j] = p.rows[static_cast<std::size_t>(first + r) * d + coordinates.begin + (j - r * width)];
+            }
+            if (sides != nullptr) {
+                for (int j = threadIdx.x; j < rows; j += kThreads) {
+                    stage_sides[j] = sides[first + j];
+                }
+            }
+            __syncthreads();
+        }
+        for (int k = threadIdx.x; k < width; k += kThreads) {
+            double left = sums[coordinates.begin + k];
+            double right = sums[d + coordinates.begin + k];
+            for (int r = 0; r < rows; ++r) {
+                const float value = staged ? stage[r * width + k]
+                                           : p.rows[static_cast<std::size_t>(first + r) * d + coordinates.begin + k];
+                const signed char s = sides == nullptr ? 0 : (staged ? stage_sides[r] : sides[first + r]);
+                if (s == 1) {
+                    right += value;
+                } else {
+                    left += value;
+                }
+            }
+            sums[coordinates.begin + k] = left;
+            sums[d + coordinates.begin + k] = right;
+        }
+        if (staged) {
+            __syncthreads();  // the stage is read before the next chunk overwrites it
+        }
+    }
 }
 
 // A member and its distance; the farther wins, and of equal ones the first, as the CPU's strict > keeps it.
@@ -75,7 +178,10 @@ struct MeanDistance {
     __device__ double operator()(std::size_t i) const { return dist[2 * i + 1]; }
 };
 
-__global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a) {
+// Every block of the cluster runs the same decisions on the same data (the farthest members, the
+// energies, whether to stop), so all leave the kernel at the same point; one writes the results.
+__global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a, Layout layout) {
+    extern __shared__ __align__(16) float dynamic[];
     __shared__ union {
         typename FarReduce::TempStorage far;
         typename CountReduce::TempStorage count;
@@ -86,78 +192,102 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a) {
     __shared__ int differ;
     __shared__ int moved;
     __shared__ unsigned size[2];
-    const std::size_t t = a.first + blockIdx.x;  // list position
+    const unsigned rank = cluster_rank();
+    const std::size_t t = a.first + blockIdx.x / kRanks;  // list position
     const std::size_t start = a.offsets[t] - a.offsets[a.first];
     const Piece p{a.rows + start * a.d, static_cast<int>(a.offsets[t + 1] - a.offsets[t])};
     const int d = a.d;
+    const int tid = threadIdx.x;
+    const bool writes = rank == 0 && tid == 0;
     float* mean = a.means + t * d;
     float* left = a.centres + t * 2 * d;
     float* right = left + d;
+    double* side_sums = a.side_sums + t * 2 * d;
+    int* counts = a.counts + t * 2 * kRanks;
     float* dist = a.distances + start * 2;
     signed char* side = a.sides + start;
-    const int tid = threadIdx.x;
-    if (tid == 0) {
+    const Span members = span_of(p.count, rank);
+    const Span coordinates = span_of(d, rank);
+    float* const stage = dynamic + 2 * layout.centre_stride;
+    auto* const stage_sides =
+        reinterpret_cast<signed char*>(stage + static_cast<std::size_t>(layout.stage_rows) * share_of(d));
+    // The centres as the distances read them: copies in shared memory, or where they lie.
+    const float* near[2] = {left, right};
+    auto copy_centre = [&](int c, const float* from) {
+        if (layout.centre_stride > 0) {
+            float* to = dynamic + c * layout.centre_stride;
+            for (int k = tid; k < d; k += kThreads) {
+                to[k] = from[k];
+            }
+            near[c] = to;
+        } else {
+            near[c] = from;
+        }
+    };
+    if (writes) {
         a.ok[t] = 0;
     }
     if (p.count < 2) {
         return;
     }
-    for (int k = tid; k < d; k += kThreads) {
-        double sum = 0.0;
-#pragma unroll 8
-        for (int i = 0; i < p.count; ++i) {
-            sum += p.rows[static_cast<std::size_t>(i) * d + k];
-        }
-        mean[k] = static_cast<float>(sum / static_cast<double>(p.count));
+    sum_share(p, d, coordinates, nullptr, side_sums, layout, stage, stage_sides);
+    for (int k = coordinates.begin + tid; k < coordinates.end; k += kThreads) {
+        mean[k] = static_cast<float>(side_sums[k] / static_cast<double>(p.count));
     }
+    cluster_sync();
+    copy_centre(0, mean);
     __syncthreads();
     // The distances to the mean stay in the right slots until the Lloyd steps: `before` needs them.
-    distances_to(p, mean, d, dist + 1, 2);
-    __syncthreads();
-    const int first = farthest(dist + 1, p.count, 2, reduce.far);
+    measure(p, d, members, near[0], nullptr, 1, dist);
+    cluster_sync();
+    const int from_mean = farthest(dist + 1, p.count, 2, reduce.far);
     if (tid == 0) {
-        chosen[0] = first;
+        chosen[0] = from_mean;
         differ = 0;
     }
     __syncthreads();
-    for (int k = tid; k < d; k += kThreads) {
-        left[k] = p.rows[static_cast<std::size_t>(chosen[0]) * d + k];
+    const float* first_row = p.rows + static_cast<std::size_t>(chosen[0]) * d;
+    for (int k = coordinates.begin + tid; k < coordinates.end; k += kThreads) {
+        left[k] = first_row[k];
     }
+    copy_centre(0, first_row);
     __syncthreads();
-    distances_to(p, left, d, dist, 2);
-    __syncthreads();
-    const int second = farthest(dist, p.count, 2, reduce.far);
+    measure(p, d, members, near[0], nullptr, 0, dist);
+    cluster_sync();
+    const int from_left = farthest(dist, p.count, 2, reduce.far);
     if (tid == 0) {
-        chosen[1] = second;
+        chosen[1] = from_left;
     }
     __syncthreads();
+    const float* second_row = p.rows + static_cast<std::size_t>(chosen[1]) * d;
+    for (int k = coordinates.begin + tid; k < coordinates.end; k += kThreads) {
+        right[k] = second_row[k];
+    }
     for (int k = tid; k < d; k += kThreads) {
-        right[k] = p.rows[static_cast<std::size_t>(chosen[1]) * d + k];
-        if (right[k] != left[k]) {
+        if (second_row[k] != first_row[k]) {
             differ = 1;
         }
     }
+    copy_centre(1, second_row);
     __syncthreads();
     if (differ == 0) {
         return;  // every member is the same point
     }
     const double before = sums.total(MeanDistance{dist}, static_cast<std::size_t>(p.count), 0.0);
-    if (tid == 0) {
+    if (writes) {
         a.sums[2 * t] = before;
     }
-    for (int i = tid; i < p.count; i += kThreads) {
+    for (int i = members.begin + tid; i < members.end; i += kThreads) {
         side[i] = -1;
     }
     double after = 0.0;
     for (int step = 0; step <= kTwoMeansSteps; ++step) {
-        __syncthreads();  // the centres (and before the first step, the sides) are settled
-        distances_to(p, left, d, dist, 2);
-        distances_to(p, right, d, dist + 1, 2);
+        // Each of the block's members to its nearer centre; the counts are integers, exact in any order.
+        measure(p, d, members, near[0], near[1], 0, dist);
         __syncthreads();
-        // Each member to its nearer centre; the counts are integers, exact in any order.
         int changed = 0;
         int on_right = 0;
-        for (int i = tid; i < p.count; i += kThreads) {
+        for (int i = members.begin + tid; i < members.end; i += kThreads) {
             const signed char s = dist[2 * i + 1] < dist[2 * i] ? 1 : 0;
             changed += s != side[i] ? 1 : 0;
             on_right += s;
@@ -167,36 +297,43 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a) {
         __syncthreads();
         on_right = CountReduce(reduce.count).Sum(on_right);
         if (tid == 0) {
-            moved = changed;
-            size[0] = static_cast<unsigned>(p.count - on_right);
-            size[1] = static_cast<unsigned>(on_right);
+            counts[2 * rank] = changed;
+            counts[2 * rank + 1] = on_right;
+        }
+        cluster_sync();
+        if (tid == 0) {
+            int all_changed = 0;
+            int all_right = 0;
+            for (int r = 0; r < kRanks; ++r) {
+                all_changed += counts[2 * r];
+                all_right += counts[2 * r + 1];
+            }
+            moved = all_changed;
+            size[0] = static_cast<unsigned>(p.count - all_right);
+            size[1] = static_cast<unsigned>(all_right);
         }
         __syncthreads();
         if (step == kTwoMeansSteps || moved == 0) {
             after = sums.total(SideDistance{dist, side}, static_cast<std::size_t>(p.count), 0.0);
             break;
         }
-        for (int k = tid; k < d; k += kThreads) {
-            double sum_left = 0.0;
-            double sum_right = 0.0;
-#pragma unroll 8
-            for (int i = 0; i < p.count; ++i) {
-                const float value = p.rows[static_cast<std::size_t>(i) * d + k];
-                if (side[i] == 1) {
-                    sum_right += value;
-                } else {
-                    sum_left += value;
-                }
-            }
+        sum_share(p, d, coordinates, side, side_sums, layout, stage, stage_sides);
+        for (int k = coordinates.begin + tid; k < coordinates.end; k += kThreads) {
             if (size[0] > 0) {
-                left[k] = static_cast<float>(sum_left / static_cast<double>(size[0]));
+                left[k] = static_cast<float>(side_sums[k] / static_cast<double>(size[0]));
             }
             if (size[1] > 0) {
-                right[k] = static_cast<float>(sum_right / static_cast<double>(size[1]));
+                right[k] = static_cast<float>(side_sums[d + k] / static_cast<double>(size[1]));
             }
         }
+        // The counts of this step are read everywhere, and the new centres written, before the next
+        // step's counts or distances.
+        cluster_sync();
+        copy_centre(0, left);
+        copy_centre(1, right);
+        __syncthreads();
     }
-    if (tid == 0) {
+    if (writes) {
         a.sums[2 * t + 1] = after;
         a.ok[t] = 1;
     }
@@ -208,7 +345,23 @@ void launch_two_means(const TwoMeansArgs& a, cudaStream_t stream) {
     if (a.count == 0) {
         return;
     }
-    two_means_kernel<<<static_cast<unsigned>(a.count), kThreads, 0, stream>>>(a);
+    const Layout layout = layout_of(a.d);
+    const std::size_t bytes = shared_bytes(layout, a.d);
+    // More than the default 48 KiB of dynamic shared memory needs the kernel's consent on the current device.
+    CUDA_CHECK(cudaFuncSetAttribute(two_means_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(a.count * kRanks));
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = bytes;
+    config.stream = stream;
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = kRanks;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&config, two_means_kernel, a, layout));
     check_launch("two_means_kernel", stream);
 }
 

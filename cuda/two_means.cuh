@@ -1,8 +1,8 @@
-// split_in_two (include/vlattice/two_means.hpp) on the device, rounding for rounding: a block per
-// anchor splits its gathered members where they lie, and only the two centres and two sums per
-// anchor travel to the host. Sums over members run in member order in double, by one thread per
-// coordinate (or, for the scalar sums, one thread); distances are ordered_squared_distance's, by a
-// half warp per member.
+// split_in_two (include/vlattice/two_means.hpp) on the device, rounding for rounding: a cluster of
+// blocks per anchor splits its gathered members where they lie, and only the two centres and two
+// sums per anchor travel to the host. Sums over members run in member order in double, by one
+// thread per coordinate (or, for the scalar sums, one thread); distances are
+// ordered_squared_distance's, by a half warp per member and centre.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -24,10 +24,17 @@ struct TwoMeansArgs {
     float* centres = nullptr;
     double* sums = nullptr;
     int* ok = nullptr;
+    // Scratch per listed anchor: the member sums of each side (2 d), and the blocks' counts of
+    // members that changed side and that went right (2 per block of the anchor's cluster).
+    double* side_sums = nullptr;
+    int* counts = nullptr;
     // Per member of the piece: its distances to the two centres, and its side (scratch).
     float* distances = nullptr;  // 2 per member
     signed char* sides = nullptr;
 };
+
+// Blocks per anchor: TwoMeansArgs::counts holds 2 kTwoMeansBlocks ints per listed anchor.
+constexpr int kTwoMeansBlocks = 8;
 
 void launch_two_means(const TwoMeansArgs& args, cudaStream_t stream);
 

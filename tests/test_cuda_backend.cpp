@@ -329,12 +329,16 @@ TEST_CASE("cuda: split_members gives the CPU's 2-means, bit for bit", "[gpu][bac
     // d = 13 and 200 leave partial groups of the distance's 16 lanes; 784 with every member makes
     // several pieces of the gather (16M floats each). Duplicated points give anchors whose sampled
     // members may all be one point, which do not split.
-    // The last case spreads the points' scales over twelve orders of magnitude, so that the energies'
-    // sums round and the device adds them one by one in the CPU's order (ordered_sums.cuh).
+    // The fourth case spreads the points' scales over twelve orders of magnitude, so that the energies'
+    // sums round and the device adds them one by one in the CPU's order (ordered_sums.cuh). At
+    // d = 8,200 the kernel's centres are too wide for its copies in shared memory, and at 98,312
+    // each block's share of the coordinates too wide for its stage: both are read where they lie.
     for (const auto [n, d, m, spread] : {std::tuple{std::size_t{10007}, std::size_t{13}, std::size_t{7}, false},
                                          std::tuple{std::size_t{3001}, std::size_t{200}, std::size_t{40}, false},
                                          std::tuple{std::size_t{30011}, std::size_t{784}, std::size_t{5}, false},
-                                         std::tuple{std::size_t{4001}, std::size_t{16}, std::size_t{6}, true}}) {
+                                         std::tuple{std::size_t{4001}, std::size_t{16}, std::size_t{6}, true},
+                                         std::tuple{std::size_t{301}, std::size_t{8200}, std::size_t{3}, false},
+                                         std::tuple{std::size_t{40}, std::size_t{98312}, std::size_t{2}, false}}) {
         Matrix raw = duplicated_points(n, d, rng);
         const Held h = held(spread ? spread_scales(std::move(raw), rng) : std::move(raw), PointStorage::f32);
         const Matrix& x = h.points;
