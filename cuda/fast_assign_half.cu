@@ -16,6 +16,7 @@
 // FMAs at d = 768, for one addition per two k-steps.
 #include "fast_assign.cuh"
 #include "fragment_offers.cuh"
+#include "launch.hpp"
 #include "wgmma.cuh"
 
 #include "cuda_check.hpp"
@@ -352,13 +353,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 template <HalfType kType, int kProducts, bool kResident>
 void launch_kernel(const HalfAssignArgs& a, cudaStream_t stream) {
-    const std::size_t bytes = shared_bytes(kProducts, kResident, a.stride);
-    // More than the default 48 KiB of dynamic shared memory needs the kernel's consent on the current device.
-    CUDA_CHECK(cudaFuncSetAttribute(fast_assign_half_kernel<kType, kProducts, kResident>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
     const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, kTile)), static_cast<unsigned>(a.splits));
-    fast_assign_half_kernel<kType, kProducts, kResident><<<tiles, kThreads, bytes, stream>>>(a);
-    check_launch("fast_assign_half_kernel", stream);
+    launch_kernel_ex(fast_assign_half_kernel<kType, kProducts, kResident>, "fast_assign_half_kernel", tiles, kThreads,
+                     shared_bytes(kProducts, kResident, a.stride), 1, stream, a);
 }
 
 template <HalfType kType, int kProducts>

@@ -16,6 +16,7 @@
 
 #include "cuda_check.hpp"
 #include "fragment_offers.cuh"
+#include "launch.hpp"
 #include "single_window.cuh"
 #include "tma.cuh"
 #include "wgmma.cuh"
@@ -336,24 +337,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 template <HalfType kType, bool kResident, bool kPaired>
 void launch_kernel(const HalfAssignArgs& a, const CUtensorMap& points, const CUtensorMap& anchors,
                    cudaStream_t stream) {
-    const auto kernel = single_assign_kernel<kType, kResident, kPaired>;
-    const std::size_t bytes = dynamic_bytes(kResident, chunk_count(a.stride));
-    // More than the default 48 KiB of dynamic shared memory needs the kernel's consent on the current device.
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(ceil_div(a.n, kPoints) * a.splits * (kPaired ? kPair : 1)));
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = bytes;
-    config.stream = stream;
-    cudaLaunchAttribute cluster{};
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = kPair;
-    cluster.val.clusterDim.y = 1;
-    cluster.val.clusterDim.z = 1;
-    config.attrs = &cluster;
-    config.numAttrs = kPaired ? 1 : 0;
-    CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, points, anchors, a));
-    check_launch("single_assign_kernel", stream);
+    launch_kernel_ex(single_assign_kernel<kType, kResident, kPaired>, "single_assign_kernel",
+                     dim3(static_cast<unsigned>(ceil_div(a.n, kPoints) * a.splits * (kPaired ? kPair : 1))), kThreads,
+                     dynamic_bytes(kResident, chunk_count(a.stride)), kPaired ? kPair : 1, stream, points, anchors, a);
 }
 
 template <HalfType kType>

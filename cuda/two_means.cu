@@ -1,6 +1,7 @@
 #include "two_means.cuh"
 
 #include "cuda_check.hpp"
+#include "launch.hpp"
 #include "ordered_distance.cuh"
 #include "ordered_sums.cuh"
 #include "tma.cuh"
@@ -346,23 +347,8 @@ void launch_two_means(const TwoMeansArgs& a, cudaStream_t stream) {
         return;
     }
     const Layout layout = layout_of(a.d);
-    const std::size_t bytes = shared_bytes(layout, a.d);
-    // More than the default 48 KiB of dynamic shared memory needs the kernel's consent on the current device.
-    CUDA_CHECK(cudaFuncSetAttribute(two_means_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(a.count * kRanks));
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = bytes;
-    config.stream = stream;
-    cudaLaunchAttribute cluster{};
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = kRanks;
-    cluster.val.clusterDim.y = 1;
-    cluster.val.clusterDim.z = 1;
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-    CUDA_CHECK(cudaLaunchKernelEx(&config, two_means_kernel, a, layout));
-    check_launch("two_means_kernel", stream);
+    launch_kernel_ex(two_means_kernel, "two_means_kernel", dim3(static_cast<unsigned>(a.count * kRanks)), kThreads,
+                     shared_bytes(layout, a.d), kRanks, stream, a, layout);
 }
 
 }  // namespace vlattice::cuda
