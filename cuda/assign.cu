@@ -266,9 +266,9 @@ AssignPlan plan_assign(std::size_t n, std::size_t m, int d, const GpuShape& gpu)
     if (const int stride = half_stride(d); stride > kKeptRowValues) {
         // A block per multiprocessor, of kSinglePoints rows of 16-bit values; the single-product
         // kernel numbers its blocks so that a point tile's splits run side by side (the other fast
-        // kernels just get the extra splits, which they merge like any others). Half of L2 gave 3 splits where there was 1 at Fashion-MNIST (assign
-        // 0.457 -> 0.425 ms) and at 1M x 768 with 16,384 anchors (85.9 -> 78.1); all of L2, 2
-        // splits, 0.413 and 85.9.
+        // kernels just get the extra splits, which they merge like any others). Half of L2 gave 3
+        // splits where there was 1 at Fashion-MNIST (assign 0.457 -> 0.425 ms) and at 1M x 768 with
+        // 16,384 anchors (85.9 -> 78.1); all of L2, 2 splits, 0.413 and 85.9.
         const std::size_t rows_bytes = multiprocessors * kSinglePoints * 2 * static_cast<std::size_t>(stride);
         wanted = std::max(wanted, ceil_div(rows_bytes, std::max<std::size_t>(gpu.l2_bytes / 2, 1)));
     }

@@ -66,7 +66,7 @@ __device__ __forceinline__ void box_load(unsigned to, const CUtensorMap* map, in
         : "memory");
 }
 
-// Thread block clusters, for blocks that share their loads (fast_assign_single.cu's pairs): a box
+// Thread block clusters (fast_assign_single.cu's pairs, two_means.cu's blocks per anchor). A box
 // multicast lands at the same shared address in every block of `blocks` (a mask of cluster ranks)
 // and counts its bytes on the barrier at the same address in each.
 __device__ __forceinline__ void box_load_multicast(unsigned to, const CUtensorMap* map, int k, int row,

@@ -23,8 +23,8 @@ struct IterationRecord {
     int split = 0;
     int reseeded = 0;
     // Wall time from the start of this iteration's assign to the end of its maintenance: the first
-    // iteration carries one-time costs (the GPU's graph captures and kernel loading), which a mean
-    // over the loop spreads over every iteration.
+    // iteration carries one-time costs (the GPU backend's graph captures), which a mean over the
+    // loop spreads over every iteration.
     double seconds = 0.0;
 };
 
