@@ -128,10 +128,14 @@ TEST_CASE("batch: a manifest sets per-job options and a bad one is refused", "[c
     CHECK(rows[1]["mse"].get<double>() < 1e-2 * rows[1]["energy"].get<double>());
     CHECK(rows[1]["recall_at_10"].get<double>() > rows[0]["recall_at_10"].get<double>());
 
-    std::ofstream(dir.path("odd.json")) << R"({"jobs": [{"file": "x.hdf5", "bits": 3}]})";
-    const CommandResult odd = run_cli("batch --manifest " + quote(dir.path("odd.json")) + " -o " + quote(out) + kRun);
-    CHECK(odd.exit_code == 2);
-    CHECK_THAT(odd.output, Contains("\"bits\" must be 0, 2, 4 or 8"));
+    // 4294967298 is 2^32 + 2: it must not pass as 2.
+    for (const char* bits : {"3", "4294967298", "-2", "2.0", "\"2\""}) {
+        std::ofstream(dir.path("odd.json")) << R"({"jobs": [{"file": "x.hdf5", "bits": )" << bits << "}]}";
+        const CommandResult odd = run_cli("batch --manifest " + quote(dir.path("odd.json")) + " -o " + quote(out) + kRun);
+        INFO("bits " << bits);
+        CHECK(odd.exit_code == 2);
+        CHECK_THAT(odd.output, Contains("\"bits\" must be 0, 2, 4 or 8"));
+    }
 
     std::ofstream(dir.path("bad.json")) << R"({"jobs": [{"file": "x.hdf5", "anchor": 8}]})";
     const CommandResult bad = run_cli("batch --manifest " + quote(dir.path("bad.json")) + " -o " + quote(out) + kRun);

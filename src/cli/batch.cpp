@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -135,10 +136,13 @@ std::vector<Job> read_manifest(const std::string& path, const BatchArgs& args) {
         }
         Job job;
         if (entry.contains("bits")) {
-            if (!entry["bits"].is_number_unsigned() || !is_residual_width(entry["bits"].get<unsigned>())) {
+            // Read at full width: get<unsigned>() would wrap 2^32 + 2 to an accepted 2.
+            const nlohmann::json& bits = entry["bits"];
+            if (!bits.is_number_unsigned() || bits.get<std::uint64_t>() > 8 ||
+                !is_residual_width(static_cast<unsigned>(bits.get<std::uint64_t>()))) {
                 throw UsageError(where + ": \"bits\" must be 0, 2, 4 or 8");
             }
-            job.bits = entry["bits"].get<unsigned>();
+            job.bits = static_cast<unsigned>(bits.get<std::uint64_t>());
         }
         job.file = (base / entry["file"].get<std::string>()).string();
         job.name = text_field(entry, "name", fs::path(job.file).stem().string(), where);
