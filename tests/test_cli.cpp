@@ -400,6 +400,12 @@ TEST_CASE("compress rejects bad input and bad options, leaving the output untouc
         CHECK(result.exit_code == 2);
         check_fails(compress(good, out, "--validate-every -1"), out, {"--validate-every must be >= 0"});
         check_fails(compress(good, out, "--init-sample -5"), out, {"--init-sample must be >= 0, got -5"});
+        // A seed takes all of [0, 2^64): Boost's own reading took -1 as 2^64 - 1.
+        for (const char* seed : {"-1", "18446744073709551616", "1.5", "one"}) {
+            const CommandResult bad_seed = compress(good, out, std::string("--seed ") + seed);
+            check_fails(bad_seed, out, {"--seed must be a whole number in [0, 2^64), got '" + std::string(seed) + "'"});
+            CHECK(bad_seed.exit_code == 2);
+        }
     }
     SECTION("value of the wrong type") {
         const CommandResult result = compress(good, out, "--t0 hot");
@@ -497,7 +503,7 @@ TEST_CASE("info and decompress reject a damaged .vlat, leaving the output untouc
     CHECK(decompressed.exit_code == 1);
 }
 
-TEST_CASE("decompress with a reference of the wrong shape names both shapes", "[cli]") {
+TEST_CASE("decompress with a reference of the wrong shape names both shapes, and a negative --gpu is refused", "[cli]") {
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
     Sample sample(run_seed);
@@ -509,6 +515,9 @@ TEST_CASE("decompress with a reference of the wrong shape names both shapes", "[
     write_file(out, kPrecious);
     check_fails(run_cli("decompress " + quote(vlat) + " -o " + quote(out) + " --reference " + quote(other)), out,
                 {"2000 x 16", "100 x 16"});
+    const CommandResult gpu = run_cli("decompress " + quote(vlat) + " -o " + quote(out) + " --gpu -1");
+    check_fails(gpu, out, {"--gpu must be >= 0, got -1"});
+    CHECK(gpu.exit_code == 2);
 }
 
 TEST_CASE("info shows a file whose metadata is empty", "[cli]") {

@@ -117,6 +117,8 @@ TEST_CASE("compress rejects bad coding options", "[cli][codes]") {
         CHECK_THAT(run.output, Contains(message));
     };
     rejects("--bits 3", "--bits: expected 0, 2, 4 or 8, got 3");
+    rejects("--bits -1", "--bits: expected 0, 2, 4 or 8, got -1");  // not 4294967295
+    rejects("--bits 4294967298", "--bits: expected 0, 2, 4 or 8, got 4294967298");  // not 2
     rejects("--bits 4 --target-bytes 10", "give one");
     rejects("--target-bytes 10 --target-ratio 0.1", "give one");
     rejects("--target-ratio 0", "--target-ratio");
@@ -179,6 +181,11 @@ TEST_CASE("query rejects bad input, naming what is wrong", "[cli][codes]") {
     fails(queries + " --nprobe 0", 2, "--nprobe: expected a whole number >= 1 or `all`, got '0'");
     fails(queries + " --nprobe many", 2, "--nprobe");
     fails(queries + " --k 0", 2, "--k");
+    // Negative whole numbers are refused, not wrapped to 2^64 - 1 (--k -1 tried to allocate that much).
+    fails(queries + " --k -1", 2, "--k must be at least 1, got -1");
+    fails(queries + " --limit -1", 2, "--limit must be >= 0, got -1");
+    fails(queries + " --threads -2", 2, "--threads must be >= 0, got -2");
+    fails(queries + " --gpu -1", 2, "--gpu must be >= 0, got -1");
     fails(queries + " --dataset neighbors", 1, "the queries have 100 dimensions");
     fails(queries + " --ground-truth " + quote(ann.path + ":nothing"), 1, "nothing");
     fails(queries + " --ground-truth " + quote(ann.path + ":train"), 1, "not a vector id in [0, 3000)");

@@ -6,17 +6,6 @@
 
 namespace vlattice::cli {
 
-namespace {
-
-template <class T>
-void require(bool ok, const char* option, const char* rule, T got) {
-    if (!ok) {
-        throw UsageError(std::string(option) + " must be " + rule + ", got " + show(got));
-    }
-}
-
-}  // namespace
-
 void add_anneal_options(po::options_description& options, AnnealArgs& a) {
     const AnnealConfig c;
     const long long anchors = static_cast<long long>(c.anchors);
@@ -40,7 +29,7 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
          "merge close anchors, split crowded ones and re-seed empty ones every P iterations while hot; 0 turns it off")
         ("init-sample", po::value(&a.init_sample)->default_value(0)->value_name("S"),
          "k-means++ picks the first anchors from a random sample of S points; 0: min(n, 8 * M)")
-        ("seed", po::value(&a.config.seed)->default_value(c.seed, show(c.seed))->value_name("S"),
+        ("seed", po::value(&a.seed)->default_value(show(c.seed))->value_name("S"),
          "seeds every random choice; the same input, seed and backend give the same result on any machine "
          "(compress: a byte-identical file)")
         ("metric", po::value(&a.metric)->default_value("auto")->value_name("NAME"),
@@ -68,19 +57,20 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
 
 void check_anneal_args(AnnealArgs& a) {
     const AnnealConfig& c = a.config;
-    require(a.anchors >= 1, "-m/--anchors", "at least 1", a.anchors);
-    require(c.max_iters >= 1, "--iters", "at least 1", c.max_iters);
-    require(c.t0 >= 0.0 && std::isfinite(c.t0), "--t0", "a finite number >= 0", c.t0);
-    require(c.cooling >= 0.0 && c.cooling < 1.0, "--cooling", "in [0, 1)", c.cooling);
-    require(c.trim >= 0.0 && c.trim < 1.0, "--trim", "in [0, 1)", c.trim);
-    require(c.trim_final >= 0.0 && c.trim_final < 1.0, "--trim-final", "in [0, 1)", c.trim_final);
-    require(c.maintenance_every >= 0, "--maintenance-every", ">= 0", c.maintenance_every);
-    require(c.validate_every >= 0, "--validate-every", ">= 0", c.validate_every);
-    require(c.threads >= 0, "--threads", ">= 0", c.threads);
-    require(a.gpu >= 0, "--gpu", ">= 0", a.gpu);
-    require(a.init_sample >= 0, "--init-sample", ">= 0", a.init_sample);
+    require_option(a.anchors >= 1, "-m/--anchors", "at least 1", a.anchors);
+    require_option(c.max_iters >= 1, "--iters", "at least 1", c.max_iters);
+    require_option(c.t0 >= 0.0 && std::isfinite(c.t0), "--t0", "a finite number >= 0", c.t0);
+    require_option(c.cooling >= 0.0 && c.cooling < 1.0, "--cooling", "in [0, 1)", c.cooling);
+    require_option(c.trim >= 0.0 && c.trim < 1.0, "--trim", "in [0, 1)", c.trim);
+    require_option(c.trim_final >= 0.0 && c.trim_final < 1.0, "--trim-final", "in [0, 1)", c.trim_final);
+    require_option(c.maintenance_every >= 0, "--maintenance-every", ">= 0", c.maintenance_every);
+    require_option(c.validate_every >= 0, "--validate-every", ">= 0", c.validate_every);
+    require_option(c.threads >= 0, "--threads", ">= 0", c.threads);
+    require_option(a.gpu >= 0, "--gpu", ">= 0", a.gpu);
+    require_option(a.init_sample >= 0, "--init-sample", ">= 0", a.init_sample);
     a.config.anchors = static_cast<std::size_t>(a.anchors);
     a.config.init_sample = static_cast<std::size_t>(a.init_sample);
+    a.config.seed = parse_unsigned_option(a.seed, "--seed");
     a.config.storage = parse_option_value([&] { return parse_storage(a.storage); });
     a.config.assign_precision = parse_option_value([&] { return parse_precision(a.precision); });
 }

@@ -17,6 +17,7 @@ struct AnnealArgs {
     AnnealConfig config;
     long long anchors = 0;  // signed, so that -m -1 is reported rather than wrapped
     long long init_sample = 0;  // checked, then copied into config
+    std::string seed;           // all of [0, 2^64), so read as text and checked
     std::string metric;
     std::string storage;
     std::string precision;

@@ -42,7 +42,7 @@ double parse_ratio(const std::string& text) {
 CodingRequest coding_request(const po::variables_map& values, const CodingArgs& args, std::size_t d) {
     const bool bytes = values.count("target-bytes") > 0;
     const bool ratio = values.count("target-ratio") > 0;
-    if (!is_residual_width(args.bits)) {
+    if (args.bits < 0 || args.bits > 8 || !is_residual_width(static_cast<unsigned>(args.bits))) {
         throw UsageError("--bits: expected 0, 2, 4 or 8, got " + std::to_string(args.bits));
     }
     if (bytes && ratio) {
@@ -52,7 +52,7 @@ CodingRequest coding_request(const po::variables_map& values, const CodingArgs& 
         throw UsageError("--bits fixes the widths, and a --target-bytes or --target-ratio budget chooses them: give one");
     }
     CodingRequest request;
-    request.bits = args.bits;
+    request.bits = static_cast<unsigned>(args.bits);
     if (bytes) {
         if (!std::isfinite(args.target_bytes) || args.target_bytes <= 0.0) {
             throw UsageError("--target-bytes: expected a positive number of bytes per vector, got " +

@@ -11,7 +11,7 @@
 namespace vlattice::cli {
 
 struct CodingArgs {
-    unsigned bits = 0;
+    long long bits = 0;  // signed, so that --bits -1 is reported rather than wrapped
     double target_bytes = 0.0;
     std::string target_ratio;
 };

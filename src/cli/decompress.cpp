@@ -63,6 +63,7 @@ int decompress(int argc, char** argv) {
         return 0;
     }
     args.input = values["input"].as<std::string>();
+    require_option(args.gpu >= 0, "--gpu", ">= 0", args.gpu);
 
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
     const VlatFile file = read_vlat(args.input);

@@ -1,6 +1,8 @@
 #include "options.hpp"
 
 #include <iostream>
+#include <stdexcept>
+#include <string>
 #include <new>
 #include <vector>
 
@@ -58,6 +60,21 @@ int run_guarded(const std::string& command, const std::function<int()>& body) {
         std::cerr << prefix << "unexpected failure: " << e.what() << '\n';
     }
     return kExitData;
+}
+
+std::uint64_t parse_unsigned_option(const std::string& text, const char* option) {
+    const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+    std::uint64_t value = 0;
+    bool fits = digits;
+    try {
+        value = digits ? std::stoull(text) : 0;
+    } catch (const std::out_of_range&) {
+        fits = false;
+    }
+    if (!fits) {
+        throw UsageError(std::string(option) + " must be a whole number in [0, 2^64), got '" + text + "'");
+    }
+    return value;
 }
 
 void print_notice(const std::string& command, const std::string& kind, const std::string& message) {

@@ -7,6 +7,7 @@
 #include <boost/program_options.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <sstream>
 #include <stdexcept>
@@ -61,6 +62,19 @@ std::string show(const T& value) {
     out << value;
     return out.str();
 }
+
+// Throws UsageError "<option> must be <rule>, got <got>" unless ok. Whole-number options are read
+// into signed types and checked here: Boost reads "-1" for an unsigned type as its largest value.
+template <class T>
+void require_option(bool ok, const char* option, const char* rule, const T& got) {
+    if (!ok) {
+        throw UsageError(std::string(option) + " must be " + rule + ", got " + show(got));
+    }
+}
+
+// A whole number in [0, 2^64) from an option's text, for the options that take that whole range
+// (--seed); a sign, a fraction or an overflow is a UsageError naming the option.
+std::uint64_t parse_unsigned_option(const std::string& text, const char* option);
 
 // Runs a library parser (parse_metric, parse_device ...) on an option's text, turning its Error into
 // a usage error.

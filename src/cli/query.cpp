@@ -44,10 +44,10 @@ struct QueryArgs {
     std::string input;
     std::string queries;
     std::string dataset;
-    std::size_t k = SearchOptions{}.k;
+    long long k = static_cast<long long>(SearchOptions{}.k);
     std::string nprobe;
     std::string ground_truth;
-    std::size_t limit = 0;
+    long long limit = 0;
     std::string output;
     std::string device;
     int gpu = 0;
@@ -131,12 +131,13 @@ int query(int argc, char** argv) {
         return 0;
     }
     args.input = values["input"].as<std::string>();
+    require_option(args.k >= 1, "--k", "at least 1", args.k);
+    require_option(args.limit >= 0, "--limit", ">= 0", args.limit);
+    require_option(args.threads >= 0, "--threads", ">= 0", args.threads);
+    require_option(args.gpu >= 0, "--gpu", ">= 0", args.gpu);
     SearchOptions search_options;
-    search_options.k = args.k;
+    search_options.k = static_cast<std::size_t>(args.k);
     search_options.nprobe = parse_nprobe(args.nprobe);
-    if (args.k < 1) {
-        throw UsageError("--k: expected a whole number >= 1");
-    }
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
     if (args.threads > 0) {
         omp_set_num_threads(args.threads);
@@ -145,7 +146,8 @@ int query(int argc, char** argv) {
     const VlatFile file = read_vlat(args.input);
     ReadOptions query_read;
     query_read.dataset = args.dataset;
-    const Matrix queries = first_rows(load_points(args.queries, query_read, file.metric).points, args.limit);
+    const Matrix queries = first_rows(load_points(args.queries, query_read, file.metric).points,
+                                        static_cast<std::size_t>(args.limit));
     if (queries.cols != file.d) {
         throw Error(args.queries + ": the queries have " + std::to_string(queries.cols) + " dimensions, " + args.input +
                     " has " + std::to_string(file.d));
@@ -186,7 +188,7 @@ int query(int argc, char** argv) {
     nlohmann::json report = {
         {"file", args.input},
         {"queries", queries.rows},
-        {"k", args.k},
+        {"k", search_options.k},
         {"nprobe", probed},
         {"anchors", m},
         {"device", gpu.use ? "cuda" : "cpu"},
@@ -198,7 +200,7 @@ int query(int argc, char** argv) {
     if (!truth_name.empty()) {
         report["ground_truth"] = truth_name;
         for (const std::size_t r : {1, 10, 100}) {
-            if (r <= args.k && r <= truth.cols) {
+            if (r <= search_options.k && r <= truth.cols) {
                 report["recall"][std::to_string(r) + "-recall@" + std::to_string(r)] = recall_at(found, truth, r);
             }
         }
@@ -221,7 +223,7 @@ int query(int argc, char** argv) {
         return 0;
     }
     std::printf("queries     %zu x %zu from %s\n", queries.rows, queries.cols, args.queries.c_str());
-    std::printf("search      k = %zu, nprobe %zu of %zu anchors, %s\n", args.k, probed, m, gpu.use ? "cuda" : "cpu");
+    std::printf("search      k = %zu, nprobe %zu of %zu anchors, %s\n", search_options.k, probed, m, gpu.use ? "cuda" : "cpu");
     std::printf("visited     %.1f vectors per query (%.2f %% of %llu)\n", report["visited_per_query"].get<double>(),
                 100.0 * report["visited_per_query"].get<double>() / static_cast<double>(file.n),
                 static_cast<unsigned long long>(file.n));
