@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <unistd.h>
 
@@ -19,7 +20,18 @@ std::string temp_name_for(const std::string& path) {
 
 }  // namespace
 
+void check_output_path(const std::string& path) {
+    if (path.empty()) {
+        throw Error("the output path is empty");
+    }
+    std::error_code unknown;
+    if (std::filesystem::is_directory(path, unknown)) {
+        throw Error(path + ": is a directory; name a file to write");
+    }
+}
+
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(temp_name_for(path_)) {
+    check_output_path(path_);
     out_.open(temp_path_, std::ios::binary | std::ios::trunc);
     if (!out_) {
         throw Error(path_ + ": cannot create output file (" + std::strerror(errno) + ")");

@@ -137,6 +137,24 @@ TEST_CASE("batch: a manifest sets per-job options and a bad one is refused", "[c
         CHECK_THAT(odd.output, Contains("\"bits\" must be 0, 2, 4 or 8"));
     }
 
+    // A name is a file name in the output folder, not a path out of it.
+    for (const char* name : {"../escape", "", "a/b", ".."}) {
+        std::ofstream(dir.path("named.json")) << R"({"jobs": [{"file": "x.hdf5", "name": ")" << name << R"("}]})";
+        const CommandResult named = run_cli("batch --manifest " + quote(dir.path("named.json")) + " -o " + quote(out) + kRun);
+        INFO("name '" << name << "': " << named.output);
+        CHECK(named.exit_code == 2);
+        CHECK_THAT(named.output, Contains("a name must be a plain file name"));
+    }
+    CHECK_FALSE(std::filesystem::exists(dir.path("escape.vlat")));
+    // A job's output may not be a file some job reads.
+    std::filesystem::copy_file(dir.path("x.hdf5"), dir.path("out/y.results.h5"));
+    std::ofstream(dir.path("over.json")) << R"({"jobs": [{"file": "out/y.results.h5", "name": "y"}]})";
+    const CommandResult over = run_cli("batch --manifest " + quote(dir.path("over.json")) + " -o " + quote(out) + kRun);
+    INFO(over.output);
+    CHECK(over.exit_code == 2);
+    CHECK_THAT(over.output, Contains("writing it would replace the data being read"));
+    CHECK(read_file(dir.path("out/y.results.h5")) == read_file(dir.path("x.hdf5")));
+
     std::ofstream(dir.path("bad.json")) << R"({"jobs": [{"file": "x.hdf5", "anchor": 8}]})";
     const CommandResult bad = run_cli("batch --manifest " + quote(dir.path("bad.json")) + " -o " + quote(out) + kRun);
     CHECK(bad.exit_code == 2);

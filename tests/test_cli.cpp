@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cctype>
+#include <filesystem>
 #include <limits>
 #include <sstream>
 
@@ -518,6 +519,56 @@ TEST_CASE("decompress with a reference of the wrong shape names both shapes, and
     const CommandResult gpu = run_cli("decompress " + quote(vlat) + " -o " + quote(out) + " --gpu -1");
     check_fails(gpu, out, {"--gpu must be >= 0, got -1"});
     CHECK(gpu.exit_code == 2);
+}
+
+TEST_CASE("no command writes over a file it reads, or one output over another", "[cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    Sample sample(run_seed);
+    const std::string original = read_file(sample.input);
+    const std::string link = sample.dir.path("link.fvecs");
+    const std::string hard = sample.dir.path("hard.fvecs");
+    std::filesystem::create_symlink(sample.input, link);
+    std::filesystem::create_hard_link(sample.input, hard);
+    const auto refused = [&](const CommandResult& result, const std::vector<std::string>& words) {
+        INFO(result.output);
+        CHECK(result.exit_code == 2);
+        for (const std::string& word : words) {
+            CHECK_THAT(result.output, Contains(word));
+        }
+        CHECK(read_file(sample.input) == original);
+    };
+    const std::string replace = "writing it would replace the data being read";
+    // The same path, a symbolic link, a hard link and a path through "..": each is the input.
+    refused(compress(sample.input, sample.input), {"-o", "INPUT", replace});
+    refused(compress(sample.input, link), {replace});
+    refused(compress(sample.input, hard), {replace});
+    const std::filesystem::path input(sample.input);
+    refused(compress(sample.input, (input.parent_path() / ".." / input.parent_path().filename() / input.filename()).string()),
+            {replace});
+    const std::string vlat = sample.dir.path("p.vlat");
+    refused(compress(sample.input, vlat, "--report " + quote(sample.input)), {"--report", replace});
+    refused(compress(sample.input, vlat, "--report " + quote(vlat)), {"one would overwrite the other"});
+    CHECK_FALSE(std::filesystem::exists(vlat));
+
+    REQUIRE(compress(sample.input, vlat).exit_code == 0);
+    const std::string written = read_file(vlat);
+    refused(run_cli("decompress " + quote(vlat) + " -o " + quote(sample.input) + " --reference " + quote(sample.input)),
+            {"--reference", replace});
+    refused(run_cli("query " + quote(vlat) + " --queries " + quote(sample.input) + " -o " + quote(hard) + " --device cpu"),
+            {"--queries", replace});
+    const CommandResult over_vlat = run_cli("decompress " + quote(vlat) + " -o " + quote(vlat));
+    INFO(over_vlat.output);
+    CHECK(over_vlat.exit_code == 2);
+    CHECK(read_file(vlat) == written);
+
+    // A folder where a file is to go is named before any work.
+    const std::string folder = sample.dir.path("folder.npy");
+    std::filesystem::create_directory(folder);
+    const CommandResult onto_folder = run_cli("decompress " + quote(vlat) + " -o " + quote(folder) + " --device cpu");
+    INFO(onto_folder.output);
+    CHECK(onto_folder.exit_code == 1);
+    CHECK_THAT(onto_folder.output, Contains(folder + ": is a directory"));
 }
 
 TEST_CASE("info shows a file whose metadata is empty", "[cli]") {

@@ -8,6 +8,10 @@
 
 namespace vlattice {
 
+// Throws Error naming the path when it cannot name an output file: empty, or an existing directory.
+// The writers call it before they create anything, so that the mistake shows before the work.
+void check_output_path(const std::string& path);
+
 class AtomicFile {
 public:
     explicit AtomicFile(std::string path);

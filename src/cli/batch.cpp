@@ -176,6 +176,12 @@ std::vector<Job> collect_jobs(const BatchArgs& args) {
         throw UsageError("no jobs: give HDF5 files, a --manifest, or both");
     }
     for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const std::string& name = jobs[i].name;
+        if (name.empty() || name == "." || name == ".." || name.find_first_of(std::string("/\0", 2)) != std::string::npos) {
+            throw UsageError("job " + std::to_string(i + 1) + " (" + jobs[i].file + ") is named '" + name +
+                             "': a name must be a plain file name, as its outputs are NAME.vlat and NAME.results.h5 "
+                             "in the output folder");
+        }
         for (std::size_t j = 0; j < i; ++j) {
             if (jobs[i].name == jobs[j].name) {
                 throw UsageError("two jobs are named '" + jobs[i].name + "' (" + jobs[j].file + ", " + jobs[i].file +
@@ -354,6 +360,19 @@ int batch(int argc, char** argv) {
     }
     check_anneal_args(args.anneal);
     const std::vector<Job> jobs = collect_jobs(args);
+    std::vector<NamedPath> outputs;
+    std::vector<NamedPath> inputs = {{"--manifest", args.manifest}};
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const Outputs out = outputs_of(args.output, jobs[i]);
+        const std::string job = "job " + std::to_string(i + 1) + "'s";
+        outputs.push_back({job + " .vlat", out.vlat});
+        outputs.push_back({job + " results", out.results});
+        inputs.push_back({job + " file", jobs[i].file});
+    }
+    for (const char* summary : {"summary.json", "summary.csv"}) {
+        outputs.push_back({"the summary", (fs::path(args.output) / summary).string()});
+    }
+    require_separate_files(outputs, inputs);
     fs::create_directories(args.output);
 
     nlohmann::json rows = nlohmann::json::array();

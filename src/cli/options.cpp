@@ -1,9 +1,13 @@
 #include "options.hpp"
 
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <iostream>
+#include <map>
+#include <new>
 #include <stdexcept>
 #include <string>
-#include <new>
 #include <vector>
 
 namespace vlattice::cli {
@@ -75,6 +79,45 @@ std::uint64_t parse_unsigned_option(const std::string& text, const char* option)
         throw UsageError(std::string(option) + " must be a whole number in [0, 2^64), got '" + text + "'");
     }
     return value;
+}
+
+namespace {
+
+// What names one file: its device and inode where it exists (whatever path or link leads to it),
+// else its path made absolute, with the links that exist along it resolved.
+std::string file_identity(const std::string& path) {
+    struct stat status {};
+    if (::stat(path.c_str(), &status) == 0) {
+        return "inode " + std::to_string(status.st_dev) + ":" + std::to_string(status.st_ino);
+    }
+    std::error_code unknown;
+    return "path " + std::filesystem::weakly_canonical(path, unknown).string();
+}
+
+}  // namespace
+
+void require_separate_files(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
+    std::map<std::string, const NamedPath*> read;
+    for (const NamedPath& in : inputs) {
+        if (!in.path.empty()) {
+            read.emplace(file_identity(in.path), &in);
+        }
+    }
+    std::map<std::string, const NamedPath*> written;
+    for (const NamedPath& out : outputs) {
+        if (out.path.empty()) {
+            continue;
+        }
+        const std::string identity = file_identity(out.path);
+        if (const auto in = read.find(identity); in != read.end()) {
+            throw UsageError(out.name + " " + out.path + " is the input " + in->second->name + " " + in->second->path +
+                             ": writing it would replace the data being read; choose another output");
+        }
+        if (const auto [other, fresh] = written.emplace(identity, &out); !fresh) {
+            throw UsageError(out.name + " " + out.path + " and " + other->second->name + " " + other->second->path +
+                             " are the same file: one would overwrite the other");
+        }
+    }
 }
 
 void print_notice(const std::string& command, const std::string& kind, const std::string& message) {

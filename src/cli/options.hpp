@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace vlattice::cli {
 
@@ -75,6 +76,17 @@ void require_option(bool ok, const char* option, const char* rule, const T& got)
 // A whole number in [0, 2^64) from an option's text, for the options that take that whole range
 // (--seed); a sign, a fraction or an overflow is a UsageError naming the option.
 std::uint64_t parse_unsigned_option(const std::string& text, const char* option);
+
+// A file a command reads or writes, with how its command line names it ("-o", "--report", "INPUT").
+struct NamedPath {
+    std::string name;
+    std::string path;
+};
+
+// Before any work: no output (empty paths are options not given) is the same file as an input or
+// as another output, by whatever path or link either is named. Writing it would replace the data
+// being read, or one output would overwrite another. Throws UsageError naming both.
+void require_separate_files(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs);
 
 // Runs a library parser (parse_metric, parse_device ...) on an option's text, turning its Error into
 // a usage error.

@@ -1,5 +1,6 @@
 #include "io/hdf5_writer.hpp"
 
+#include "vlattice/atomic_file.hpp"
 #include "vlattice/types.hpp"
 
 #include <filesystem>
@@ -8,6 +9,7 @@
 namespace vlattice::io {
 
 Hdf5Writer::Hdf5Writer(std::string path) : path_(std::move(path)), temporary_(path_ + ".tmp." + std::to_string(::getpid())) {
+    check_output_path(path_);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     file_ = std::make_unique<Hdf5Handle>(H5Fcreate(temporary_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
     require(file_->valid(), "create " + temporary_);
@@ -57,7 +59,9 @@ void Hdf5Writer::count_attribute(const char* name, std::uint64_t value) {
 void Hdf5Writer::commit() {
     require(H5Fflush(file_->get(), H5F_SCOPE_GLOBAL) >= 0, "flush");
     file_.reset();
-    std::filesystem::rename(temporary_, path_);
+    std::error_code failed;
+    std::filesystem::rename(temporary_, path_, failed);
+    require(!failed, "rename into place: " + failed.message());
     committed_ = true;
 }
 
