@@ -2,17 +2,25 @@
 // bring), and every way a file can be wrong producing an Error that names the file and the spot.
 #include "support.hpp"
 
+#include "vlattice/format.hpp"
 #include "vlattice/half.hpp"
 #include "vlattice/io.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <thread>
 
 using Catch::Contains;
 using vlattice::Error;
@@ -395,6 +403,43 @@ TEST_CASE("a missing or empty file is named, whatever its format", "[io]") {
     }
     std::filesystem::create_directory(dir.path("folder.fvecs"));
     CHECK_THROWS_WITH(read_vectors(dir.path("folder.fvecs")), Contains("folder.fvecs: not a regular file"));
+}
+
+TEST_CASE("a named pipe is refused at once, whatever its format, not waited on for a writer", "[io]") {
+    ScratchDir dir;
+    const std::vector<std::string> extensions = {".fvecs", ".bvecs", ".ivecs", ".fbin", ".u8bin", ".npy", ".h5", ".hdf5",
+                                                 ".vlat"};
+    for (const std::string& extension : extensions) {
+        INFO(extension);
+        const std::string pipe = dir.path("pipe" + extension);
+        REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+        // A reader stuck in open() is let go after two seconds by a writer that opens the pipe, and
+        // the test fails; one that refuses the pipe at once never needs it.
+        std::atomic<bool> returned{false};
+        std::atomic<bool> had_to_release{false};
+        std::thread release([&] {
+            for (int tick = 0; tick < 200 && !returned; ++tick) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            if (!returned) {
+                had_to_release = true;
+                const int fd = ::open(pipe.c_str(), O_RDWR | O_NONBLOCK);
+                std::this_thread::sleep_for(std::chrono::milliseconds(500));
+                ::close(fd);
+            }
+        });
+        const auto read = [&] {
+            if (extension == ".vlat") {
+                vlattice::read_vlat(pipe);
+            } else {
+                read_vectors(pipe);
+            }
+        };
+        CHECK_THROWS_WITH(read(), Contains(pipe + ": not a regular file"));
+        returned = true;
+        release.join();
+        CHECK_FALSE(had_to_release);
+    }
 }
 
 TEST_CASE("truncated files say what was expected", "[io]") {

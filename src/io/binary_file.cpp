@@ -54,7 +54,9 @@ std::uint64_t checked_multiply(const std::string& path, std::uint64_t a, std::ui
 }
 
 BinaryFile::BinaryFile(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; opened at once, it
+    // is refused below as not a regular file. Regular files ignore the flag.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd_ < 0) {
         throw Error(path + ": cannot open (" + system_reason() + ")");
     }
