@@ -25,8 +25,13 @@ void check_output_path(const std::string& path) {
         throw Error("the output path is empty");
     }
     std::error_code unknown;
-    if (std::filesystem::is_directory(path, unknown)) {
+    const std::filesystem::file_status status = std::filesystem::status(path, unknown);
+    if (std::filesystem::is_directory(status)) {
         throw Error(path + ": is a directory; name a file to write");
+    }
+    // The rename would put a regular file in place of a device, pipe or socket.
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+        throw Error(path + ": is not a regular file (a device, pipe or socket); name a file to write");
     }
 }
 

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include <cctype>
 #include <filesystem>
@@ -569,6 +570,14 @@ TEST_CASE("no command writes over a file it reads, or one output over another", 
     INFO(onto_folder.output);
     CHECK(onto_folder.exit_code == 1);
     CHECK_THAT(onto_folder.output, Contains(folder + ": is a directory"));
+    // The rename into place would put a regular file where the pipe (or a device) was.
+    const std::string pipe = sample.dir.path("pipe.npy");
+    REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+    const CommandResult onto_pipe = run_cli("decompress " + quote(vlat) + " -o " + quote(pipe) + " --device cpu");
+    INFO(onto_pipe.output);
+    CHECK(onto_pipe.exit_code == 1);
+    CHECK_THAT(onto_pipe.output, Contains(pipe + ": is not a regular file"));
+    CHECK(std::filesystem::is_fifo(pipe));
 }
 
 TEST_CASE("info shows a file whose metadata is empty", "[cli]") {

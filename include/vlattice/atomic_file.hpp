@@ -8,7 +8,8 @@
 
 namespace vlattice {
 
-// Throws Error naming the path when it cannot name an output file: empty, or an existing directory.
+// Throws Error naming the path when it cannot name an output file: empty, an existing directory, or
+// an existing device, pipe or socket (which the rename into place would replace).
 // The writers call it before they create anything, so that the mistake shows before the work.
 void check_output_path(const std::string& path);
 
