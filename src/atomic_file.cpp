@@ -1,5 +1,7 @@
 #include "vlattice/atomic_file.hpp"
 
+#include "temporary_files.hpp"
+
 #include "vlattice/types.hpp"
 
 #include <cerrno>
@@ -35,10 +37,13 @@ void check_output_path(const std::string& path) {
     }
 }
 
-AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(temp_name_for(path_)) {
+AtomicFile::AtomicFile(std::string path)
+    : path_(std::move(path)), temp_path_(temp_name_for(path_)), signal_slot_(kNoTemporarySlot) {
     check_output_path(path_);
+    signal_slot_ = register_temporary(temp_path_);
     out_.open(temp_path_, std::ios::binary | std::ios::trunc);
     if (!out_) {
+        forget_temporary(signal_slot_);
         throw Error(path_ + ": cannot create output file (" + std::strerror(errno) + ")");
     }
 }
@@ -47,6 +52,7 @@ AtomicFile::~AtomicFile() {
     if (!committed_) {
         out_.close();
         std::remove(temp_path_.c_str());
+        forget_temporary(signal_slot_);
     }
 }
 
@@ -62,6 +68,7 @@ void AtomicFile::commit() {
     if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
         throw Error(path_ + ": cannot rename temporary file into place (" + std::strerror(errno) + ")");
     }
+    forget_temporary(signal_slot_);
     committed_ = true;
 }
 

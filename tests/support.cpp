@@ -107,10 +107,14 @@ CommandResult run_command(const std::string& command_line) {
     return result;
 }
 
-CommandResult run_cli(const std::string& arguments) {
+std::string cli_command() {
     // The GPU machine runs a bundled copy of the CLI from another path (scripts/gpu-check).
     const char* moved = std::getenv("VLATTICE_CLI");
-    return run_command(std::string("'") + (moved ? moved : VLATTICE_CLI) + "' " + arguments);
+    return std::string("'") + (moved ? moved : VLATTICE_CLI) + "'";
+}
+
+CommandResult run_cli(const std::string& arguments) {
+    return run_command(cli_command() + " " + arguments);
 }
 
 void run_python(const std::string& script) {

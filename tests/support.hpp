@@ -57,7 +57,9 @@ struct CommandResult {
 
 // Runs a shell command line, capturing stdout and stderr.
 CommandResult run_command(const std::string& command_line);
-// Runs the built vlattice CLI (or $VLATTICE_CLI) with these arguments (a shell-quoted string).
+// The built vlattice CLI (or $VLATTICE_CLI), quoted for the shell.
+std::string cli_command();
+// Runs cli_command() with these arguments (a shell-quoted string).
 CommandResult run_cli(const std::string& arguments);
 // Runs Debian's /usr/bin/python3 on a script; fails the test with the output if it exits non-zero.
 void run_python(const std::string& script);

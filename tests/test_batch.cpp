@@ -169,8 +169,7 @@ TEST_CASE("batch: killed in the middle of a job, then re-run, completes with eve
     make_ann_file(small, "600 8 --queries 10 --clusters 5 --k 10");
     make_ann_file(large, "300000 32 --queries 5 --clusters 50 --k 10");
     const std::string out = dir.path("out");
-    const char* moved = std::getenv("VLATTICE_CLI");
-    const std::string cli = std::string("'") + (moved ? moved : VLATTICE_CLI) + "'";
+    const std::string cli = cli_command();
     const std::string files = quote(small) + " " + quote(large);
     // The summary names the small job once it is done; the large one has then only begun.
     const CommandResult killed = run_command(

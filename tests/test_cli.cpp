@@ -580,6 +580,25 @@ TEST_CASE("no command writes over a file it reads, or one output over another", 
     CHECK(std::filesystem::is_fifo(pipe));
 }
 
+TEST_CASE("a run stopped by SIGTERM leaves no temporary files and ends as the signal says", "[cli]") {
+    ScratchDir dir;
+    const std::string input = dir.path("long.fvecs");
+    write_file(input, fvecs_bytes(sample_points(seed(), 20000, 64)));
+    // Without cooling the run stays hot and never converges: it is still running when stopped,
+    // with the report's temporary file open since the start.
+    const CommandResult stopped = run_command(
+        "(" + cli_command() + " compress " + quote(input) + " -o " + quote(dir.path("out.vlat")) + " --report " +
+        quote(dir.path("report.json")) + " -m 512 --iters 100000 --cooling 0 --device cpu --quiet & pid=$!; "
+        "for i in $(seq 1 400); do ls " + quote(dir.dir()) + " | grep -q 'report.json.tmp' && echo seen && break; "
+        "sleep 0.05; done; kill -TERM $pid; wait $pid; echo status:$?; ls " + quote(dir.dir()) + ")");
+    INFO(stopped.output);
+    REQUIRE_THAT(stopped.output, Contains("seen"));
+    CHECK_THAT(stopped.output, Contains("status:143"));
+    CHECK_THAT(stopped.output, !Contains(".tmp."));
+    CHECK_FALSE(std::filesystem::exists(dir.path("out.vlat")));
+    CHECK_FALSE(std::filesystem::exists(dir.path("report.json")));
+}
+
 TEST_CASE("info shows a file whose metadata is empty", "[cli]") {
     ScratchDir dir;
     VlatFile file;

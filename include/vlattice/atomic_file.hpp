@@ -1,8 +1,10 @@
 // Output files are written under a temporary name beside the target and renamed into place on
 // commit(), so a crash or an error never leaves a half-written file under the real name and never
-// touches an existing file there.
+// touches an existing file there. The temporary file is removed on an error, and also when SIGINT,
+// SIGTERM or SIGHUP stops the process.
 #pragma once
 
+#include <cstddef>
 #include <fstream>
 #include <string>
 
@@ -28,6 +30,7 @@ private:
     std::string path_;
     std::string temp_path_;
     std::ofstream out_;
+    std::size_t signal_slot_;  // src/temporary_files.hpp
     bool committed_ = false;
 };
 

@@ -1,5 +1,6 @@
 #include "io/hdf5_writer.hpp"
 
+#include "temporary_files.hpp"
 #include "vlattice/atomic_file.hpp"
 #include "vlattice/types.hpp"
 
@@ -8,10 +9,15 @@
 
 namespace vlattice::io {
 
-Hdf5Writer::Hdf5Writer(std::string path) : path_(std::move(path)), temporary_(path_ + ".tmp." + std::to_string(::getpid())) {
+Hdf5Writer::Hdf5Writer(std::string path)
+    : path_(std::move(path)), temporary_(path_ + ".tmp." + std::to_string(::getpid())), signal_slot_(kNoTemporarySlot) {
     check_output_path(path_);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    signal_slot_ = register_temporary(temporary_);
     file_ = std::make_unique<Hdf5Handle>(H5Fcreate(temporary_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    if (!file_->valid()) {
+        forget_temporary(signal_slot_);
+    }
     require(file_->valid(), "create " + temporary_);
 }
 
@@ -20,6 +26,7 @@ Hdf5Writer::~Hdf5Writer() {
         file_.reset();
         std::error_code ignored;
         std::filesystem::remove(temporary_, ignored);
+        forget_temporary(signal_slot_);
     }
 }
 
@@ -62,6 +69,7 @@ void Hdf5Writer::commit() {
     std::error_code failed;
     std::filesystem::rename(temporary_, path_, failed);
     require(!failed, "rename into place: " + failed.message());
+    forget_temporary(signal_slot_);
     committed_ = true;
 }
 

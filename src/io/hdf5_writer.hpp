@@ -1,11 +1,13 @@
 // An HDF5 file written under a temporary name beside its target and renamed into place by commit(),
-// so that a failed or killed write never leaves a partial file under the real name.
+// so that a failed or killed write never leaves a partial file under the real name; the temporary
+// file is removed on an error, and also when SIGINT, SIGTERM or SIGHUP stops the process.
 #pragma once
 
 #include "io/hdf5_handle.hpp"
 
 #include <hdf5.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,6 +37,7 @@ private:
     std::string path_;
     std::string temporary_;
     std::unique_ptr<Hdf5Handle> file_;
+    std::size_t signal_slot_;  // src/temporary_files.hpp
     bool committed_ = false;
 };
 
