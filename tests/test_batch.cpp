@@ -160,6 +160,19 @@ TEST_CASE("batch: a manifest sets per-job options and a bad one is refused", "[c
     CHECK(bad.exit_code == 2);
     CHECK_THAT(bad.output, Contains("job 1") && Contains("unknown key \"anchor\""));
     CHECK(run_cli("batch -o " + quote(out) + kRun).exit_code == 2);
+
+    // An output folder that cannot be one is named.
+    write_file(dir.path("file"), "a file, not a folder\n");
+    for (const std::string& folder : {dir.path("file"), dir.path("file/sub")}) {
+        const CommandResult not_folder = run_cli("batch " + quote(dir.path("x.hdf5")) + " -o " + quote(folder) + kRun);
+        INFO(not_folder.output);
+        CHECK(not_folder.exit_code == 1);
+        CHECK_THAT(not_folder.output, Contains(folder + ": cannot create the output folder"));
+    }
+    const CommandResult empty = run_cli("batch " + quote(dir.path("x.hdf5")) + " -o ''" + kRun);
+    INFO(empty.output);
+    CHECK(empty.exit_code == 2);
+    CHECK_THAT(empty.output, Contains("the output folder's path is empty"));
 }
 
 TEST_CASE("batch: killed in the middle of a job, then re-run, completes with every output verifying", "[cli][batch]") {

@@ -359,6 +359,9 @@ int batch(int argc, char** argv) {
         args.files = values["input"].as<std::vector<std::string>>();
     }
     check_anneal_args(args.anneal);
+    if (args.output.empty()) {
+        throw UsageError("-o: the output folder's path is empty");
+    }
     const std::vector<Job> jobs = collect_jobs(args);
     std::vector<NamedPath> outputs;
     std::vector<NamedPath> inputs = {{"--manifest", args.manifest}};
@@ -373,7 +376,12 @@ int batch(int argc, char** argv) {
         outputs.push_back({"the summary", (fs::path(args.output) / summary).string()});
     }
     require_separate_files(outputs, inputs);
-    fs::create_directories(args.output);
+    std::error_code not_created;
+    fs::create_directories(args.output, not_created);
+    if (not_created || !fs::is_directory(args.output)) {
+        throw Error(args.output + ": cannot create the output folder (" +
+                    (not_created ? not_created.message() : "a file of that name exists") + ")");
+    }
 
     nlohmann::json rows = nlohmann::json::array();
     bool failed = false;
