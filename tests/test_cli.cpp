@@ -570,6 +570,21 @@ TEST_CASE("no command writes over a file it reads, or one output over another", 
     INFO(onto_folder.output);
     CHECK(onto_folder.exit_code == 1);
     CHECK_THAT(onto_folder.output, Contains(folder + ": is a directory"));
+    // Before any work: queries of the wrong dimension, found once they are read, are not reported.
+    const std::string results_folder = sample.dir.path("folder.hdf5");
+    std::filesystem::create_directory(results_folder);
+    const std::string narrow = sample.dir.path("narrow.fvecs");
+    write_file(narrow, fvecs_bytes(sample_points(run_seed, 10, kD / 2)));
+    const CommandResult query_folder =
+        run_cli("query " + quote(vlat) + " --queries " + quote(narrow) + " -o " + quote(results_folder) + " --device cpu");
+    INFO(query_folder.output);
+    CHECK(query_folder.exit_code == 1);
+    CHECK_THAT(query_folder.output, Contains(results_folder + ": is a directory"));
+    CHECK_THAT(query_folder.output, !Contains("dimensions"));
+    const CommandResult empty = compress(sample.input, "");
+    INFO(empty.output);
+    CHECK(empty.exit_code == 1);
+    CHECK_THAT(empty.output, Contains("the output path is empty"));
     // The rename into place would put a regular file where the pipe (or a device) was.
     const std::string pipe = sample.dir.path("pipe.npy");
     REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);

@@ -375,7 +375,7 @@ int batch(int argc, char** argv) {
     for (const char* summary : {"summary.json", "summary.csv"}) {
         outputs.push_back({"the summary", (fs::path(args.output) / summary).string()});
     }
-    require_separate_files(outputs, inputs);
+    check_outputs(outputs, inputs);
     std::error_code not_created;
     fs::create_directories(args.output, not_created);
     if (not_created || !fs::is_directory(args.output)) {

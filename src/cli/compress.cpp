@@ -90,7 +90,7 @@ int compress(int argc, char** argv) {
     }
     args.input = values["input"].as<std::string>();
     check_anneal_args(args.anneal);
-    require_separate_files({{"-o", args.output}, {"--report", args.report}}, {{"INPUT", args.input}});
+    check_outputs({{"-o", args.output}, {"--report", args.report}}, {{"INPUT", args.input}});
     AnnealConfig& config = args.anneal.config;
     const Metric metric = metric_of(args.anneal, args.input);
     const AnchorStorage storage = parse_option_value([&] { return parse_anchor_storage(args.anchor_storage); });

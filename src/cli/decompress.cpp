@@ -64,7 +64,7 @@ int decompress(int argc, char** argv) {
     }
     args.input = values["input"].as<std::string>();
     require_option(args.gpu >= 0, "--gpu", ">= 0", args.gpu);
-    require_separate_files({{"-o", args.output}}, {{"INPUT", args.input}, {"--reference", args.reference}});
+    check_outputs({{"-o", args.output}}, {{"INPUT", args.input}, {"--reference", args.reference}});
 
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
     const VlatFile file = read_vlat(args.input);

@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include "vlattice/atomic_file.hpp"
+
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -96,7 +98,7 @@ std::string file_identity(const std::string& path) {
 
 }  // namespace
 
-void require_separate_files(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
+void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
     std::map<std::string, const NamedPath*> read;
     for (const NamedPath& in : inputs) {
         if (!in.path.empty()) {
@@ -108,6 +110,7 @@ void require_separate_files(const std::vector<NamedPath>& outputs, const std::ve
         if (out.path.empty()) {
             continue;
         }
+        check_output_path(out.path);
         const std::string identity = file_identity(out.path);
         if (const auto in = read.find(identity); in != read.end()) {
             throw UsageError(out.name + " " + out.path + " is the input " + in->second->name + " " + in->second->path +

@@ -83,10 +83,11 @@ struct NamedPath {
     std::string path;
 };
 
-// Before any work: no output (empty paths are options not given) is the same file as an input or
-// as another output, by whatever path or link either is named. Writing it would replace the data
-// being read, or one output would overwrite another. Throws UsageError naming both.
-void require_separate_files(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs);
+// Before any work, for every output (empty paths are options not given): that it can be one
+// (vlattice::check_output_path: not a directory or a device, an Error), and that it is not the same
+// file as an input or as another output, by whatever path or link either is named. Writing it would
+// replace the data being read, or one output would overwrite another: a UsageError naming both.
+void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs);
 
 // Runs a library parser (parse_metric, parse_device ...) on an option's text, turning its Error into
 // a usage error.

@@ -135,7 +135,7 @@ int query(int argc, char** argv) {
     require_option(args.limit >= 0, "--limit", ">= 0", args.limit);
     require_option(args.threads >= 0, "--threads", ">= 0", args.threads);
     require_option(args.gpu >= 0, "--gpu", ">= 0", args.gpu);
-    require_separate_files({{"-o", args.output}}, {{"INPUT", args.input},
+    check_outputs({{"-o", args.output}}, {{"INPUT", args.input},
                                                    {"--queries", args.queries},
                                                    {"--ground-truth", split_ground_truth(args.ground_truth).first}});
     SearchOptions search_options;
