@@ -178,8 +178,12 @@ TEST_CASE("query rejects bad input, naming what is wrong", "[cli][codes]") {
         CHECK_THAT(run.output, Contains(message));
     };
     const std::string queries = " --queries " + quote(ann.path);
-    fails(queries + " --nprobe 0", 2, "--nprobe: expected a whole number >= 1 or `all`, got '0'");
-    fails(queries + " --nprobe many", 2, "--nprobe");
+    fails(queries + " --nprobe 0", 2, "--nprobe must be a whole number >= 1 or `all`, got '0'");
+    fails(queries + " --nprobe many", 2, "--nprobe must be a whole number >= 1 or `all`, got 'many'");
+    // Signs and spaces, which std::stoll let through, are refused like every other whole-number option.
+    fails(queries + " --nprobe +3", 2, "got '+3'");
+    fails(queries + " --nprobe ' 3'", 2, "got ' 3'");
+    fails(queries + " --nprobe 99999999999999999999", 2, "got '99999999999999999999'");
     fails(queries + " --k 0", 2, "--k");
     // Negative whole numbers are refused, not wrapped to 2^64 - 1 (--k -1 tried to allocate that much).
     fails(queries + " --k -1", 2, "--k must be at least 1, got -1");

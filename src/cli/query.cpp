@@ -18,8 +18,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 
 namespace vlattice::cli {
 
@@ -78,15 +80,15 @@ std::size_t parse_nprobe(const std::string& text) {
     if (text == "all") {
         return 0;
     }
-    std::size_t used = 0;
-    long long value = -1;
+    const UsageError refused("--nprobe must be a whole number >= 1 or `all`, got '" + text + "'");
+    std::uint64_t value = 0;
     try {
-        value = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
+        value = parse_unsigned_option(text, "--nprobe");
+    } catch (const UsageError&) {
+        throw refused;
     }
-    if (used != text.size() || value < 1) {
-        throw UsageError("--nprobe: expected a whole number >= 1 or `all`, got '" + text + "'");
+    if (value < 1 || value > std::numeric_limits<std::size_t>::max()) {
+        throw refused;
     }
     return static_cast<std::size_t>(value);
 }
