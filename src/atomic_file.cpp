@@ -8,19 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <random>
-#include <unistd.h>
 
 namespace vlattice {
-
-namespace {
-
-std::string temp_name_for(const std::string& path) {
-    std::random_device entropy;
-    return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(entropy());
-}
-
-}  // namespace
 
 void check_output_path(const std::string& path) {
     if (path.empty()) {
@@ -38,7 +27,7 @@ void check_output_path(const std::string& path) {
 }
 
 AtomicFile::AtomicFile(std::string path)
-    : path_(std::move(path)), temp_path_(temp_name_for(path_)), signal_slot_(kNoTemporarySlot) {
+    : path_(std::move(path)), temp_path_(temporary_name_for(path_)), signal_slot_(kNoTemporarySlot) {
     check_output_path(path_);
     signal_slot_ = register_temporary(temp_path_);
     out_.open(temp_path_, std::ios::binary | std::ios::trunc);

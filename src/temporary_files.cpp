@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstring>
 #include <mutex>
+#include <random>
 
 namespace vlattice {
 
@@ -48,6 +49,11 @@ void install_handlers() {
 }
 
 }  // namespace
+
+std::string temporary_name_for(const std::string& path) {
+    std::random_device entropy;
+    return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(entropy());
+}
 
 std::size_t register_temporary(const std::string& path) {
     static std::once_flag installed;

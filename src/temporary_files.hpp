@@ -11,6 +11,10 @@
 
 namespace vlattice {
 
+// PATH.tmp.PID.RANDOM: beside the target, so that the rename into place stays on one file system,
+// and unique to this writer even where two processes write the same target.
+std::string temporary_name_for(const std::string& path);
+
 // A slot to pass to forget_temporary, or kNoTemporarySlot when all slots are taken (that file is
 // then not removed on a signal; 64 are open at once at the most, far more than any command uses).
 std::size_t register_temporary(const std::string& path);

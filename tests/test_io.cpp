@@ -2,6 +2,8 @@
 // bring), and every way a file can be wrong producing an Error that names the file and the spot.
 #include "support.hpp"
 
+#include "io/hdf5_writer.hpp"
+#include "vlattice/atomic_file.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/half.hpp"
 #include "vlattice/io.hpp"
@@ -20,7 +22,9 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <string>
 #include <thread>
+#include <vector>
 
 using Catch::Contains;
 using vlattice::Error;
@@ -382,6 +386,47 @@ TEST_CASE("write_vectors refuses what it cannot write", "[io]") {
     CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("out.fvecs"), Matrix()), Contains("no vectors to write"));
     CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("no/such/folder/out.npy"), points),
                       Contains("no/such/folder/out.npy") && Contains("cannot create"));
+}
+
+namespace {
+
+// Names in `dir` that a writer left under a temporary name.
+std::vector<std::string> temporaries_in(const std::string& dir) {
+    std::vector<std::string> left;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.path().filename().string().find(".tmp.") != std::string::npos) {
+            left.push_back(entry.path().filename().string());
+        }
+    }
+    return left;
+}
+
+}  // namespace
+
+TEST_CASE("a target that became a directory during the write is named, and no temporary file is left", "[io]") {
+    ScratchDir dir;
+    SECTION("AtomicFile") {
+        const std::string target = dir.path("out.vlat");
+        {
+            vlattice::AtomicFile file(target);
+            file.stream() << "payload";
+            std::filesystem::create_directory(target);
+            CHECK_THROWS_WITH(file.commit(), Contains(target) && Contains("cannot rename temporary file into place"));
+        }
+        CHECK(std::filesystem::is_directory(target));
+    }
+    SECTION("Hdf5Writer") {
+        const std::string target = dir.path("out.hdf5");
+        {
+            vlattice::io::Hdf5Writer file(target);
+            const std::vector<float> values{1.0F, 2.0F};
+            file.dataset("train", H5T_NATIVE_FLOAT, {1, 2}, values.data());
+            std::filesystem::create_directory(target);
+            CHECK_THROWS_WITH(file.commit(), Contains(target) && Contains("rename into place"));
+        }
+        CHECK(std::filesystem::is_directory(target));
+    }
+    CHECK(temporaries_in(dir.path("")).empty());
 }
 
 TEST_CASE("an unknown extension lists the supported ones", "[io]") {

@@ -5,12 +5,11 @@
 #include "vlattice/types.hpp"
 
 #include <filesystem>
-#include <unistd.h>
 
 namespace vlattice::io {
 
 Hdf5Writer::Hdf5Writer(std::string path)
-    : path_(std::move(path)), temporary_(path_ + ".tmp." + std::to_string(::getpid())), signal_slot_(kNoTemporarySlot) {
+    : path_(std::move(path)), temporary_(temporary_name_for(path_)), signal_slot_(kNoTemporarySlot) {
     check_output_path(path_);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     signal_slot_ = register_temporary(temporary_);
