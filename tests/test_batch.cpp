@@ -175,6 +175,28 @@ TEST_CASE("batch: a manifest sets per-job options and a bad one is refused", "[c
     CHECK_THAT(empty.output, Contains("the output folder's path is empty"));
 }
 
+TEST_CASE("batch: a setting that would stop a later job is refused before the first job runs", "[cli][batch]") {
+    ScratchDir dir;
+    make_ann_file(dir.path("x.hdf5"), "400 6 --queries 10 --clusters 6 --k 10");
+    const std::string out = dir.path("out");
+    const auto refused = [&](const std::string& last_job, const std::string& options, const std::string& message) {
+        std::ofstream(dir.path("jobs.json")) << R"({"jobs": [{"file": "x.hdf5", "name": "first"}, )" << last_job << "]}";
+        const CommandResult run =
+            run_cli("batch --manifest " + quote(dir.path("jobs.json")) + " -o " + quote(out) + kRun + options);
+        INFO(last_job << options << ": " << run.output);
+        CHECK(run.exit_code == 2);
+        CHECK_THAT(run.output, Contains(message));
+        CHECK_FALSE(std::filesystem::exists(out + "/first.vlat"));
+    };
+    refused(R"({"file": "x.hdf5", "name": "second", "device": "tpu"})", "",
+            "job 2 (" + dir.path("x.hdf5") + "): --device: expected auto, cpu or cuda, got 'tpu'");
+    refused(R"({"file": "x.hdf5", "name": "second", "metric": "hamming"})", "",
+            "job 2 (" + dir.path("x.hdf5") + "): metric: expected 'l2' or 'angular', got 'hamming'");
+    refused(R"({"file": "x.hdf5", "name": "second", "bits": 4})", " --target-ratio 10%",
+            "job 2 (" + dir.path("x.hdf5") + "): the manifest's \"bits\" and the --target-bytes/--target-ratio");
+    refused(R"({"file": "x.hdf5", "name": "second"})", " --bits 3", "--bits must be 0, 2, 4 or 8, got 3");
+}
+
 TEST_CASE("batch: killed in the middle of a job, then re-run, completes with every output verifying", "[cli][batch]") {
     ScratchDir dir;
     const std::string small = dir.path("small.hdf5");

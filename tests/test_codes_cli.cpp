@@ -116,15 +116,21 @@ TEST_CASE("compress rejects bad coding options", "[cli][codes]") {
         CHECK(run.exit_code == 2);
         CHECK_THAT(run.output, Contains(message));
     };
-    rejects("--bits 3", "--bits: expected 0, 2, 4 or 8, got 3");
-    rejects("--bits -1", "--bits: expected 0, 2, 4 or 8, got -1");  // not 4294967295
-    rejects("--bits 4294967298", "--bits: expected 0, 2, 4 or 8, got 4294967298");  // not 2
+    rejects("--bits 3", "--bits must be 0, 2, 4 or 8, got 3");
+    rejects("--bits -1", "--bits must be 0, 2, 4 or 8, got -1");  // not 4294967295
+    rejects("--bits 4294967298", "--bits must be 0, 2, 4 or 8, got 4294967298");  // not 2
     rejects("--bits 4 --target-bytes 10", "give one");
     rejects("--target-bytes 10 --target-ratio 0.1", "give one");
-    rejects("--target-ratio 0", "--target-ratio");
-    rejects("--target-ratio 150%", "--target-ratio");
-    rejects("--target-ratio abc", "--target-ratio");
-    rejects("--target-bytes -3", "--target-bytes");
+    rejects("--target-ratio 0", "--target-ratio must be a share of the float32 size");
+    rejects("--target-ratio 150%", "got '150%'");
+    rejects("--target-ratio abc", "got 'abc'");
+    rejects("--target-bytes -3", "--target-bytes must be a positive number of bytes per vector, got -3");
+    // Checked before the input is read: a run does not load a large file only to refuse its options.
+    const CommandResult early =
+        run_cli("compress " + quote(ann.dir.path("missing.hdf5")) + " -o " + quote(out) + kRun + " --bits 3");
+    INFO(early.output);
+    CHECK(early.exit_code == 2);
+    CHECK_THAT(early.output, Contains("--bits must be 0, 2, 4 or 8, got 3"));
 }
 
 TEST_CASE("query finds neighbours with and without codes and scores them against the ground truth", "[cli][codes]") {

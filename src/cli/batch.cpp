@@ -161,7 +161,18 @@ std::vector<Job> read_manifest(const std::string& path, const BatchArgs& args) {
     return jobs;
 }
 
-std::vector<Job> collect_jobs(const BatchArgs& args) {
+// The command's settings with a job's own in place of them.
+AnnealArgs job_anneal(const Job& job, const BatchArgs& args) {
+    AnnealArgs anneal = args.anneal;
+    anneal.anchors = job.anchors;
+    anneal.metric = job.metric;
+    anneal.dataset = job.dataset;
+    return anneal;
+}
+
+// `budget`: --target-bytes or --target-ratio was given. Every job's settings are checked here, before
+// the first job runs, so that a mistake in the last one does not show only after hours of the others.
+std::vector<Job> collect_jobs(const BatchArgs& args, bool budget) {
     std::vector<Job> jobs;
     for (const std::string& file : args.files) {
         jobs.push_back({fs::path(file).stem().string(), file, args.anneal.anchors, args.anneal.metric, args.device,
@@ -187,6 +198,21 @@ std::vector<Job> collect_jobs(const BatchArgs& args) {
                 throw UsageError("two jobs are named '" + jobs[i].name + "' (" + jobs[j].file + ", " + jobs[i].file +
                                  "); give one a \"name\" in a manifest");
             }
+        }
+        const std::string where = "job " + std::to_string(i + 1) + " (" + jobs[i].file + ")";
+        try {
+            AnnealArgs anneal = job_anneal(jobs[i], args);
+            check_anneal_args(anneal);
+            if (anneal.metric != "auto") {
+                parse_option_value([&] { return parse_metric(anneal.metric); });
+            }
+            parse_option_value([&] { return parse_device(jobs[i].device); });
+        } catch (const UsageError& e) {
+            throw UsageError(where + ": " + e.what());
+        }
+        if (jobs[i].bits && budget) {
+            throw UsageError(where + ": the manifest's \"bits\" and the --target-bytes/--target-ratio budget both set "
+                             "the widths");
         }
     }
     return jobs;
@@ -218,10 +244,7 @@ bool outputs_verify(const Outputs& out) {
 nlohmann::json run_job(const Job& job, std::size_t index, std::size_t count, const BatchArgs& args,
                        const po::variables_map& values, const Outputs& out) {
     using clock = std::chrono::steady_clock;
-    AnnealArgs anneal = args.anneal;
-    anneal.anchors = job.anchors;
-    anneal.metric = job.metric;
-    anneal.dataset = job.dataset;
+    AnnealArgs anneal = job_anneal(job, args);
     check_anneal_args(anneal);
     AnnealConfig& config = anneal.config;
     const Metric metric = metric_of(anneal, job.file);
@@ -232,9 +255,6 @@ nlohmann::json run_job(const Job& job, std::size_t index, std::size_t count, con
     const double load_seconds = seconds_since(start);
     CodingRequest coding = coding_request(values, args.coding, loaded.points.cols);
     if (job.bits) {
-        if (coding.target_bytes) {
-            throw UsageError("the manifest's \"bits\" and the --target-bytes/--target-ratio budget both set the widths");
-        }
         coding.bits = *job.bits;
     }
     config.anchors = anchors_for(coding, loaded.points.rows, config.anchors);
@@ -359,10 +379,11 @@ int batch(int argc, char** argv) {
         args.files = values["input"].as<std::vector<std::string>>();
     }
     check_anneal_args(args.anneal);
+    check_coding_args(values, args.coding);
     if (args.output.empty()) {
         throw UsageError("-o: the output folder's path is empty");
     }
-    const std::vector<Job> jobs = collect_jobs(args);
+    const std::vector<Job> jobs = collect_jobs(args, values.count("target-bytes") > 0 || values.count("target-ratio") > 0);
     std::vector<NamedPath> outputs;
     std::vector<NamedPath> inputs = {{"--manifest", args.manifest}};
     for (std::size_t i = 0; i < jobs.size(); ++i) {

@@ -31,7 +31,7 @@ double parse_ratio(const std::string& text) {
     const double value = std::strtod(number.c_str(), &end);
     if (number.empty() || end != number.c_str() + number.size() || !std::isfinite(value) || value <= 0.0 ||
         value > (percent ? 100.0 : 1.0)) {
-        throw UsageError("--target-ratio: expected a share of the float32 size in (0, 1] or (0%, 100%], got '" + text +
+        throw UsageError("--target-ratio must be a share of the float32 size in (0, 1] or (0%, 100%], got '" + text +
                          "'");
     }
     return percent ? value / 100.0 : value;
@@ -39,27 +39,33 @@ double parse_ratio(const std::string& text) {
 
 }  // namespace
 
-CodingRequest coding_request(const po::variables_map& values, const CodingArgs& args, std::size_t d) {
+void check_coding_args(const po::variables_map& values, const CodingArgs& args) {
     const bool bytes = values.count("target-bytes") > 0;
     const bool ratio = values.count("target-ratio") > 0;
-    if (args.bits < 0 || args.bits > 8 || !is_residual_width(static_cast<unsigned>(args.bits))) {
-        throw UsageError("--bits: expected 0, 2, 4 or 8, got " + std::to_string(args.bits));
-    }
+    require_option(args.bits >= 0 && args.bits <= 8 && is_residual_width(static_cast<unsigned>(args.bits)), "--bits",
+                   "0, 2, 4 or 8", args.bits);
     if (bytes && ratio) {
         throw UsageError("--target-bytes and --target-ratio set the same budget: give one");
     }
     if ((bytes || ratio) && !values["bits"].defaulted()) {
         throw UsageError("--bits fixes the widths, and a --target-bytes or --target-ratio budget chooses them: give one");
     }
+    if (bytes) {
+        require_option(std::isfinite(args.target_bytes) && args.target_bytes > 0.0, "--target-bytes",
+                       "a positive number of bytes per vector", args.target_bytes);
+    }
+    if (ratio) {
+        parse_ratio(args.target_ratio);
+    }
+}
+
+CodingRequest coding_request(const po::variables_map& values, const CodingArgs& args, std::size_t d) {
+    check_coding_args(values, args);
     CodingRequest request;
     request.bits = static_cast<unsigned>(args.bits);
-    if (bytes) {
-        if (!std::isfinite(args.target_bytes) || args.target_bytes <= 0.0) {
-            throw UsageError("--target-bytes: expected a positive number of bytes per vector, got " +
-                             std::to_string(args.target_bytes));
-        }
+    if (values.count("target-bytes") > 0) {
         request.target_bytes = args.target_bytes;
-    } else if (ratio) {
+    } else if (values.count("target-ratio") > 0) {
         request.target_bytes = parse_ratio(args.target_ratio) * 4.0 * static_cast<double>(d);
     }
     return request;

@@ -18,9 +18,12 @@ struct CodingArgs {
 
 void add_coding_options(po::options_description& options, CodingArgs& args);
 
-// The request once the dimension d is known (a ratio is of 4 d bytes). Throws UsageError for a width
-// other than 0, 2, 4, 8, for --bits together with a target, for both targets, and for a target that
-// is not a positive number (a ratio may be written 0.125 or 12.5%).
+// Throws UsageError for a width other than 0, 2, 4, 8, for --bits together with a target, for both
+// targets, and for a target that is not a positive number (a ratio may be written 0.125 or 12.5%).
+// Commands call it before they read any input, so that a mistake shows before the work.
+void check_coding_args(const po::variables_map& values, const CodingArgs& args);
+
+// The request once the dimension d is known (a ratio is of 4 d bytes); the same checks first.
 CodingRequest coding_request(const po::variables_map& values, const CodingArgs& args, std::size_t d);
 
 // "m = 1024 (10-bit ids), residuals 776 x 4 bits, 8 x 0 bits": what a run chose, for the user.

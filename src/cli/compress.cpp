@@ -90,6 +90,7 @@ int compress(int argc, char** argv) {
     }
     args.input = values["input"].as<std::string>();
     check_anneal_args(args.anneal);
+    check_coding_args(values, args.coding);
     check_outputs({{"-o", args.output}, {"--report", args.report}}, {{"INPUT", args.input}});
     AnnealConfig& config = args.anneal.config;
     const Metric metric = metric_of(args.anneal, args.input);
