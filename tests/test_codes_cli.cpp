@@ -202,6 +202,11 @@ TEST_CASE("query rejects bad input, naming what is wrong", "[cli][codes]") {
     fails(queries + " --dataset train --ground-truth " + quote(ann.path + ":neighbors"), 1,
           "100 rows of true neighbours for 3000 queries");
     fails(queries + " -o " + quote(ann.dir.path("found.npy")), 1, "written as HDF5");
+    // Refused before the .vlat is read (here it does not exist).
+    const CommandResult early = run_cli("query " + quote(ann.dir.path("missing.vlat")) + queries + " -o " +
+                                        quote(ann.dir.path("found.npy")));
+    INFO(early.output);
+    CHECK_THAT(early.output, Contains("found.npy: search results are written as HDF5"));
     fails("", 2, "--queries");
 }
 

@@ -41,4 +41,8 @@ inline constexpr const char* kWrittenHdf5Dataset = "train";
 // under a temporary name that is renamed into place.
 void write_vectors(const std::string& path, const Matrix& points);
 
+// Throws the Error write_vectors would for the path's extension, so that a command can refuse it
+// before its work.
+void check_vectors_output(const std::string& path);
+
 }  // namespace vlattice

@@ -51,4 +51,7 @@ double recall_at(const Neighbors& found, const Matrix& truth, std::size_t k);
 // (float32), under a temporary name renamed into place. Throws Error for another extension.
 void write_search_results(const std::string& path, const Neighbors& found);
 
+// Throws the Error write_search_results would for a path that does not name an HDF5 file.
+void check_search_results_output(const std::string& path);
+
 }  // namespace vlattice

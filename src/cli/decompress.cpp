@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <string>
 
 namespace vlattice::cli {
 
@@ -65,6 +66,7 @@ int decompress(int argc, char** argv) {
     args.input = values["input"].as<std::string>();
     require_option(args.gpu >= 0, "--gpu", ">= 0", args.gpu);
     check_outputs({{"-o", args.output}}, {{"INPUT", args.input}, {"--reference", args.reference}});
+    check_vectors_output(args.output);
 
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
     const VlatFile file = read_vlat(args.input);
@@ -84,6 +86,11 @@ int decompress(int argc, char** argv) {
         ReadOptions read_options;
         read_options.dataset = args.dataset;
         const LoadedPoints original = load_points(args.reference, read_options, file.metric);
+        if (original.points.rows != reconstruction.rows || original.points.cols != reconstruction.cols) {
+            throw Error("--reference " + args.reference + " holds " + std::to_string(original.points.rows) + " x " +
+                        std::to_string(original.points.cols) + " vectors, but " + args.input + " stands for " +
+                        std::to_string(reconstruction.rows) + " x " + std::to_string(reconstruction.cols));
+        }
         mse = mean_squared_error(reconstruction, original.points);
     }
     write_vectors(args.output, reconstruction);

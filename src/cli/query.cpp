@@ -140,6 +140,9 @@ int query(int argc, char** argv) {
     check_outputs({{"-o", args.output}}, {{"INPUT", args.input},
                                                    {"--queries", args.queries},
                                                    {"--ground-truth", split_ground_truth(args.ground_truth).first}});
+    if (!args.output.empty()) {
+        check_search_results_output(args.output);
+    }
     SearchOptions search_options;
     search_options.k = static_cast<std::size_t>(args.k);
     search_options.nprobe = parse_nprobe(args.nprobe);

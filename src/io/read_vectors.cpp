@@ -107,7 +107,15 @@ void check_finite(const Matrix& points, const std::string& path) {
     }
 }
 
+void check_vectors_output(const std::string& path) {
+    const std::string extension = extension_of(path);
+    if (extension != ".fvecs" && extension != ".npy" && !is_hdf5_path(path)) {
+        throw_unsupported(path, extension, kWritable);
+    }
+}
+
 void write_vectors(const std::string& path, const Matrix& points) {
+    check_vectors_output(path);
     if (points.rows == 0 || points.cols == 0) {
         throw Error(path + ": no vectors to write (" + std::to_string(points.rows) + " x " +
                     std::to_string(points.cols) + ")");
@@ -117,12 +125,10 @@ void write_vectors(const std::string& path, const Matrix& points) {
         io::write_fvecs(path, points);
     } else if (extension == ".npy") {
         io::write_npy(path, points);
-    } else if (extension == ".h5" || extension == ".hdf5") {
+    } else {
         io::Hdf5Writer file(path);
         file.dataset(kWrittenHdf5Dataset, H5T_NATIVE_FLOAT, {points.rows, points.cols}, points.data.data());
         file.commit();
-    } else {
-        throw_unsupported(path, extension, kWritable);
     }
 }
 
