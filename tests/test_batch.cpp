@@ -160,6 +160,13 @@ TEST_CASE("batch: a manifest sets per-job options and a bad one is refused", "[c
     CHECK(bad.exit_code == 2);
     CHECK_THAT(bad.output, Contains("job 1") && Contains("unknown key \"anchor\""));
     CHECK(run_cli("batch -o " + quote(out) + kRun).exit_code == 2);
+    for (const char* entry : {R"({"file": 5})", R"({"file": ""})", R"({"name": "x"})", "5"}) {
+        std::ofstream(dir.path("entry.json")) << R"({"jobs": [)" << entry << "]}";
+        const CommandResult odd = run_cli("batch --manifest " + quote(dir.path("entry.json")) + " -o " + quote(out) + kRun);
+        INFO(entry << ": " << odd.output);
+        CHECK(odd.exit_code == 2);
+        CHECK_THAT(odd.output, Contains("job 1: expected an object with a \"file\" that names one"));
+    }
 
     // An output folder that cannot be one is named.
     write_file(dir.path("file"), "a file, not a folder\n");

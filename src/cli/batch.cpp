@@ -124,8 +124,9 @@ std::vector<Job> read_manifest(const std::string& path, const BatchArgs& args) {
     for (std::size_t i = 0; i < list.size(); ++i) {
         const nlohmann::json& entry = list[i];
         const std::string where = "--manifest " + path + ": job " + std::to_string(i + 1);
-        if (!entry.is_object() || !entry.contains("file") || !entry["file"].is_string()) {
-            throw UsageError(where + ": expected an object with a \"file\"");
+        if (!entry.is_object() || !entry.contains("file") || !entry["file"].is_string() ||
+            entry["file"].get<std::string>().empty()) {
+            throw UsageError(where + ": expected an object with a \"file\" that names one");
         }
         for (const auto& [key, value] : entry.items()) {
             static_cast<void>(value);
