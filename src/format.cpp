@@ -238,8 +238,10 @@ Bytes encode_anchors(const std::string& path, const VlatFile& file) {
 }
 
 Bytes encode_metadata(const std::string& json) {
-    const std::string& text = json.empty() ? std::string("{}") : json;
-    return Bytes(text.begin(), text.end());
+    if (json.empty()) {
+        return Bytes{'{', '}'};
+    }
+    return Bytes(json.begin(), json.end());
 }
 
 void write_bytes(std::ostream& out, const Bytes& bytes) {
