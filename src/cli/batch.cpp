@@ -384,7 +384,7 @@ int batch(int argc, char** argv) {
     if (args.output.empty()) {
         throw UsageError("-o: the output folder's path is empty");
     }
-    const std::vector<Job> jobs = collect_jobs(args, values.count("target-bytes") > 0 || values.count("target-ratio") > 0);
+    const std::vector<Job> jobs = collect_jobs(args, budget_given(values));
     std::vector<NamedPath> outputs;
     std::vector<NamedPath> inputs = {{"--manifest", args.manifest}};
     for (std::size_t i = 0; i < jobs.size(); ++i) {

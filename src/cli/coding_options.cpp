@@ -39,6 +39,10 @@ double parse_ratio(const std::string& text) {
 
 }  // namespace
 
+bool budget_given(const po::variables_map& values) {
+    return values.count("target-bytes") > 0 || values.count("target-ratio") > 0;
+}
+
 void check_coding_args(const po::variables_map& values, const CodingArgs& args) {
     const bool bytes = values.count("target-bytes") > 0;
     const bool ratio = values.count("target-ratio") > 0;
@@ -47,7 +51,7 @@ void check_coding_args(const po::variables_map& values, const CodingArgs& args) 
     if (bytes && ratio) {
         throw UsageError("--target-bytes and --target-ratio set the same budget: give one");
     }
-    if ((bytes || ratio) && !values["bits"].defaulted()) {
+    if (budget_given(values) && !values["bits"].defaulted()) {
         throw UsageError("--bits fixes the widths, and a --target-bytes or --target-ratio budget chooses them: give one");
     }
     if (bytes) {

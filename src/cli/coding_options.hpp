@@ -23,6 +23,9 @@ void add_coding_options(po::options_description& options, CodingArgs& args);
 // Commands call it before they read any input, so that a mistake shows before the work.
 void check_coding_args(const po::variables_map& values, const CodingArgs& args);
 
+// Whether --target-bytes or --target-ratio was given: a budget, which chooses the widths.
+bool budget_given(const po::variables_map& values);
+
 // The request once the dimension d is known (a ratio is of 4 d bytes); the same checks first.
 CodingRequest coding_request(const po::variables_map& values, const CodingArgs& args, std::size_t d);
 
