@@ -426,7 +426,7 @@ TEST_CASE("a target that became a directory during the write is named, and no te
         }
         CHECK(std::filesystem::is_directory(target));
     }
-    CHECK(temporaries_in(dir.path("")).empty());
+    CHECK(temporaries_in(dir.dir()).empty());
 }
 
 TEST_CASE("an unknown extension lists the supported ones", "[io]") {
