@@ -222,24 +222,46 @@ TEST_CASE("cuda: assign is exact where the fast float distances nearly tie", "[g
     CHECK(assignment == cpu->download_assignments());
 }
 
-TEST_CASE("cuda: k-means++ on the device picks the CPU's anchors, bit for bit", "[gpu][backend][quick]") {
-    if (!gpu_usable()) {
-        return;
-    }
+namespace {
+
+// The same seeding on both backends, with sample 0 meaning every point (the driver's default is
+// applied before this call).
+void check_seeding_matches(const Case& c, std::size_t sample) {
     const std::uint64_t run_seed = seed();
-    INFO("seed " << run_seed);
-    const Case c = GENERATE(Case{1, 3, 1, 0.0}, Case{333, 1, 7, 0.0}, Case{10007, 129, 333, 0.0},
-                            Case{10007, 784, 1000, 0.0}, Case{70001, 17, 256, 0.0});
-    const std::size_t sample = GENERATE(as<std::size_t>{}, 0, 2048);
-    INFO("n " << c.n << " d " << c.d << " m " << c.m << " sample " << sample);
+    INFO("seed " << run_seed << " n " << c.n << " d " << c.d << " m " << c.m << " sample " << sample);
     std::mt19937_64 rng(run_seed ^ (c.n * 1000003 + c.d * 1009 + c.m));
     const Matrix x = duplicated_points(c.n, c.d, rng);
     auto [cpu, gpu] = on_both(x);
-    // sample 0 here means every point; the driver's default is applied before this call.
     const std::size_t size = sample == 0 ? c.n : sample;
     cpu->seed_anchors(x, c.m, size, run_seed);
     gpu->seed_anchors(x, c.m, size, run_seed);
     CHECK(gpu->download_anchors().data == cpu->download_anchors().data);
+}
+
+}  // namespace
+
+// Small and large shapes are separate cases so that each runs in a compute-sanitizer process of
+// its own (scripts/gpu-check): racecheck takes minutes over the large ones.
+TEST_CASE("cuda: k-means++ on the device picks the CPU's anchors, bit for bit", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const Case c = GENERATE(Case{1, 3, 1, 0.0}, Case{333, 1, 7, 0.0}, Case{10007, 129, 333, 0.0});
+    check_seeding_matches(c, GENERATE(as<std::size_t>{}, 0, 2048));
+}
+
+TEST_CASE("cuda: k-means++ on the device picks the CPU's anchors for 784 dimensions", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    check_seeding_matches(Case{10007, 784, 1000, 0.0}, GENERATE(as<std::size_t>{}, 0, 2048));
+}
+
+TEST_CASE("cuda: k-means++ on the device picks the CPU's anchors for 70001 points", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    check_seeding_matches(Case{70001, 17, 256, 0.0}, GENERATE(as<std::size_t>{}, 0, 2048));
 }
 
 TEST_CASE("cuda: k-means++ on points spread over many orders of magnitude matches the CPU", "[gpu][backend][quick]") {
@@ -319,62 +341,82 @@ TEST_CASE("cuda: gather_members returns the CPU's rows", "[gpu][backend][quick]"
     CHECK_THROWS_AS(gpu->gather_members({3, 3}, 5), Error);
 }
 
+namespace {
+
+// split_members on both backends, for every anchor of one shape and four member limits.
+void check_split_matches(std::size_t n, std::size_t d, std::size_t m, bool spread) {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed ^ (n * 1000003 + d * 1009 + m));
+    Matrix raw = duplicated_points(n, d, rng);
+    const Held h = held(spread ? spread_scales(std::move(raw), rng) : std::move(raw), PointStorage::f32);
+    const Matrix& x = h.points;
+    const Matrix anchors = anchors_near(x, m, rng);
+    auto [cpu, gpu] = on_both(x, h.setup);
+    cpu->upload_anchors(anchors);
+    gpu->upload_anchors(anchors);
+    cpu->assign();
+    gpu->assign();
+    std::vector<std::uint32_t> list(m + 1);  // the last is past the anchors: no members
+    std::iota(list.begin(), list.end(), std::uint32_t{0});
+    std::shuffle(list.begin(), list.end(), rng);
+    for (std::size_t limit : {std::size_t{1}, std::size_t{2}, std::size_t{256}, n}) {
+        INFO("n " << n << " d " << d << " m " << m << " limit " << limit);
+        const std::vector<MemberSplit> got = gpu->split_members(list, limit);
+        const std::vector<MemberSplit> want = cpu->split_members(list, limit);
+        REQUIRE(got.size() == list.size());
+        REQUIRE(want.size() == list.size());
+        std::size_t split = 0;
+        for (std::size_t t = 0; t < list.size(); ++t) {
+            INFO("anchor " << list[t]);
+            CHECK(got[t].rows == want[t].rows);
+            CHECK(got[t].ok == want[t].ok);
+            CHECK(got[t].left == want[t].left);
+            CHECK(got[t].right == want[t].right);
+            CHECK(got[t].before == want[t].before);
+            CHECK(got[t].after == want[t].after);
+            split += want[t].ok ? 1 : 0;
+        }
+        // The comparison has splits to compare once two members are allowed.
+        CHECK((limit < 2 ? split == 0 : split > 0));
+    }
+    CHECK_THROWS_WITH(gpu->split_members({0, 1, 0}, 5), Catch::Contains("split_members: anchor 0 is listed twice"));
+}
+
+}  // namespace
+
+// Three cases by shape, each in a compute-sanitizer process of its own (scripts/gpu-check).
+// Duplicated points give anchors whose sampled members may all be one point, which do not split.
 TEST_CASE("cuda: split_members gives the CPU's 2-means, bit for bit", "[gpu][backend][quick]") {
     if (!gpu_usable()) {
         return;
     }
-    const std::uint64_t run_seed = seed();
-    INFO("seed " << run_seed);
-    std::mt19937_64 rng(run_seed);
-    // d = 13 and 200 leave partial groups of the distance's 16 lanes; 784 with every member makes
-    // several pieces of the gather (16M floats each). Duplicated points give anchors whose sampled
-    // members may all be one point, which do not split.
-    // The fourth case spreads the points' scales over twelve orders of magnitude, so that the energies'
-    // sums round and the device adds them one by one in the CPU's order (ordered_sums.cuh). At
-    // d = 8,200 the kernel's centres are too wide for its copies in shared memory, and at 98,312
-    // each block's share of the coordinates too wide for its stage: both are read where they lie.
-    for (const auto [n, d, m, spread] : {std::tuple{std::size_t{10007}, std::size_t{13}, std::size_t{7}, false},
-                                         std::tuple{std::size_t{3001}, std::size_t{200}, std::size_t{40}, false},
-                                         std::tuple{std::size_t{30011}, std::size_t{784}, std::size_t{5}, false},
-                                         std::tuple{std::size_t{4001}, std::size_t{16}, std::size_t{6}, true},
-                                         std::tuple{std::size_t{301}, std::size_t{8200}, std::size_t{3}, false},
-                                         std::tuple{std::size_t{40}, std::size_t{98312}, std::size_t{2}, false}}) {
-        Matrix raw = duplicated_points(n, d, rng);
-        const Held h = held(spread ? spread_scales(std::move(raw), rng) : std::move(raw), PointStorage::f32);
-        const Matrix& x = h.points;
-        const Matrix anchors = anchors_near(x, m, rng);
-        auto [cpu, gpu] = on_both(x, h.setup);
-        cpu->upload_anchors(anchors);
-        gpu->upload_anchors(anchors);
-        cpu->assign();
-        gpu->assign();
-        std::vector<std::uint32_t> list(m + 1);  // the last is past the anchors: no members
-        std::iota(list.begin(), list.end(), std::uint32_t{0});
-        std::shuffle(list.begin(), list.end(), rng);
-        for (std::size_t limit : {std::size_t{1}, std::size_t{2}, std::size_t{256}, n}) {
-            INFO("n " << n << " d " << d << " m " << m << " limit " << limit);
-            const std::vector<MemberSplit> got = gpu->split_members(list, limit);
-            const std::vector<MemberSplit> want = cpu->split_members(list, limit);
-            REQUIRE(got.size() == list.size());
-            REQUIRE(want.size() == list.size());
-            std::size_t split = 0;
-            for (std::size_t t = 0; t < list.size(); ++t) {
-                INFO("anchor " << list[t]);
-                CHECK(got[t].rows == want[t].rows);
-                CHECK(got[t].ok == want[t].ok);
-                CHECK(got[t].left == want[t].left);
-                CHECK(got[t].right == want[t].right);
-                CHECK(got[t].before == want[t].before);
-                CHECK(got[t].after == want[t].after);
-                split += want[t].ok ? 1 : 0;
-            }
-            // The comparison has splits to compare once two members are allowed.
-            CHECK((limit < 2 ? split == 0 : split > 0));
-        }
-        CHECK_THROWS_WITH(gpu->split_members({0, 1, 0}, 5), Catch::Contains("split_members: anchor 0 is listed twice"));
-    }
+    // d = 13 and 200 leave partial groups of the distance's 16 lanes. The third spreads the points'
+    // scales over twelve orders of magnitude, so that the energies' sums round and the device adds
+    // them one by one in the CPU's order (ordered_sums.cuh).
+    check_split_matches(10007, 13, 7, false);
+    check_split_matches(3001, 200, 40, false);
+    check_split_matches(4001, 16, 6, true);
     auto gpu = make_cuda_backend(0);
     CHECK_THROWS_AS(gpu->split_members({0}, 5), Error);
+}
+
+TEST_CASE("cuda: split_members gathers 784 dimensions of every member in pieces", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // With every member, 30011 points of 784 make several pieces of the gather (16M floats each).
+    check_split_matches(30011, 784, 5, false);
+}
+
+TEST_CASE("cuda: split_members reads centres too wide for shared memory where they lie", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // At d = 8,200 the kernel's centres are too wide for its copies in shared memory, and at
+    // 98,312 each block's share of the coordinates too wide for its stage.
+    check_split_matches(301, 8200, 3, false);
+    check_split_matches(40, 98312, 2, false);
 }
 
 TEST_CASE("cuda: nearest_rows matches the CPU's, duplicate rows included", "[gpu][backend][quick]") {
