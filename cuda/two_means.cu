@@ -278,6 +278,10 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a, Lay
     if (writes) {
         a.sums[2 * t] = before;
     }
+    // Step 0 overwrites both slots of this block's members, which every block has just read (the
+    // farthest from the first centre, the energy before). Without this barrier a block that ran
+    // ahead changed another's `before`: seen under racecheck, which slows blocks unevenly.
+    cluster_sync();
     for (int i = members.begin + tid; i < members.end; i += kThreads) {
         side[i] = -1;
     }
