@@ -385,20 +385,33 @@ void check_split_matches(std::size_t n, std::size_t d, std::size_t m, bool sprea
 
 }  // namespace
 
-// Three cases by shape, each in a compute-sanitizer process of its own (scripts/gpu-check).
-// Duplicated points give anchors whose sampled members may all be one point, which do not split.
+// One case per shape, each in a compute-sanitizer process of its own (scripts/gpu-check): under
+// racecheck one shape takes minutes. Duplicated points give anchors whose sampled members may all
+// be one point, which do not split.
 TEST_CASE("cuda: split_members gives the CPU's 2-means, bit for bit", "[gpu][backend][quick]") {
     if (!gpu_usable()) {
         return;
     }
-    // d = 13 and 200 leave partial groups of the distance's 16 lanes. The third spreads the points'
-    // scales over twelve orders of magnitude, so that the energies' sums round and the device adds
-    // them one by one in the CPU's order (ordered_sums.cuh).
+    // d = 13 leaves a partial group of the distance's 16 lanes.
     check_split_matches(10007, 13, 7, false);
-    check_split_matches(3001, 200, 40, false);
-    check_split_matches(4001, 16, 6, true);
     auto gpu = make_cuda_backend(0);
     CHECK_THROWS_AS(gpu->split_members({0}, 5), Error);
+}
+
+TEST_CASE("cuda: split_members matches the CPU for 40 anchors of 200 dimensions", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    check_split_matches(3001, 200, 40, false);
+}
+
+TEST_CASE("cuda: split_members adds energies of widely spread scales in the CPU's order", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // Scales over twelve orders of magnitude: the energies' sums round, so the device adds them one
+    // by one in the CPU's order (ordered_sums.cuh).
+    check_split_matches(4001, 16, 6, true);
 }
 
 TEST_CASE("cuda: split_members gathers 784 dimensions of every member in pieces", "[gpu][backend][quick]") {
@@ -413,9 +426,15 @@ TEST_CASE("cuda: split_members reads centres too wide for shared memory where th
     if (!gpu_usable()) {
         return;
     }
-    // At d = 8,200 the kernel's centres are too wide for its copies in shared memory, and at
-    // 98,312 each block's share of the coordinates too wide for its stage.
+    // At d = 8,200 the kernel's centres are too wide for its copies in shared memory.
     check_split_matches(301, 8200, 3, false);
+}
+
+TEST_CASE("cuda: split_members reads coordinate shares too wide for its stage where they lie", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // At d = 98,312 each block's share of the coordinates is too wide for its stage as well.
     check_split_matches(40, 98312, 2, false);
 }
 
