@@ -20,7 +20,8 @@ namespace {
 // The distances split by member, each block measuring a contiguous share; the member-order sums
 // split by coordinate, each block adding every member at its share of the coordinates, so that
 // each sum keeps the CPU's order. The blocks meet at cluster barriers wherever one reads what
-// another wrote (distances, sides, counts, centres, all in global memory).
+// another wrote, and before one overwrites what another may still be reading (distances, sides,
+// counts, centres, all in global memory, where racecheck sees no hazard).
 constexpr int kRanks = kTwoMeansBlocks;
 constexpr int kThreads = 1024;
 constexpr int kHalfWarps = kThreads / kDistanceLanes;
