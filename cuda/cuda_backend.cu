@@ -29,7 +29,8 @@ using cuda::DeviceBuffer;
 using cuda::Footprint;
 using cuda::PinnedBuffer;
 
-// Members gathered for maintenance per piece, in floats: bounds the buffers whatever the list.
+// Members gathered for maintenance per piece, in floats: bounds the buffers whatever the list, but
+// for one anchor that alone keeps more.
 constexpr std::size_t kGatherValues = std::size_t{16} << 20;
 // Point ids, segment offsets and chunk counts are 32-bit on the device.
 constexpr std::size_t kMaxRows = std::size_t{1} << 31;
@@ -479,7 +480,9 @@ public:
         }
         CUDA_CHECK(cudaMemcpyAsync(kept_offsets_.data(), kept.data(), kept.size() * sizeof(std::uint32_t),
                                    cudaMemcpyHostToDevice, s));
-        const std::size_t capacity = std::max<std::size_t>(kGatherValues / d_, limit);  // rows per piece
+        // Rows per piece; a piece holds one anchor at least, so an anchor that keeps more rows than
+        // this has a piece of its own.
+        const std::size_t capacity = kGatherValues / d_;
         for (std::size_t first = 0; first < count;) {
             std::size_t last = first + 1;
             while (last < count && kept[last + 1] - kept[first] <= capacity) {

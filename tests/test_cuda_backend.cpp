@@ -341,6 +341,36 @@ TEST_CASE("cuda: gather_members returns the CPU's rows", "[gpu][backend][quick]"
     CHECK_THROWS_AS(gpu->gather_members({3, 3}, 5), Error);
 }
 
+TEST_CASE("cuda: gather_members returns 784 dimensions of every member in pieces", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    // 30011 rows of 784 are more than one piece of the gather holds (16M floats, 21399 rows).
+    const Matrix x = duplicated_points(30011, 784, rng);
+    const Matrix anchors = anchors_near(x, 5, rng);
+    auto [cpu, gpu] = on_both(x);
+    cpu->upload_anchors(anchors);
+    gpu->upload_anchors(anchors);
+    cpu->assign();
+    gpu->assign();
+    const std::vector<std::uint32_t> list{3, 0, 5, 4, 1, 2};
+    const std::vector<Matrix> got = gpu->gather_members(list, x.rows);
+    const std::vector<Matrix> want = cpu->gather_members(list, x.rows);
+    REQUIRE(got.size() == list.size());
+    REQUIRE(want.size() == list.size());
+    std::size_t rows = 0;
+    for (std::size_t t = 0; t < list.size(); ++t) {
+        INFO("anchor " << list[t]);
+        CHECK(got[t].rows == want[t].rows);
+        CHECK(got[t].data == want[t].data);
+        rows += want[t].rows;
+    }
+    CHECK(rows == x.rows);
+}
+
 namespace {
 
 // Member limits for split_members: 1, 2, 256 and every member, or only every member.
@@ -423,9 +453,9 @@ TEST_CASE("cuda: split_members gathers 784 dimensions of every member in pieces"
     if (!gpu_usable()) {
         return;
     }
-    // With every member, 30011 points of 784 make several pieces of the gather (16M floats each).
-    // The smaller limits add nothing the other shapes do not test, and under racecheck this shape
-    // did not finish them and every member in 530 s.
+    // With every member, 30011 points of 784 make more than one piece of the gather (16M floats,
+    // 21399 rows), so a piece's anchors start past the first. The smaller limits keep fewer rows
+    // than one piece holds and add nothing the other shapes do not test.
     check_split_matches(30011, 784, 5, false, Limits::every_member);
 }
 
