@@ -20,9 +20,10 @@ public:
     }
     Matrix download_anchors() override {
         Matrix anchors = inner_->download_anchors();
-        // Far beyond the data: moving an anchor by s changes its members' energy by
-        // s^2 - 2 s (mean - anchor) each, which a small s can cancel in an iteration where the
-        // anchor lags s / 2 behind its members' mean (seen with s = 0.5).
+        // Far beyond the data: moving an anchor by s along one axis changes the energy of its k
+        // members by k (s^2 - 2 s (mean - anchor)) on that axis, which nearly cancels for a small s
+        // in an iteration where the anchor lags about s / 2 behind their mean (seen with s = 0.5:
+        // a relative change of 4.9e-6, under the validation's 1e-5).
         anchors.row(0)[0] += 1000.0f;
         return anchors;
     }
