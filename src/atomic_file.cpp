@@ -26,39 +26,43 @@ void check_output_path(const std::string& path) {
     }
 }
 
-AtomicFile::AtomicFile(std::string path)
-    : path_(std::move(path)), temp_path_(temporary_name_for(path_)), signal_slot_(kNoTemporarySlot) {
+TemporaryOutput::TemporaryOutput(std::string path)
+    : path_(std::move(path)), temporary_(temporary_name_for(path_)), signal_slot_(kNoTemporarySlot) {
     check_output_path(path_);
-    signal_slot_ = register_temporary(temp_path_);
-    out_.open(temp_path_, std::ios::binary | std::ios::trunc);
-    if (!out_) {
-        forget_temporary(signal_slot_);
-        throw Error(path_ + ": cannot create output file (" + std::strerror(errno) + ")");
-    }
+    signal_slot_ = register_temporary(temporary_);
 }
 
-AtomicFile::~AtomicFile() {
+TemporaryOutput::~TemporaryOutput() {
     if (!committed_) {
-        out_.close();
-        std::remove(temp_path_.c_str());
-        forget_temporary(signal_slot_);
+        std::remove(temporary_.c_str());
+    }
+    forget_temporary(signal_slot_);
+}
+
+void TemporaryOutput::commit() {
+    if (std::rename(temporary_.c_str(), path_.c_str()) != 0) {
+        throw Error(path_ + ": cannot rename temporary file into place (" + std::strerror(errno) + ")");
+    }
+    committed_ = true;
+}
+
+AtomicFile::AtomicFile(std::string path) : output_(std::move(path)) {
+    out_.open(output_.temporary(), std::ios::binary | std::ios::trunc);
+    if (!out_) {
+        throw Error(output_.path() + ": cannot create output file (" + std::strerror(errno) + ")");
     }
 }
 
 void AtomicFile::commit() {
     out_.flush();
     if (!out_) {
-        throw Error(path_ + ": write failed (disk full or I/O error)");
+        throw Error(output_.path() + ": write failed (disk full or I/O error)");
     }
     out_.close();
     if (out_.fail()) {
-        throw Error(path_ + ": closing the output failed (disk full or I/O error)");
+        throw Error(output_.path() + ": closing the output failed (disk full or I/O error)");
     }
-    if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-        throw Error(path_ + ": cannot rename temporary file into place (" + std::strerror(errno) + ")");
-    }
-    forget_temporary(signal_slot_);
-    committed_ = true;
+    output_.commit();
 }
 
 }  // namespace vlattice

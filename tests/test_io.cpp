@@ -422,7 +422,7 @@ TEST_CASE("a target that became a directory during the write is named, and no te
             const std::vector<float> values{1.0F, 2.0F};
             file.dataset("train", H5T_NATIVE_FLOAT, {1, 2}, values.data());
             std::filesystem::create_directory(target);
-            CHECK_THROWS_WITH(file.commit(), Contains(target) && Contains("rename into place"));
+            CHECK_THROWS_WITH(file.commit(), Contains(target) && Contains("cannot rename temporary file into place"));
         }
         CHECK(std::filesystem::is_directory(target));
     }

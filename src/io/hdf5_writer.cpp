@@ -1,37 +1,19 @@
 #include "io/hdf5_writer.hpp"
 
-#include "temporary_files.hpp"
-#include "vlattice/atomic_file.hpp"
 #include "vlattice/types.hpp"
-
-#include <filesystem>
 
 namespace vlattice::io {
 
-Hdf5Writer::Hdf5Writer(std::string path)
-    : path_(std::move(path)), temporary_(temporary_name_for(path_)), signal_slot_(kNoTemporarySlot) {
-    check_output_path(path_);
+Hdf5Writer::Hdf5Writer(std::string path) : output_(std::move(path)) {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    signal_slot_ = register_temporary(temporary_);
-    file_ = std::make_unique<Hdf5Handle>(H5Fcreate(temporary_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-    if (!file_->valid()) {
-        forget_temporary(signal_slot_);
-    }
-    require(file_->valid(), "create " + temporary_);
-}
-
-Hdf5Writer::~Hdf5Writer() {
-    if (!committed_) {
-        file_.reset();
-        std::error_code ignored;
-        std::filesystem::remove(temporary_, ignored);
-        forget_temporary(signal_slot_);
-    }
+    file_ = std::make_unique<Hdf5Handle>(
+        H5Fcreate(output_.temporary().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    require(file_->valid(), "create " + output_.temporary());
 }
 
 void Hdf5Writer::require(bool ok, const std::string& what) const {
     if (!ok) {
-        throw Error(path_ + ": cannot write the HDF5 file (" + what + ")");
+        throw Error(output_.path() + ": cannot write the HDF5 file (" + what + ")");
     }
 }
 
@@ -65,11 +47,7 @@ void Hdf5Writer::count_attribute(const char* name, std::uint64_t value) {
 void Hdf5Writer::commit() {
     require(H5Fflush(file_->get(), H5F_SCOPE_GLOBAL) >= 0, "flush");
     file_.reset();
-    std::error_code failed;
-    std::filesystem::rename(temporary_, path_, failed);
-    require(!failed, "rename into place: " + failed.message());
-    forget_temporary(signal_slot_);
-    committed_ = true;
+    output_.commit();
 }
 
 }  // namespace vlattice::io

@@ -4,10 +4,10 @@
 #pragma once
 
 #include "io/hdf5_handle.hpp"
+#include "vlattice/atomic_file.hpp"
 
 #include <hdf5.h>
 
-#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -17,12 +17,8 @@ namespace vlattice::io {
 
 class Hdf5Writer {
 public:
-    // Throws Error naming `path` when the temporary file cannot be created.
+    // Throws Error naming `path` when it cannot be an output or the temporary file cannot be created.
     explicit Hdf5Writer(std::string path);
-    // Without commit(), removes the temporary file.
-    ~Hdf5Writer();
-    Hdf5Writer(const Hdf5Writer&) = delete;
-    Hdf5Writer& operator=(const Hdf5Writer&) = delete;
 
     // A contiguous dataset of `type` (a native type: the file stores it as given).
     void dataset(const char* name, hid_t type, const std::vector<hsize_t>& dims, const void* data);
@@ -34,11 +30,8 @@ public:
 private:
     void require(bool ok, const std::string& what) const;
 
-    std::string path_;
-    std::string temporary_;
-    std::unique_ptr<Hdf5Handle> file_;
-    std::size_t signal_slot_;  // src/temporary_files.hpp
-    bool committed_ = false;
+    TemporaryOutput output_;
+    std::unique_ptr<Hdf5Handle> file_;  // after output_, so that it is closed before output_ removes the file
 };
 
 }  // namespace vlattice::io
