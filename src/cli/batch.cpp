@@ -72,10 +72,8 @@ struct BatchArgs {
 struct Job {
     std::string name;
     std::string file;
-    long long anchors = 0;
-    std::string metric;
+    AnnealArgs anneal;  // the command's, with the manifest's anchors, metric and dataset; checked by collect_jobs
     std::string device;
-    std::string dataset;
     std::optional<unsigned> bits;  // from a manifest; else the options decide
 };
 
@@ -147,37 +145,28 @@ std::vector<Job> read_manifest(const std::string& path, const BatchArgs& args) {
         }
         job.file = (base / entry["file"].get<std::string>()).string();
         job.name = text_field(entry, "name", fs::path(job.file).stem().string(), where);
-        job.metric = text_field(entry, "metric", args.anneal.metric, where);
+        job.anneal = args.anneal;
+        job.anneal.metric = text_field(entry, "metric", args.anneal.metric, where);
         job.device = text_field(entry, "device", args.device, where);
-        job.dataset = text_field(entry, "dataset", args.anneal.dataset, where);
-        job.anchors = args.anneal.anchors;
+        job.anneal.dataset = text_field(entry, "dataset", args.anneal.dataset, where);
         if (entry.contains("anchors")) {
             if (!entry["anchors"].is_number_integer() || entry["anchors"].get<long long>() < 1) {
                 throw UsageError(where + ": \"anchors\" must be a whole number >= 1");
             }
-            job.anchors = entry["anchors"].get<long long>();
+            job.anneal.anchors = entry["anchors"].get<long long>();
         }
         jobs.push_back(job);
     }
     return jobs;
 }
 
-// The command's settings with a job's own in place of them.
-AnnealArgs job_anneal(const Job& job, const BatchArgs& args) {
-    AnnealArgs anneal = args.anneal;
-    anneal.anchors = job.anchors;
-    anneal.metric = job.metric;
-    anneal.dataset = job.dataset;
-    return anneal;
-}
-
-// `budget`: --target-bytes or --target-ratio was given. Every job's settings are checked here, before
-// the first job runs, so that a mistake in the last one does not show only after hours of the others.
+// `budget`: --target-bytes or --target-ratio was given. Every job's settings are checked here, once
+// (check_anneal_args also fills in each job's config), before the first job runs, so that a mistake
+// in the last one does not show only after hours of the others.
 std::vector<Job> collect_jobs(const BatchArgs& args, bool budget) {
     std::vector<Job> jobs;
     for (const std::string& file : args.files) {
-        jobs.push_back({fs::path(file).stem().string(), file, args.anneal.anchors, args.anneal.metric, args.device,
-                        args.anneal.dataset, std::nullopt});
+        jobs.push_back({fs::path(file).stem().string(), file, args.anneal, args.device, std::nullopt});
     }
     if (!args.manifest.empty()) {
         for (Job& job : read_manifest(args.manifest, args)) {
@@ -202,10 +191,9 @@ std::vector<Job> collect_jobs(const BatchArgs& args, bool budget) {
         }
         const std::string where = "job " + std::to_string(i + 1) + " (" + jobs[i].file + ")";
         try {
-            AnnealArgs anneal = job_anneal(jobs[i], args);
-            check_anneal_args(anneal);
-            if (anneal.metric != "auto") {
-                parse_option_value([&] { return parse_metric(anneal.metric); });
+            check_anneal_args(jobs[i].anneal);
+            if (jobs[i].anneal.metric != "auto") {
+                parse_option_value([&] { return parse_metric(jobs[i].anneal.metric); });
             }
             parse_option_value([&] { return parse_device(jobs[i].device); });
         } catch (const UsageError& e) {
@@ -245,8 +233,7 @@ bool outputs_verify(const Outputs& out) {
 nlohmann::json run_job(const Job& job, std::size_t index, std::size_t count, const BatchArgs& args,
                        const po::variables_map& values, const Outputs& out) {
     using clock = std::chrono::steady_clock;
-    AnnealArgs anneal = job_anneal(job, args);
-    check_anneal_args(anneal);
+    AnnealArgs anneal = job.anneal;
     AnnealConfig& config = anneal.config;
     const Metric metric = metric_of(anneal, job.file);
     const DeviceKind device = parse_option_value([&] { return parse_device(job.device); });
@@ -313,7 +300,7 @@ nlohmann::json run_job(const Job& job, std::size_t index, std::size_t count, con
     };
     nlohmann::json settings = config_json(config);
     settings["metric"] = metric_name(metric);
-    settings["dataset"] = job.dataset;
+    settings["dataset"] = anneal.dataset;
     write_results_h5(out.results, result.anchors, result.assignments, settings, row);
     if (!args.quiet) {
         std::fprintf(stderr, "vlattice batch: job %zu of %zu: %s: energy %.6g, recall@10 %s, %.2f s\n", index + 1,

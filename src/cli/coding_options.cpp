@@ -64,7 +64,6 @@ void check_coding_args(const po::variables_map& values, const CodingArgs& args) 
 }
 
 CodingRequest coding_request(const po::variables_map& values, const CodingArgs& args, std::size_t d) {
-    check_coding_args(values, args);
     CodingRequest request;
     request.bits = static_cast<unsigned>(args.bits);
     if (values.count("target-bytes") > 0) {

@@ -26,7 +26,8 @@ void check_coding_args(const po::variables_map& values, const CodingArgs& args);
 // Whether --target-bytes or --target-ratio was given: a budget, which chooses the widths.
 bool budget_given(const po::variables_map& values);
 
-// The request once the dimension d is known (a ratio is of 4 d bytes); the same checks first.
+// The request once the dimension d is known (a ratio is of 4 d bytes), from arguments that
+// check_coding_args has passed.
 CodingRequest coding_request(const po::variables_map& values, const CodingArgs& args, std::size_t d);
 
 // "m = 1024 (10-bit ids), residuals 776 x 4 bits, 8 x 0 bits": what a run chose, for the user.
