@@ -301,6 +301,28 @@ TEST_CASE("cuda: k-means++ with fewer distinct points than anchors still matches
     CHECK(gpu->download_anchors().data == cpu->download_anchors().data);
 }
 
+namespace {
+
+// gather_members of one list and limit on both backends, compared row for row; the rows gathered.
+std::size_t check_gather_matches(Backend& cpu, Backend& gpu, const std::vector<std::uint32_t>& list,
+                                 std::size_t limit) {
+    const std::vector<Matrix> got = gpu.gather_members(list, limit);
+    const std::vector<Matrix> want = cpu.gather_members(list, limit);
+    REQUIRE(got.size() == list.size());
+    REQUIRE(want.size() == list.size());
+    std::size_t rows = 0;
+    for (std::size_t t = 0; t < list.size(); ++t) {
+        INFO("anchor " << list[t]);
+        CHECK(got[t].rows == want[t].rows);
+        CHECK(got[t].cols == want[t].cols);
+        CHECK(got[t].data == want[t].data);
+        rows += want[t].rows;
+    }
+    return rows;
+}
+
+}  // namespace
+
 TEST_CASE("cuda: gather_members returns the CPU's rows", "[gpu][backend][quick]") {
     if (!gpu_usable()) {
         return;
@@ -327,15 +349,7 @@ TEST_CASE("cuda: gather_members returns the CPU's rows", "[gpu][backend][quick]"
     for (const std::vector<std::uint32_t>& list : lists) {
         for (std::size_t limit : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{4096}, x.rows}) {
             INFO("list of " << list.size() << " from anchor " << list[0] << ", limit " << limit);
-            const std::vector<Matrix> got = gpu->gather_members(list, limit);
-            const std::vector<Matrix> want = cpu->gather_members(list, limit);
-            REQUIRE(got.size() == list.size());
-            REQUIRE(want.size() == list.size());
-            for (std::size_t t = 0; t < list.size(); ++t) {
-                CHECK(got[t].rows == want[t].rows);
-                CHECK(got[t].cols == want[t].cols);
-                CHECK(got[t].data == want[t].data);
-            }
+            check_gather_matches(*cpu, *gpu, list, limit);
         }
     }
     CHECK_THROWS_AS(gpu->gather_members({3, 3}, 5), Error);
@@ -356,19 +370,7 @@ TEST_CASE("cuda: gather_members returns 784 dimensions of every member in pieces
     gpu->upload_anchors(anchors);
     cpu->assign();
     gpu->assign();
-    const std::vector<std::uint32_t> list{3, 0, 5, 4, 1, 2};
-    const std::vector<Matrix> got = gpu->gather_members(list, x.rows);
-    const std::vector<Matrix> want = cpu->gather_members(list, x.rows);
-    REQUIRE(got.size() == list.size());
-    REQUIRE(want.size() == list.size());
-    std::size_t rows = 0;
-    for (std::size_t t = 0; t < list.size(); ++t) {
-        INFO("anchor " << list[t]);
-        CHECK(got[t].rows == want[t].rows);
-        CHECK(got[t].data == want[t].data);
-        rows += want[t].rows;
-    }
-    CHECK(rows == x.rows);
+    CHECK(check_gather_matches(*cpu, *gpu, {3, 0, 5, 4, 1, 2}, x.rows) == x.rows);
 }
 
 namespace {
