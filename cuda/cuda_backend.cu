@@ -29,9 +29,6 @@ using cuda::DeviceBuffer;
 using cuda::Footprint;
 using cuda::PinnedBuffer;
 
-// Members gathered for maintenance per piece, in floats: bounds the buffers whatever the list, but
-// for one anchor that alone keeps more.
-constexpr std::size_t kGatherValues = std::size_t{16} << 20;
 // Point ids, segment offsets and chunk counts are 32-bit on the device.
 constexpr std::size_t kMaxRows = std::size_t{1} << 31;
 // The single-product path is given up for the split one when more than half of the points would
@@ -66,8 +63,8 @@ struct HostScalars {
 
 class CudaBackend final : public Backend {
 public:
-    CudaBackend(int gpu, FastKernel kernel)
-        : gpu_(select_device(gpu)), gpu_shape_(cuda::gpu_shape(gpu)), kernel_(kernel) {}
+    CudaBackend(int gpu, FastKernel kernel, std::size_t gather_floats)
+        : gpu_(select_device(gpu)), gpu_shape_(cuda::gpu_shape(gpu)), kernel_(kernel), gather_floats_(gather_floats) {}
 
     // Frees the buffers on this backend's GPU, whatever device the thread uses by then.
     ~CudaBackend() override { static_cast<void>(cudaSetDevice(gpu_)); }
@@ -482,7 +479,7 @@ public:
                                    cudaMemcpyHostToDevice, s));
         // Rows per piece; a piece holds one anchor at least, so an anchor that keeps more rows than
         // this has a piece of its own.
-        const std::size_t capacity = kGatherValues / d_;
+        const std::size_t capacity = gather_floats_ / d_;
         for (std::size_t first = 0; first < count;) {
             std::size_t last = first + 1;
             while (last < count && kept[last + 1] - kept[first] <= capacity) {
@@ -1012,6 +1009,7 @@ private:
     int gpu_;
     cuda::GpuShape gpu_shape_;
     FastKernel kernel_;
+    std::size_t gather_floats_;
     cuda::Stream stream_;
     // Bumped whenever buffers are replaced, so that no captured graph outlives what it names.
     std::uint64_t generation_ = 0;
@@ -1084,8 +1082,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(int gpu, FastKernel kernel) {
-    return std::make_unique<CudaBackend>(gpu, kernel);
+std::unique_ptr<Backend> make_cuda_backend(int gpu, FastKernel kernel, std::size_t gather_floats) {
+    return std::make_unique<CudaBackend>(gpu, kernel, gather_floats);
 }
 
 }  // namespace vlattice

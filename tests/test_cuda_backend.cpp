@@ -82,8 +82,9 @@ struct Both {
     std::unique_ptr<Backend> cpu;
     std::unique_ptr<Backend> gpu;
 };
-Both on_both(const Matrix& x, const RunSetup& setup = {}, FastKernel kernel = FastKernel::automatic) {
-    Both both{make_cpu_backend(0), make_cuda_backend(0, kernel)};
+Both on_both(const Matrix& x, const RunSetup& setup = {}, FastKernel kernel = FastKernel::automatic,
+             std::size_t gather_floats = kGatherFloats) {
+    Both both{make_cpu_backend(0), make_cuda_backend(0, kernel, gather_floats)};
     both.cpu->upload_points(x, setup);
     both.gpu->upload_points(x, setup);
     return both;
@@ -362,15 +363,19 @@ TEST_CASE("cuda: gather_members returns 784 dimensions of every member in pieces
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
-    // 30011 rows of 784 are more than one piece of the gather holds (16M floats, 21399 rows).
-    const Matrix x = duplicated_points(30011, 784, rng);
+    const Matrix x = duplicated_points(3001, 784, rng);
     const Matrix anchors = anchors_near(x, 5, rng);
-    auto [cpu, gpu] = on_both(x);
-    cpu->upload_anchors(anchors);
-    gpu->upload_anchors(anchors);
-    cpu->assign();
-    gpu->assign();
-    CHECK(check_gather_matches(*cpu, *gpu, {3, 0, 5, 4, 1, 2}, x.rows) == x.rows);
+    // In pieces of 1,500 rows, 3001 make three at least, so a piece's anchors start past the first;
+    // in pieces of one row, each anchor keeps more than a piece holds and has a piece of its own.
+    for (const std::size_t piece_rows : {std::size_t{1500}, std::size_t{1}}) {
+        INFO("pieces of " << piece_rows << " rows");
+        auto [cpu, gpu] = on_both(x, {}, FastKernel::automatic, piece_rows * x.cols);
+        cpu->upload_anchors(anchors);
+        gpu->upload_anchors(anchors);
+        cpu->assign();
+        gpu->assign();
+        CHECK(check_gather_matches(*cpu, *gpu, {3, 0, 5, 4, 1, 2}, x.rows) == x.rows);
+    }
 }
 
 namespace {
@@ -378,8 +383,10 @@ namespace {
 // Member limits for split_members: 1, 2, 256 and every member, or only every member.
 enum class Limits { several, every_member };
 
-// split_members on both backends, for every anchor of one shape and each of the limits.
-void check_split_matches(std::size_t n, std::size_t d, std::size_t m, bool spread, Limits limits = Limits::several) {
+// split_members on both backends, for every anchor of one shape and each of the limits, the GPU's
+// members gathered in pieces of `gather_floats`.
+void check_split_matches(std::size_t n, std::size_t d, std::size_t m, bool spread, Limits limits = Limits::several,
+                         std::size_t gather_floats = kGatherFloats) {
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed ^ (n * 1000003 + d * 1009 + m));
@@ -387,7 +394,7 @@ void check_split_matches(std::size_t n, std::size_t d, std::size_t m, bool sprea
     const Held h = held(spread ? spread_scales(std::move(raw), rng) : std::move(raw), PointStorage::f32);
     const Matrix& x = h.points;
     const Matrix anchors = anchors_near(x, m, rng);
-    auto [cpu, gpu] = on_both(x, h.setup);
+    auto [cpu, gpu] = on_both(x, h.setup, FastKernel::automatic, gather_floats);
     cpu->upload_anchors(anchors);
     gpu->upload_anchors(anchors);
     cpu->assign();
@@ -455,10 +462,10 @@ TEST_CASE("cuda: split_members gathers 784 dimensions of every member in pieces"
     if (!gpu_usable()) {
         return;
     }
-    // With every member, 30011 points of 784 make more than one piece of the gather (16M floats,
-    // 21399 rows), so a piece's anchors start past the first. The smaller limits keep fewer rows
-    // than one piece holds and add nothing the other shapes do not test.
-    check_split_matches(30011, 784, 5, false, Limits::every_member);
+    // With every member in pieces of 1,500 rows, 3001 points make three pieces at least, so a
+    // piece's anchors start past the first. The smaller limits keep fewer rows than one piece holds
+    // and add nothing the other shapes do not test.
+    check_split_matches(3001, 784, 5, false, Limits::every_member, 1500 * 784);
 }
 
 TEST_CASE("cuda: split_members reads centres too wide for shared memory where they lie", "[gpu][backend][quick]") {

@@ -2,6 +2,7 @@
 
 #include "vlattice/backend.hpp"
 
+#include <cstddef>
 #include <memory>
 
 namespace vlattice {
@@ -19,6 +20,13 @@ namespace vlattice {
 // run moves to split operands for all (`split`) from then on (`automatic`). The other settings pin
 // one kernel without either step, for tests and measurements; the assignments are the same.
 enum class FastKernel { automatic, single, split };
-std::unique_ptr<Backend> make_cuda_backend(int gpu = 0, FastKernel kernel = FastKernel::automatic);
+
+// Maintenance gathers the members of the anchors it measures in pieces of at most this many floats
+// (64 MiB), or of one anchor's members where they alone are more. Tests pass fewer, so that lists
+// small enough for compute-sanitizer still cross a piece's end.
+constexpr std::size_t kGatherFloats = std::size_t{16} << 20;
+
+std::unique_ptr<Backend> make_cuda_backend(int gpu = 0, FastKernel kernel = FastKernel::automatic,
+                                           std::size_t gather_floats = kGatherFloats);
 
 }  // namespace vlattice
