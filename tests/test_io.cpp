@@ -3,6 +3,7 @@
 #include "support.hpp"
 
 #include "io/hdf5_writer.hpp"
+#include "temporary_files.hpp"
 #include "vlattice/atomic_file.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/half.hpp"
@@ -427,6 +428,32 @@ TEST_CASE("a target that became a directory during the write is named, and no te
         CHECK(std::filesystem::is_directory(target));
     }
     CHECK(temporaries_in(dir.dir()).empty());
+}
+
+TEST_CASE("with every signal slot taken, an output is still written, and a slot given back is used again", "[io]") {
+    ScratchDir dir;
+    // Names that exist nowhere, so that a signal meanwhile would remove nothing.
+    const std::string absent = dir.path("absent/never");
+    std::vector<std::size_t> taken;
+    for (std::size_t slot = vlattice::register_temporary(absent); slot != vlattice::kNoTemporarySlot;
+         slot = vlattice::register_temporary(absent)) {
+        taken.push_back(slot);
+        REQUIRE(taken.size() <= 64);
+    }
+    CHECK_FALSE(taken.empty());
+    const std::string target = dir.path("out.vlat");
+    {
+        vlattice::AtomicFile file(target);
+        file.stream() << "payload";
+        file.commit();
+    }
+    CHECK(vlattice::test::read_file(target) == "payload");
+    CHECK(temporaries_in(dir.dir()).empty());
+    vlattice::forget_temporary(taken.back());
+    CHECK(vlattice::register_temporary(absent) == taken.back());
+    for (const std::size_t slot : taken) {
+        vlattice::forget_temporary(slot);
+    }
 }
 
 TEST_CASE("an unknown extension lists the supported ones", "[io]") {
