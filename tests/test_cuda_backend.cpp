@@ -463,8 +463,8 @@ TEST_CASE("cuda: split_members gathers 784 dimensions of every member in pieces"
         return;
     }
     // With every member in pieces of 500 rows, 1201 points make three pieces at least, so a piece's
-    // anchors start past the first, and an anchor's members (about 240) fill more than one of the
-    // sums' staged chunks (125 rows at d = 784). The smaller limits keep fewer rows than one piece holds and add
+    // anchors start past the first, and an anchor's members (240 on average) mostly fill more than
+    // one of the sums' staged chunks (125 rows at d = 784). The smaller limits keep fewer rows than one piece holds and add
     // nothing the other shapes do not test. Under racecheck 3001 points did not finish in 175 s.
     check_split_matches(1201, 784, 5, false, Limits::every_member, 500 * 784);
 }
