@@ -366,7 +366,8 @@ TEST_CASE("cuda: gather_members returns 784 dimensions of every member in pieces
     const Matrix x = duplicated_points(3001, 784, rng);
     const Matrix anchors = anchors_near(x, 5, rng);
     // In pieces of 1,500 rows, 3001 make three at least, so a piece's anchors start past the first;
-    // in pieces of one row, each anchor keeps more than a piece holds and has a piece of its own.
+    // in pieces of one row, every anchor with members keeps more than a piece holds, or as much, and
+    // has a piece of its own.
     for (const std::size_t piece_rows : {std::size_t{1500}, std::size_t{1}}) {
         INFO("pieces of " << piece_rows << " rows");
         auto [cpu, gpu] = on_both(x, {}, FastKernel::automatic, piece_rows * x.cols);
@@ -464,8 +465,9 @@ TEST_CASE("cuda: split_members gathers 784 dimensions of every member in pieces"
     }
     // With every member in pieces of 500 rows, 1201 points make three pieces at least, so a piece's
     // anchors start past the first, and an anchor's members (240 on average) mostly fill more than
-    // one of the sums' staged chunks (125 rows at d = 784). The smaller limits keep fewer rows than one piece holds and add
-    // nothing the other shapes do not test. Under racecheck 3001 points did not finish in 175 s.
+    // one of the sums' staged chunks (125 rows at d = 784). The smaller limits keep fewer rows than
+    // one piece holds and add nothing the other shapes do not test. Under racecheck 3001 points did
+    // not finish in 175 s.
     check_split_matches(1201, 784, 5, false, Limits::every_member, 500 * 784);
 }
 
