@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
-#include <limits>
 
 namespace vlattice::cli {
 
@@ -87,7 +86,7 @@ std::size_t parse_nprobe(const std::string& text) {
     } catch (const UsageError&) {
         throw refused;
     }
-    if (value < 1 || value > std::numeric_limits<std::size_t>::max()) {
+    if (value < 1) {
         throw refused;
     }
     return static_cast<std::size_t>(value);
