@@ -75,11 +75,18 @@ void check_anneal_args(AnnealArgs& a) {
     a.config.assign_precision = parse_option_value([&] { return parse_precision(a.precision); });
 }
 
-Metric metric_of(const AnnealArgs& args, const std::string& input) {
+std::optional<Metric> given_metric(const AnnealArgs& args) {
     if (args.metric == "auto") {
-        return input_metric(input).value_or(Metric::l2);
+        return std::nullopt;
     }
     return parse_option_value([&] { return parse_metric(args.metric); });
+}
+
+Metric metric_of(const AnnealArgs& args, const std::string& input) {
+    if (const std::optional<Metric> given = given_metric(args)) {
+        return *given;
+    }
+    return input_metric(input).value_or(Metric::l2);
 }
 
 LoadedPoints load_input(const std::string& command, const std::string& path, const AnnealArgs& args, Metric metric,

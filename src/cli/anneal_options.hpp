@@ -9,6 +9,7 @@
 #include "vlattice/pipeline.hpp"
 #include "vlattice/types.hpp"
 
+#include <optional>
 #include <string>
 
 namespace vlattice::cli {
@@ -31,6 +32,9 @@ void add_anneal_options(po::options_description& options, AnnealArgs& args);
 // vlattice::validate once n is known); then copies M, the storage and the assign precision into the
 // config. Throws UsageError.
 void check_anneal_args(AnnealArgs& args);
+
+// --metric as given, or nothing for `auto`; throws UsageError for a name that is no metric.
+std::optional<Metric> given_metric(const AnnealArgs& args);
 
 // --metric, where `auto` asks the input (an HDF5 file's `distance` attribute) and falls back to l2.
 Metric metric_of(const AnnealArgs& args, const std::string& input);
