@@ -206,6 +206,7 @@ TEST_CASE("query rejects bad input, naming what is wrong", "[cli][codes]") {
     const CommandResult early = run_cli("query " + quote(ann.dir.path("missing.vlat")) + queries + " -o " +
                                         quote(ann.dir.path("found.npy")));
     INFO(early.output);
+    CHECK(early.exit_code == 1);
     CHECK_THAT(early.output, Contains("found.npy: search results are written as HDF5"));
     fails("", 2, "--queries");
 }
