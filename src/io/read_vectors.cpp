@@ -28,14 +28,9 @@ std::string extension_of(const std::string& path) {
     return extension;
 }
 
-}  // namespace
-
-bool is_hdf5_path(const std::string& path) {
-    const std::string extension = extension_of(path);
+bool is_hdf5_extension(const std::string& extension) {
     return extension == ".h5" || extension == ".hdf5";
 }
-
-namespace {
 
 [[noreturn]] void throw_unsupported(const std::string& path, const std::string& extension, const char* supported) {
     const std::string problem =
@@ -43,7 +38,27 @@ namespace {
     throw Error(path + ": " + problem + "; supported: " + supported);
 }
 
+enum class WrittenFormat { fvecs, npy, hdf5 };
+
+WrittenFormat written_format(const std::string& path) {
+    const std::string extension = extension_of(path);
+    if (extension == ".fvecs") {
+        return WrittenFormat::fvecs;
+    }
+    if (extension == ".npy") {
+        return WrittenFormat::npy;
+    }
+    if (is_hdf5_extension(extension)) {
+        return WrittenFormat::hdf5;
+    }
+    throw_unsupported(path, extension, kWritable);
+}
+
 }  // namespace
+
+bool is_hdf5_path(const std::string& path) {
+    return is_hdf5_extension(extension_of(path));
+}
 
 Matrix read_vectors(const std::string& path, const ReadOptions& options) {
     const std::string extension = extension_of(path);
@@ -65,7 +80,7 @@ Matrix read_vectors(const std::string& path, const ReadOptions& options) {
     if (extension == ".npy") {
         return io::read_npy(path);
     }
-    if (extension == ".h5" || extension == ".hdf5") {
+    if (is_hdf5_extension(extension)) {
         return io::read_hdf5(path, options.dataset);
     }
     throw_unsupported(path, extension, kReadable);
@@ -76,8 +91,7 @@ bool has_hdf5_dataset(const std::string& path, const std::string& dataset) {
 }
 
 std::optional<Metric> input_metric(const std::string& path) {
-    const std::string extension = extension_of(path);
-    if (extension != ".h5" && extension != ".hdf5") {
+    if (!is_hdf5_path(path)) {
         return std::nullopt;
     }
     const std::string distance = io::read_hdf5_text_attribute(path, "distance");
@@ -108,27 +122,28 @@ void check_finite(const Matrix& points, const std::string& path) {
 }
 
 void check_vectors_output(const std::string& path) {
-    const std::string extension = extension_of(path);
-    if (extension != ".fvecs" && extension != ".npy" && !is_hdf5_path(path)) {
-        throw_unsupported(path, extension, kWritable);
-    }
+    written_format(path);
 }
 
 void write_vectors(const std::string& path, const Matrix& points) {
-    check_vectors_output(path);
+    const WrittenFormat format = written_format(path);
     if (points.rows == 0 || points.cols == 0) {
         throw Error(path + ": no vectors to write (" + std::to_string(points.rows) + " x " +
                     std::to_string(points.cols) + ")");
     }
-    const std::string extension = extension_of(path);
-    if (extension == ".fvecs") {
+    switch (format) {
+    case WrittenFormat::fvecs:
         io::write_fvecs(path, points);
-    } else if (extension == ".npy") {
+        break;
+    case WrittenFormat::npy:
         io::write_npy(path, points);
-    } else {
+        break;
+    case WrittenFormat::hdf5: {
         io::Hdf5Writer file(path);
         file.dataset(kWrittenHdf5Dataset, H5T_NATIVE_FLOAT, {points.rows, points.cols}, points.data.data());
         file.commit();
+        break;
+    }
     }
 }
 
