@@ -202,6 +202,12 @@ TEST_CASE("batch: a setting that would stop a later job is refused before the fi
     refused(R"({"file": "x.hdf5", "name": "second", "bits": 4})", " --target-ratio 10%",
             "job 2 (" + dir.path("x.hdf5") + "): the manifest's \"bits\" and the --target-bytes/--target-ratio");
     refused(R"({"file": "x.hdf5", "name": "second"})", " --bits 3", "--bits must be 0, 2, 4 or 8, got 3");
+    // A bad option of the command is named as its own, though every job takes a copy of it.
+    const CommandResult own =
+        run_cli("batch --manifest " + quote(dir.path("jobs.json")) + " -o " + quote(out) + kRun + " --trim 1");
+    INFO(own.output);
+    CHECK(own.exit_code == 2);
+    CHECK_THAT(own.output, Contains("--trim") && Contains("in [0, 1)") && !Contains("job "));
 }
 
 TEST_CASE("batch: killed in the middle of a job, then re-run, completes with every output verifying", "[cli][batch]") {

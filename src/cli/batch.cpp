@@ -364,6 +364,8 @@ int batch(int argc, char** argv) {
     if (values.count("input")) {
         args.files = values["input"].as<std::vector<std::string>>();
     }
+    // collect_jobs checks every job's copy of these again, as a manifest changes some of them; checked
+    // first here, a bad option is named as the command's own, not as job 1's.
     check_anneal_args(args.anneal);
     check_coding_args(values, args.coding);
     if (args.output.empty()) {
