@@ -387,6 +387,12 @@ TEST_CASE("write_vectors refuses what it cannot write", "[io]") {
     CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("out.fvecs"), Matrix()), Contains("no vectors to write"));
     CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("no/such/folder/out.npy"), points),
                       Contains("no/such/folder/out.npy") && Contains("cannot create"));
+    CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("out"), points),
+                      Contains("no file extension") && Contains(".fvecs .npy .h5 .hdf5"));
+    CHECK(std::filesystem::is_empty(dir.dir()));
+    // The extension's case does not matter, as for reading.
+    vlattice::write_vectors(dir.path("OUT.NPY"), points);
+    CHECK(vlattice::read_vectors(dir.path("OUT.NPY")).data == points.data);
 }
 
 namespace {
