@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace vlattice::cuda {
@@ -22,25 +23,41 @@ inline void check_allocation(cudaError_t status, const char* call, std::size_t b
     }
 }
 
+// Where a buffer's memory comes from and goes back to.
+struct DeviceMemory {
+    static constexpr const char* kAllocate = "cudaMalloc";
+    static constexpr bool kHostReadable = false;
+    static cudaError_t allocate(void** data, std::size_t bytes) { return cudaMalloc(data, bytes); }
+    static void free(void* data) noexcept { cudaFree(data); }
+};
+
+// Page-locked host memory: the DMA engines copy from it directly, and asynchronously.
+struct PinnedMemory {
+    static constexpr const char* kAllocate = "cudaMallocHost";
+    static constexpr bool kHostReadable = true;
+    static cudaError_t allocate(void** data, std::size_t bytes) { return cudaMallocHost(data, bytes); }
+    static void free(void* data) noexcept { cudaFreeHost(data); }
+};
+
 }  // namespace detail
 
-template <class T>
-class DeviceBuffer {
+template <class T, class Memory>
+class OwnedBuffer {
 public:
-    DeviceBuffer() = default;
-    explicit DeviceBuffer(std::size_t count) : size_(count) {
+    OwnedBuffer() = default;
+    explicit OwnedBuffer(std::size_t count) : size_(count) {
         if (count > 0) {
-            detail::check_allocation(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)), "cudaMalloc",
-                                     count * sizeof(T));
+            detail::check_allocation(Memory::allocate(reinterpret_cast<void**>(&data_), count * sizeof(T)),
+                                     Memory::kAllocate, count * sizeof(T));
         }
     }
-    ~DeviceBuffer() { release(); }
+    ~OwnedBuffer() { release(); }
 
-    DeviceBuffer(const DeviceBuffer&) = delete;
-    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-    DeviceBuffer(DeviceBuffer&& other) noexcept
+    OwnedBuffer(const OwnedBuffer&) = delete;
+    OwnedBuffer& operator=(const OwnedBuffer&) = delete;
+    OwnedBuffer(OwnedBuffer&& other) noexcept
         : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-    DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    OwnedBuffer& operator=(OwnedBuffer&& other) noexcept {
         if (this != &other) {
             release();
             data_ = std::exchange(other.data_, nullptr);
@@ -54,11 +71,21 @@ public:
     std::size_t size() const { return size_; }
     std::size_t bytes() const { return size_ * sizeof(T); }
 
+    // Only host memory may be indexed from the host; on device memory this does not compile.
+    template <class M = Memory, std::enable_if_t<M::kHostReadable, int> = 0>
+    T& operator[](std::size_t i) {
+        return data_[i];
+    }
+    template <class M = Memory, std::enable_if_t<M::kHostReadable, int> = 0>
+    const T& operator[](std::size_t i) const {
+        return data_[i];
+    }
+
 private:
     // A destructor cannot report a failed free; after a fault the context is lost anyway.
     void release() noexcept {
         if (data_ != nullptr) {
-            cudaFree(data_);
+            Memory::free(data_);
         }
         data_ = nullptr;
         size_ = 0;
@@ -68,50 +95,10 @@ private:
     std::size_t size_ = 0;
 };
 
-// Page-locked host memory: the DMA engines copy from it directly, and asynchronously.
 template <class T>
-class PinnedBuffer {
-public:
-    PinnedBuffer() = default;
-    explicit PinnedBuffer(std::size_t count) : size_(count) {
-        if (count > 0) {
-            detail::check_allocation(cudaMallocHost(reinterpret_cast<void**>(&data_), count * sizeof(T)),
-                                     "cudaMallocHost", count * sizeof(T));
-        }
-    }
-    ~PinnedBuffer() { release(); }
-
-    PinnedBuffer(const PinnedBuffer&) = delete;
-    PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-    PinnedBuffer(PinnedBuffer&& other) noexcept
-        : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-    PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
-        if (this != &other) {
-            release();
-            data_ = std::exchange(other.data_, nullptr);
-            size_ = std::exchange(other.size_, 0);
-        }
-        return *this;
-    }
-
-    T* data() { return data_; }
-    const T* data() const { return data_; }
-    std::size_t size() const { return size_; }
-    T& operator[](std::size_t i) { return data_[i]; }
-    const T& operator[](std::size_t i) const { return data_[i]; }
-
-private:
-    void release() noexcept {
-        if (data_ != nullptr) {
-            cudaFreeHost(data_);
-        }
-        data_ = nullptr;
-        size_ = 0;
-    }
-
-    T* data_ = nullptr;
-    std::size_t size_ = 0;
-};
+using DeviceBuffer = OwnedBuffer<T, detail::DeviceMemory>;
+template <class T>
+using PinnedBuffer = OwnedBuffer<T, detail::PinnedMemory>;
 
 // Adds up buffer sizes the way the allocator hands them out (2 MiB pages), so that a run that passes
 // a memory check also gets its memory.
