@@ -136,6 +136,30 @@ void check_searches(const VlatFile& file, const Matrix& queries) {
     }
 }
 
+// check_searches on a file of shape s, with and without residual codes.
+void check_searches_of_shape(const Shape& s) {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    const Codes codes = GENERATE(Codes::mixed, Codes::none);
+    INFO("n " << s.n << " d " << s.d << " m " << s.m << ", " << codes_name(codes));
+    std::mt19937_64 rng(run_seed ^ (s.n * 1000003 + s.d * 1009 + s.m));
+    const Compressed c = compressed(s, codes, rng);
+    check_searches(c.file, queries_for(c, 37, rng));
+}
+
+// One search of k = 10 for `count` queries on a file of shape s with residual codes.
+void check_search_of_many(const Shape& s, std::size_t count, std::size_t nprobe) {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Compressed c = compressed(s, Codes::mixed, rng);
+    const Matrix queries = queries_for(c, count, rng);
+    SearchOptions options;
+    options.k = 10;
+    options.nprobe = nprobe;
+    check_same(search_cuda(c.file, queries, options), search(c.file, queries, options));
+}
+
 }  // namespace
 
 TEST_CASE("cuda: reconstruct_cuda equals reconstruct bit for bit", "[gpu][search]") {
@@ -153,46 +177,38 @@ TEST_CASE("cuda: reconstruct_cuda equals reconstruct bit for bit", "[gpu][search
     check_same(reconstruct_cuda(c.file), reconstruct(c.file));
 }
 
+// The shapes and the splits below are cases of their own so that each runs in a compute-sanitizer
+// process of its own (scripts/gpu-check): together, racecheck did not finish them in 420 s.
 TEST_CASE("cuda: search_cuda equals search bit for bit", "[gpu][search]") {
     if (!gpu_usable()) {
         return;
     }
-    const std::uint64_t run_seed = seed();
-    INFO("seed " << run_seed);
-    const Shape s = GENERATE(Shape{1, 1, 1}, Shape{333, 1, 7}, Shape{1000, 3, 300}, Shape{20011, 3, 7},
-                             Shape{20011, 17, 300}, Shape{4999, 784, 7}, Shape{20011, 784, 300}, Shape{20011, 784, 1});
-    const Codes codes = GENERATE(Codes::mixed, Codes::none);
-    INFO("n " << s.n << " d " << s.d << " m " << s.m << ", " << codes_name(codes));
-    std::mt19937_64 rng(run_seed ^ (s.n * 1000003 + s.d * 1009 + s.m));
-    const Compressed c = compressed(s, codes, rng);
-    check_searches(c.file, queries_for(c, 37, rng));
+    check_searches_of_shape(GENERATE(Shape{1, 1, 1}, Shape{333, 1, 7}, Shape{1000, 3, 300}, Shape{20011, 3, 7},
+                                     Shape{20011, 17, 300}));
 }
 
-// More candidates than one part of the device's work holds (2^25, cuda/search.cuh), and more queries
-// than one batch (2^24 / d) holds.
-TEST_CASE("cuda: search_cuda splits large query sets into batches and parts", "[gpu][search]") {
+TEST_CASE("cuda: search_cuda equals search bit for bit for 784 dimensions", "[gpu][search]") {
     if (!gpu_usable()) {
         return;
     }
-    const std::uint64_t run_seed = seed();
-    INFO("seed " << run_seed);
-    std::mt19937_64 rng(run_seed);
-    SearchOptions options;
-    options.k = 10;
-    options.nprobe = 0;
-    {
-        INFO("3500 queries of 20011 candidates each: three parts");
-        const Compressed c = compressed(Shape{20011, 1, 7}, Codes::mixed, rng);
-        const Matrix queries = queries_for(c, 3500, rng);
-        check_same(search_cuda(c.file, queries, options), search(c.file, queries, options));
+    check_searches_of_shape(GENERATE(Shape{4999, 784, 7}, Shape{20011, 784, 300}, Shape{20011, 784, 1}));
+}
+
+// More candidates than one part of the device's work holds (2^25, cuda/search.cuh): 3,500 queries
+// of 20,011 candidates each make three parts.
+TEST_CASE("cuda: search_cuda splits many candidates into parts", "[gpu][search]") {
+    if (!gpu_usable()) {
+        return;
     }
-    {
-        INFO("21500 queries of dimension 784: two batches");
-        const Compressed c = compressed(Shape{257, 784, 7}, Codes::mixed, rng);
-        const Matrix queries = queries_for(c, 21500, rng);
-        options.nprobe = 4;
-        check_same(search_cuda(c.file, queries, options), search(c.file, queries, options));
+    check_search_of_many(Shape{20011, 1, 7}, 3500, 0);
+}
+
+// More queries than one batch (2^24 / d) holds: 21,500 of dimension 784 make two batches.
+TEST_CASE("cuda: search_cuda splits many queries into batches", "[gpu][search]") {
+    if (!gpu_usable()) {
+        return;
     }
+    check_search_of_many(Shape{257, 784, 7}, 21500, 4);
 }
 
 TEST_CASE("cuda: decoder and search match the CPU on small shapes", "[gpu][search][quick]") {
