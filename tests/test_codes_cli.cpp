@@ -119,8 +119,9 @@ TEST_CASE("compress rejects bad coding options", "[cli][codes]") {
     rejects("--bits 3", "--bits must be 0, 2, 4 or 8, got 3");
     rejects("--bits -1", "--bits must be 0, 2, 4 or 8, got -1");  // not 4294967295
     rejects("--bits 4294967298", "--bits must be 0, 2, 4 or 8, got 4294967298");  // not 2
-    rejects("--bits 4 --target-bytes 10", "give one");
-    rejects("--target-bytes 10 --target-ratio 0.1", "give one");
+    rejects("--bits 4 --target-bytes 10", "--bits fixes the widths");
+    rejects("--bits 2 --target-ratio 10%", "--bits fixes the widths");
+    rejects("--target-bytes 10 --target-ratio 0.1", "set the same budget");
     rejects("--target-ratio 0", "--target-ratio must be a share of the float32 size");
     rejects("--target-ratio 150%", "got '150%'");
     rejects("--target-ratio abc", "got 'abc'");
