@@ -51,7 +51,7 @@ void check_coding_args(const po::variables_map& values, const CodingArgs& args) 
     if (bytes && ratio) {
         throw UsageError("--target-bytes and --target-ratio set the same budget: give one");
     }
-    if (budget_given(values) && !values["bits"].defaulted()) {
+    if ((bytes || ratio) && !values["bits"].defaulted()) {
         throw UsageError("--bits fixes the widths, and a --target-bytes or --target-ratio budget chooses them: give one");
     }
     if (bytes) {
