@@ -111,16 +111,14 @@ void check_exact_assign(const Matrix& x, const Matrix& anchors, const RunSetup& 
     CHECK(gpu->download_assignments() == reference_assign(x, anchors).assignment);
 }
 
-// One assign, robust reduce, update and assign again of shape c on both backends: the GPU's
-// assignments, energies, statistics and anchors equal the CPU's, and on small shapes the
-// brute-force references'.
-void check_steps_match(const Case& c) {
+// One assign, robust reduce, update and assign again of shape c with this fast kernel on both
+// backends: the GPU's assignments, energies, statistics and anchors equal the CPU's, and on small
+// shapes the brute-force references'. The cases run both fast kernels under every storage: their
+// windows of uncertainty differ, their assignments may not. Under float32 storage these points need
+// three products (split), under 16-bit storage two.
+void check_steps_match(const Case& c, FastKernel kernel, PointStorage storage) {
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
-    // Both fast kernels under every storage: their windows of uncertainty differ, their assignments
-    // may not. Under float32 storage these points need three products (split), under 16-bit storage two.
-    const FastKernel kernel = GENERATE(FastKernel::single, FastKernel::split);
-    const PointStorage storage = GENERATE(PointStorage::f32, PointStorage::f16, PointStorage::bf16);
     INFO("n " << c.n << " d " << c.d << " m " << c.m << " trim " << c.trim << " kernel " << static_cast<int>(kernel)
               << " storage " << storage_name(storage));
     std::mt19937_64 rng(run_seed ^ (c.n * 1000003 + c.d * 1009 + c.m));
@@ -187,18 +185,21 @@ void check_steps_match(const Case& c) {
 
 }  // namespace
 
-// The shapes are split over cases so that each group runs in a compute-sanitizer process of its own
-// (scripts/gpu-check): memcheck took 59 s over the twelve shapes on the H100, and racecheck takes ten
-// to twenty times memcheck's time on these tests, more than one device call.
+// The shapes, kernels and storages are split over cases so that each group runs in a
+// compute-sanitizer process of its own (scripts/gpu-check): memcheck took 59 s over the twelve shapes
+// on the H100, racecheck takes ten to twenty times memcheck's time on these tests, and with the split
+// kernel each storage of the two largest shapes takes minutes under racecheck.
 TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend", "[gpu][backend]") {
     if (!gpu_usable()) {
         return;
     }
     // d = 128 and 200 take the point distances' 16-byte path with four and two points per step (one
     // and two slices of floats).
-    check_steps_match(GENERATE(Case{1, 3, 1, 0.1}, Case{333, 1, 7, 0.35}, Case{333, 129, 333, 0.1},
-                               Case{10007, 3, 1000, 0.1}, Case{10007, 129, 7, 0.0}, Case{10007, 128, 256, 0.1},
-                               Case{333, 200, 333, 0.1}, Case{70001, 1, 7, 0.35}));
+    const Case c = GENERATE(Case{1, 3, 1, 0.1}, Case{333, 1, 7, 0.35}, Case{333, 129, 333, 0.1},
+                            Case{10007, 3, 1000, 0.1}, Case{10007, 129, 7, 0.0}, Case{10007, 128, 256, 0.1},
+                            Case{333, 200, 333, 0.1}, Case{70001, 1, 7, 0.35});
+    const FastKernel kernel = GENERATE(FastKernel::single, FastKernel::split);
+    check_steps_match(c, kernel, GENERATE(PointStorage::f32, PointStorage::f16, PointStorage::bf16));
 }
 
 TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend for 784 dimensions",
@@ -206,25 +207,33 @@ TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend 
     if (!gpu_usable()) {
         return;
     }
-    check_steps_match(GENERATE(Case{10007, 784, 1000, 0.1}, Case{70001, 784, 1, 0.0}));
+    const Case c = GENERATE(Case{10007, 784, 1000, 0.1}, Case{70001, 784, 1, 0.0});
+    const FastKernel kernel = GENERATE(FastKernel::single, FastKernel::split);
+    check_steps_match(c, kernel, GENERATE(PointStorage::f32, PointStorage::f16, PointStorage::bf16));
 }
 
-TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend in pairs of blocks",
-          "[gpu][backend]") {
+// 4,200 anchors: one split of 33 tiles, which the single kernel runs in pairs of blocks, the second
+// with a tile past the split's end.
+TEMPLATE_TEST_CASE_SIG("cuda: assign, robust reduce, update and energy match the CPU backend for 4200 anchors",
+                       "[gpu][backend]", ((FastKernel K, PointStorage S), K, S),
+                       (FastKernel::single, PointStorage::f32), (FastKernel::single, PointStorage::f16),
+                       (FastKernel::single, PointStorage::bf16), (FastKernel::split, PointStorage::f32),
+                       (FastKernel::split, PointStorage::f16), (FastKernel::split, PointStorage::bf16)) {
     if (!gpu_usable()) {
         return;
     }
-    // 4,200 anchors: one split of 33 tiles, which the single kernel runs in pairs of blocks, the
-    // second with a tile past the split's end.
-    check_steps_match(Case{34000, 264, 4200, 0.1});
+    check_steps_match(Case{34000, 264, 4200, 0.1}, K, S);
 }
 
-TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend for 5000 anchors",
-          "[gpu][backend]") {
+TEMPLATE_TEST_CASE_SIG("cuda: assign, robust reduce, update and energy match the CPU backend for 5000 anchors",
+                       "[gpu][backend]", ((FastKernel K, PointStorage S), K, S),
+                       (FastKernel::single, PointStorage::f32), (FastKernel::single, PointStorage::f16),
+                       (FastKernel::single, PointStorage::bf16), (FastKernel::split, PointStorage::f32),
+                       (FastKernel::split, PointStorage::f16), (FastKernel::split, PointStorage::bf16)) {
     if (!gpu_usable()) {
         return;
     }
-    check_steps_match(Case{70001, 129, 5000, 0.1});
+    check_steps_match(Case{70001, 129, 5000, 0.1}, K, S);
 }
 
 TEST_CASE("cuda: assign is exact where the fast float distances nearly tie", "[gpu][backend][quick]") {
