@@ -212,13 +212,17 @@ TEST_CASE("cuda: assign, robust reduce, update and energy match the CPU backend 
     check_steps_match(c, kernel, GENERATE(PointStorage::f32, PointStorage::f16, PointStorage::bf16));
 }
 
+// Both fast kernels under every storage, a case each for the sanitizer (see above), for the two
+// largest shapes.
+#define KERNELS_AND_STORAGES                                                                                  \
+    (FastKernel::single, PointStorage::f32), (FastKernel::single, PointStorage::f16),                        \
+        (FastKernel::single, PointStorage::bf16), (FastKernel::split, PointStorage::f32),                    \
+        (FastKernel::split, PointStorage::f16), (FastKernel::split, PointStorage::bf16)
+
 // 4,200 anchors: one split of 33 tiles, which the single kernel runs in pairs of blocks, the second
 // with a tile past the split's end.
 TEMPLATE_TEST_CASE_SIG("cuda: assign, robust reduce, update and energy match the CPU backend for 4200 anchors",
-                       "[gpu][backend]", ((FastKernel K, PointStorage S), K, S),
-                       (FastKernel::single, PointStorage::f32), (FastKernel::single, PointStorage::f16),
-                       (FastKernel::single, PointStorage::bf16), (FastKernel::split, PointStorage::f32),
-                       (FastKernel::split, PointStorage::f16), (FastKernel::split, PointStorage::bf16)) {
+                       "[gpu][backend]", ((FastKernel K, PointStorage S), K, S), KERNELS_AND_STORAGES) {
     if (!gpu_usable()) {
         return;
     }
@@ -226,15 +230,14 @@ TEMPLATE_TEST_CASE_SIG("cuda: assign, robust reduce, update and energy match the
 }
 
 TEMPLATE_TEST_CASE_SIG("cuda: assign, robust reduce, update and energy match the CPU backend for 5000 anchors",
-                       "[gpu][backend]", ((FastKernel K, PointStorage S), K, S),
-                       (FastKernel::single, PointStorage::f32), (FastKernel::single, PointStorage::f16),
-                       (FastKernel::single, PointStorage::bf16), (FastKernel::split, PointStorage::f32),
-                       (FastKernel::split, PointStorage::f16), (FastKernel::split, PointStorage::bf16)) {
+                       "[gpu][backend]", ((FastKernel K, PointStorage S), K, S), KERNELS_AND_STORAGES) {
     if (!gpu_usable()) {
         return;
     }
     check_steps_match(Case{70001, 129, 5000, 0.1}, K, S);
 }
+
+#undef KERNELS_AND_STORAGES
 
 TEST_CASE("cuda: assign is exact where the fast float distances nearly tie", "[gpu][backend][quick]") {
     if (!gpu_usable()) {
