@@ -208,6 +208,11 @@ TEST_CASE("batch: a setting that would stop a later job is refused before the fi
     INFO(own.output);
     CHECK(own.exit_code == 2);
     CHECK_THAT(own.output, Contains("--trim") && Contains("in [0, 1)") && !Contains("job "));
+    const CommandResult metric = run_cli("batch --manifest " + quote(dir.path("jobs.json")) + " -o " + quote(out) +
+                                         kRun + " --metric hamming");
+    INFO(metric.output);
+    CHECK(metric.exit_code == 2);
+    CHECK_THAT(metric.output, Contains("metric: expected 'l2' or 'angular', got 'hamming'") && !Contains("job "));
 }
 
 TEST_CASE("batch: killed in the middle of a job, then re-run, completes with every output verifying", "[cli][batch]") {

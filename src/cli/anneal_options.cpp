@@ -3,6 +3,7 @@
 #include "vlattice/io.hpp"
 
 #include <cmath>
+#include <optional>
 
 namespace vlattice::cli {
 
@@ -55,6 +56,18 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
          "dataset to read from an HDF5 INPUT");
 }
 
+namespace {
+
+// --metric as given, or nothing for `auto`; throws UsageError for a name that is no metric.
+std::optional<Metric> given_metric(const AnnealArgs& args) {
+    if (args.metric == "auto") {
+        return std::nullopt;
+    }
+    return parse_option_value([&] { return parse_metric(args.metric); });
+}
+
+}  // namespace
+
 void check_anneal_args(AnnealArgs& a) {
     const AnnealConfig& c = a.config;
     require_option(a.anchors >= 1, "-m/--anchors", "at least 1", a.anchors);
@@ -73,13 +86,8 @@ void check_anneal_args(AnnealArgs& a) {
     a.config.seed = parse_unsigned_option(a.seed, "--seed");
     a.config.storage = parse_option_value([&] { return parse_storage(a.storage); });
     a.config.assign_precision = parse_option_value([&] { return parse_precision(a.precision); });
-}
-
-std::optional<Metric> given_metric(const AnnealArgs& args) {
-    if (args.metric == "auto") {
-        return std::nullopt;
-    }
-    return parse_option_value([&] { return parse_metric(args.metric); });
+    // Only the name here: `auto` waits for the input, which metric_of reads.
+    given_metric(a);
 }
 
 Metric metric_of(const AnnealArgs& args, const std::string& input) {

@@ -9,7 +9,6 @@
 #include "vlattice/pipeline.hpp"
 #include "vlattice/types.hpp"
 
-#include <optional>
 #include <string>
 
 namespace vlattice::cli {
@@ -28,13 +27,10 @@ struct AnnealArgs {
 
 void add_anneal_options(po::options_description& options, AnnealArgs& args);
 
-// Range checks named by option, before the input is read (whether M fits the data is left to
-// vlattice::validate once n is known); then copies M, the storage and the assign precision into the
-// config. Throws UsageError.
+// Range checks named by option and the --metric name, before the input is read (whether M fits the
+// data is left to vlattice::validate once n is known); then copies M, the storage and the assign
+// precision into the config. Throws UsageError.
 void check_anneal_args(AnnealArgs& args);
-
-// --metric as given, or nothing for `auto`; throws UsageError for a name that is no metric.
-std::optional<Metric> given_metric(const AnnealArgs& args);
 
 // --metric, where `auto` asks the input (an HDF5 file's `distance` attribute) and falls back to l2.
 Metric metric_of(const AnnealArgs& args, const std::string& input);

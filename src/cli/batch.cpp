@@ -192,7 +192,6 @@ std::vector<Job> collect_jobs(const BatchArgs& args, bool budget) {
         const std::string where = "job " + std::to_string(i + 1) + " (" + jobs[i].file + ")";
         try {
             check_anneal_args(jobs[i].anneal);
-            given_metric(jobs[i].anneal);
             parse_option_value([&] { return parse_device(jobs[i].device); });
         } catch (const UsageError& e) {
             throw UsageError(where + ": " + e.what());
