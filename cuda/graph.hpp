@@ -3,6 +3,10 @@
 // what bounds the speed of small problems. The capture is redone whenever the key changes (new
 // buffers, another kernel choice); values that change every iteration reach the graph through
 // memory it copies from (pinned host memory), never as baked-in arguments.
+//
+// A new key's work runs directly, and the graph is captured and instantiated while the device runs
+// it: capture and instantiation are host work, and done first they left the device idle for most
+// of a fit's first iteration (1.0-1.1 ms at Fashion-MNIST against 0.5 for the others).
 #pragma once
 
 #include "cuda_check.hpp"
@@ -21,20 +25,22 @@ public:
     CachedGraph(const CachedGraph&) = delete;
     CachedGraph& operator=(const CachedGraph&) = delete;
 
-    // Runs what `work` queues on `stream`: as the graph captured for `key`, captured now if the key
-    // is new. Under VLATTICE_CUDA_SYNC=1, which synchronises after every launch (not allowed while
-    // capturing), the work runs directly.
+    // Runs what `work` queues on `stream`: as the graph captured for `key`, or directly if the key is
+    // new, capturing the graph for the next calls behind it. Under VLATTICE_CUDA_SYNC=1, which
+    // synchronises after every launch (not allowed while capturing), the work always runs directly.
     template <class Work>
     void run(cudaStream_t stream, std::uint64_t key, Work&& work) {
         if (sync_after_launch()) {
             work();
             return;
         }
-        if (exec_ == nullptr || key != key_) {
-            capture(stream, std::forward<Work>(work));
-            key_ = key;
+        if (exec_ != nullptr && key == key_) {
+            CUDA_CHECK(cudaGraphLaunch(exec_, stream));
+            return;
         }
-        CUDA_CHECK(cudaGraphLaunch(exec_, stream));
+        work();
+        capture(stream, work);
+        key_ = key;
     }
 
     void reset() {
@@ -64,6 +70,8 @@ private:
         const cudaError_t made = cudaGraphInstantiate(&exec_, graph, 0);
         cudaGraphDestroy(graph);
         CUDA_CHECK(made);
+        // Behind the direct run, so that the first launch of the graph finds it on the device.
+        CUDA_CHECK(cudaGraphUpload(exec_, stream));
     }
 
     cudaGraphExec_t exec_ = nullptr;
