@@ -307,9 +307,10 @@ public:
         if (!have_stats_) {
             throw Error("cuda backend: update needs a robust_reduce of the current anchors first");
         }
+        // Queued only: whatever reads the anchors next waits on the stream, and the host reads nothing
+        // from the update, so a wait here would only leave the device idle between two launches.
         cuda::launch_update(anchors_.data(), means_.data(), kept_.data(), m_, dim(), eta, anchor_moved_.data(),
                             stream_.get());
-        stream_.synchronize();
     }
 
     double energy() override {
@@ -788,6 +789,7 @@ private:
     }
 
     void release_anchor_buffers() {
+        stream_.synchronize();  // an update may still be queued on these buffers
         m_ = 0;
         have_stats_ = false;
         ++generation_;  // captured graphs name the buffers that go here

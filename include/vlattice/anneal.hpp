@@ -29,6 +29,9 @@ struct IterationRecord {
 };
 
 struct PhaseSeconds {
+    // Each phase is the wall time of its backend calls. The GPU backend queues update without waiting
+    // for it (nothing is read back), so the update's few microseconds of device time count in the
+    // phase that waits next: the next assign, or maintenance.
     // validation: bringing the final anchors and assignments back and the CPU's recomputation of
     // the energy from them (checks during the run count with their iterations' phases).
     double init = 0, assign = 0, reduce = 0, update = 0, maintenance = 0, energy = 0, validation = 0, total = 0;
