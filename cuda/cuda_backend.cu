@@ -66,8 +66,13 @@ public:
     CudaBackend(int gpu, FastKernel kernel, std::size_t gather_floats)
         : gpu_(select_device(gpu)), gpu_shape_(cuda::gpu_shape(gpu)), kernel_(kernel), gather_floats_(gather_floats) {}
 
-    // Frees the buffers on this backend's GPU, whatever device the thread uses by then.
-    ~CudaBackend() override { static_cast<void>(cudaSetDevice(gpu_)); }
+    // Frees the buffers on this backend's GPU, whatever device the thread uses by then, and only once
+    // the work queued on its stream has run (update is never waited for). A destructor cannot report
+    // a failure; after a fault the context is lost anyway.
+    ~CudaBackend() override {
+        static_cast<void>(cudaSetDevice(gpu_));
+        static_cast<void>(cudaStreamSynchronize(stream_.get()));
+    }
 
     CudaBackend(const CudaBackend&) = delete;
     CudaBackend& operator=(const CudaBackend&) = delete;

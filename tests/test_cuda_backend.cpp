@@ -662,6 +662,13 @@ TEST_CASE("cuda: a new anchor count reallocates and still matches the CPU", "[gp
         cpu->robust_reduce(0.2);
         gpu->robust_reduce(0.2);
         check_stats_equal(gpu->download_stats(), cpu->download_stats());
+        // The GPU queues update without a wait: the anchors read back after one are the updated ones,
+        // and the next count's upload frees the buffers under a second one still queued.
+        cpu->update(0.5);
+        gpu->update(0.5);
+        check_anchors_close(gpu->download_anchors(), cpu->download_anchors());
+        cpu->update(0.5);
+        gpu->update(0.5);
     }
 }
 
