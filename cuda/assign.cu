@@ -323,8 +323,8 @@ void launch_fast(const AssignArgs& args, cudaStream_t stream) {
         launch_fast_assign_fp32(fast, stream);
         return;
     }
-    if (args.exclude_self) {
-        throw Error("fast assign: only the float32 kernel leaves a point's own row out");
+    if (args.exclude_self && args.path == FastPath::half_single) {
+        throw Error("fast assign: the single-product kernel does not leave a point's own row out");
     }
     const HalfOperands& h = args.half;
     HalfAssignArgs fast;
@@ -349,6 +349,7 @@ void launch_fast(const AssignArgs& args, cudaStream_t stream) {
     }
     fast.n = args.n;
     fast.m = args.m;
+    fast.exclude_self = args.exclude_self;
     fast.stride = half_stride(args.d);
     fast.scale = std::ldexp(1.0f, 1 - 2 * h.exponent);
     fast.splits = args.plan.splits;

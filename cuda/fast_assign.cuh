@@ -72,6 +72,7 @@ struct HalfAssignArgs {
     PriorArgs prior;
     std::size_t n = 0;
     std::size_t m = 0;
+    bool exclude_self = false;  // point i may not take anchor i (two and three products)
     int stride = 0;       // half_stride(d)
     float scale = 0.0f;   // 2^(1 - 2 exponent): turns a scaled dot product into 2 x.c, exactly
     int splits = 1;

@@ -333,6 +333,19 @@ __global__ void __launch_bounds__(kThreads, 1)
             acc[e] *= -a.scale;
         }
         const std::size_t first_col = col0 + my_col;
+        if (a.exclude_self && col0 < row0 + kTile && row0 < col0 + kTile) {
+            // A point's own column (the points are the anchors) is +inf, which no list takes.
+#pragma unroll
+            for (int o = 0; o < kOwnedRows; ++o) {
+                const std::size_t row = row0 + row_of(o);
+#pragma unroll
+                for (int e = 0; e < kOwnedValues; ++e) {
+                    if (first_col + (e / 2) * 8 + e % 2 == row) {
+                        acc[(e / 2) * 4 + o * 2 + e % 2] = CUDART_INF_F;
+                    }
+                }
+            }
+        }
 #pragma unroll
         for (int o = 0; o < kOwnedRows; ++o) {
             offer_fragment_row(acc, o, first_col, window[o], limit[o], &row_bound[row_of(o)], top[o]);

@@ -569,18 +569,26 @@ TEST_CASE("cuda: nearest_anchors of all anchors, and of some, matches nearest_ro
     }
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
-    std::mt19937_64 rng(run_seed);
-    const Matrix anchors = duplicated_points(300, 100, rng);
+    // All anchors in order go through the tensor cores' three products (float16 operands) with the
+    // anchors' own columns left out, over one tile and over several with a part tile at the end;
+    // under bfloat16 storage, and for any other list, through the float32 kernel.
+    const auto [count, d, storage] = GENERATE(std::tuple<std::size_t, std::size_t, PointStorage>{300, 100, PointStorage::f32},
+                                              std::tuple<std::size_t, std::size_t, PointStorage>{1100, 784, PointStorage::f32},
+                                              std::tuple<std::size_t, std::size_t, PointStorage>{300, 100, PointStorage::bf16});
+    INFO(count << " anchors, d " << d << ", storage " << storage_name(storage));
+    std::mt19937_64 rng(run_seed ^ (count * 1009 + d));
+    const Held h = held(duplicated_points(count, d, rng), storage);
+    const Matrix& anchors = h.points;
     auto gpu = make_cuda_backend(0);
-    gpu->upload_points(anchors, {});
+    gpu->upload_points(anchors, h.setup);
     gpu->upload_anchors(anchors);
     std::vector<std::uint32_t> all(anchors.rows);
     std::iota(all.begin(), all.end(), 0u);
-    // All anchors in order use the device's anchors in place; any other list goes through a copy.
     std::vector<std::uint32_t> some;
     for (std::uint32_t j = 0; j < anchors.rows; j += 3) {
         some.push_back(j);
     }
+    const NearestRows cpu = make_cpu_backend(0)->nearest_rows(anchors);
     for (const auto& live : {all, some}) {
         INFO(live.size() << " listed");
         const NearestRows got = gpu->nearest_anchors(live);
@@ -588,6 +596,13 @@ TEST_CASE("cuda: nearest_anchors of all anchors, and of some, matches nearest_ro
         CHECK(got.index == want.index);
         CHECK(got.distance == want.distance);
     }
+    const NearestRows got = gpu->nearest_anchors(all);
+    CHECK(got.index == cpu.index);
+    std::size_t far = 0;
+    for (std::size_t r = 0; r < count; ++r) {
+        far += close(got.distance[r], cpu.distance[r], 1e-12, 0.0) ? 0 : 1;
+    }
+    CHECK(far == 0);
 }
 
 TEST_CASE("cuda: upload_anchor_rows changes only the listed rows", "[gpu][backend][quick]") {
