@@ -567,13 +567,9 @@ private:
             args.anchor_norms = anchor_norms_.data();
             args.max_anchor_norm_bits = max_anchor_norm_bits_.data();
             args.path = cuda::FastPath::half_split;
-            args.half.type = cuda::HalfType::f16;
-            args.half.exponent = points_.exponent();
+            args.half = anchor_operands();
             args.half.point_head = anchor_head_.data();
             args.half.point_tail = anchor_tail_.data();
-            args.half.anchor_head = anchor_head_.data();
-            args.half.anchor_tail = anchor_tail_.data();
-            args.half.anchor_flags = anchor_flags_.data();
         } else {
             CUDA_CHECK(cudaMemsetAsync(k.max_norm_bits.data(), 0, k.max_norm_bits.bytes(), s));
             cuda::launch_squared_norms(rows_view, count, dim(), k.norms.data(), k.max_norm_bits.data(), s);
@@ -902,6 +898,19 @@ private:
         return (generation_ << 3) | (static_cast<std::uint64_t>(fast_path_) << 1) | (repair ? 1 : 0);
     }
 
+    // The anchors' side of the 16-bit operands (queue_anchor_operands), in the points' type and scale.
+    cuda::HalfOperands anchor_operands() const {
+        cuda::HalfOperands half;
+        half.type = points_.half_type();
+        half.exponent = points_.exponent();
+        half.anchor_head = anchor_head_.data();
+        half.anchor_tail = anchor_tail_.data();
+        half.anchor_flags = anchor_flags_.data();
+        half.anchor_head_norms = anchor_head_norms_.data();
+        half.anchor_head_maxima = anchor_head_maxima_.data();
+        return half;
+    }
+
     cuda::AssignArgs assign_args(bool repair) {
         cuda::AssignArgs args;
         args.points = points_.rows();
@@ -913,15 +922,9 @@ private:
         args.m = m_;
         args.d = dim();
         args.path = fast_path_;
-        args.half.type = points_.half_type();
-        args.half.exponent = points_.exponent();
+        args.half = anchor_operands();
         args.half.point_head = points_.head();
         args.half.point_tail = points_.tail();
-        args.half.anchor_head = anchor_head_.data();
-        args.half.anchor_tail = anchor_tail_.data();
-        args.half.anchor_flags = anchor_flags_.data();
-        args.half.anchor_head_norms = anchor_head_norms_.data();
-        args.half.anchor_head_maxima = anchor_head_maxima_.data();
         args.half.point_head_norms = points_.head_norms();
         args.half.point_roundings = points_.roundings();
         args.repair = repair;
