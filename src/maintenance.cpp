@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace vlattice {
 
@@ -51,9 +53,27 @@ std::vector<std::size_t> order_by(const std::vector<double>& keys, bool descendi
     return order;
 }
 
-std::vector<std::size_t> order_by(const std::vector<double>& keys, bool descending) {
-    return order_by(keys, descending, [](std::size_t) { return true; });
-}
+// The indices in increasing keys[j], ties by index, handed out one at a time: a pass takes only a
+// few of them, and sorting all of them first cost ~0.07 ms at 1,024 anchors.
+class CheapestFirst {
+public:
+    explicit CheapestFirst(const std::vector<double>& keys) {
+        heap_.reserve(keys.size());
+        for (std::size_t j = 0; j < keys.size(); ++j) {
+            heap_.emplace_back(keys[j], j);
+        }
+        std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+    }
+    bool empty() const { return heap_.empty(); }
+    std::size_t top() const { return heap_.front().second; }
+    void pop() {
+        std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+        heap_.pop_back();
+    }
+
+private:
+    std::vector<std::pair<double, std::size_t>> heap_;
+};
 
 class Maintenance {
 public:
@@ -155,9 +175,8 @@ public:
         const std::vector<std::size_t> flagged = order_by(sse_, true, [&](std::size_t j) {
             return !touched_[j] && (count_[j] > count_limit || (variance_limit > 0 && variance_[j] > variance_limit));
         });
-        const std::vector<MemberSplit> splits = split_many(flagged);
-        const std::vector<std::size_t> victims = flagged.empty() ? std::vector<std::size_t>{} : order_by(removal_cost, false);
-        std::size_t next_victim = 0;
+        std::vector<MemberSplit> splits = split_many(flagged);
+        CheapestFirst victims(removal_cost);
         for (std::size_t t = 0; t < flagged.size(); ++t) {
             const std::size_t j = flagged[t];
             if (touched_[j]) {
@@ -166,15 +185,14 @@ public:
             // A split gains at most the anchor's whole squared error: when even the cheapest removal
             // costs more, no flagged anchor from here on (their errors are smaller) can pay for a slot.
             if (free_.empty()) {
-                while (next_victim < victims.size() &&
-                       (touched_[victims[next_victim]] || victims[next_victim] == j)) {
-                    ++next_victim;
+                while (!victims.empty() && (touched_[victims.top()] || victims.top() == j)) {
+                    victims.pop();
                 }
-                if (next_victim == victims.size() || !(removal_cost[victims[next_victim]] < sse_[j])) {
+                if (victims.empty() || !(removal_cost[victims.top()] < sse_[j])) {
                     break;
                 }
             }
-            const MemberSplit& split = splits[t];
+            MemberSplit& split = splits[t];
             if (!split.ok) {
                 continue;
             }
@@ -183,12 +201,13 @@ public:
                 slot = *free_.begin();
                 free_.erase(free_.begin());
             } else {
-                if (!(removal_cost[victims[next_victim]] < gain_of(j, split))) {
+                if (!(removal_cost[victims.top()] < gain_of(j, split))) {
                     continue;
                 }
-                slot = victims[next_victim++];
+                slot = victims.top();
+                victims.pop();
             }
-            apply(j, slot, split);
+            apply(j, slot, std::move(split));
             ++result_.split;
         }
     }
@@ -209,14 +228,14 @@ public:
                     batch.push_back(j);
                 }
             }
-            const std::vector<MemberSplit> splits = split_many(batch);
+            std::vector<MemberSplit> splits = split_many(batch);
             for (std::size_t t = 0; t < batch.size() && !free_.empty(); ++t) {
                 if (!splits[t].ok) {
                     continue;
                 }
                 const std::size_t slot = *free_.begin();
                 free_.erase(free_.begin());
-                apply(batch[t], slot, splits[t]);
+                apply(batch[t], slot, std::move(splits[t]));
                 ++result_.reseeded;
             }
         }
@@ -243,9 +262,10 @@ private:
         return (split.before - split.after) * count_[j] / static_cast<double>(split.rows);
     }
 
-    void apply(std::size_t j, std::size_t slot, const MemberSplit& split) {
-        rewritten_[j] = split.left;
-        rewritten_[slot] = split.right;
+    // The split's centres move into the rows that finish() hands back.
+    void apply(std::size_t j, std::size_t slot, MemberSplit&& split) {
+        rewritten_[j] = std::move(split.left);
+        rewritten_[slot] = std::move(split.right);
         touched_[j] = true;
         touched_[slot] = true;
     }
