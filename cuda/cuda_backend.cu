@@ -608,7 +608,7 @@ private:
         return out;
     }
 
-    // Buffers of nearest_rows, grown on demand and kept for the next maintenance.
+    // Buffers of nearest_rows, made with the anchors' for all of them and grown on demand.
     struct NearestScratch {
         DeviceBuffer<float> rows;  // nearest_rows' rows, uploaded
         DeviceBuffer<float> norms;
@@ -620,6 +620,11 @@ private:
         DeviceBuffer<double> distance;
         DeviceBuffer<double> block_sums;
 
+        static void add_footprint(Footprint& need, std::size_t count, std::size_t candidate_count,
+                                  std::size_t block_count) {
+            need.add<float>(count).add<std::uint32_t>(count).add<std::uint32_t>(count).add<double>(count);
+            need.add<cuda::Candidate>(candidate_count).add<double>(block_count);
+        }
         void reserve(std::size_t count, std::size_t candidate_count, std::size_t block_count) {
             if (chosen.size() < count) {
                 norms = DeviceBuffer<float>(count);
@@ -640,8 +645,8 @@ private:
         }
     };
 
-    // Buffers of split_members, grown on demand and kept for the next maintenance: allocating and
-    // freeing them on every call cost about 14 us a buffer, a sixth of a 2-means pass at (a).
+    // Buffers of split_members, made with the anchors' and grown on demand: allocating and freeing
+    // them on every call cost about 14 us a buffer, a sixth of a 2-means pass at (a).
     struct SplitScratch {
         DeviceBuffer<float> means;    // per listed anchor, d
         DeviceBuffer<float> centres;  // per listed anchor, 2 d
@@ -652,6 +657,11 @@ private:
         DeviceBuffer<float> distances;  // per member of a piece, 2
         DeviceBuffer<signed char> sides;
 
+        static void add_footprint(Footprint& need, std::size_t count, std::size_t d, std::size_t rows) {
+            need.add<float>(count * d).add<float>(count * 2 * d).add<double>(count * 2).add<int>(count);
+            need.add<double>(count * 2 * d).add<int>(count * 2 * cuda::kTwoMeansBlocks);
+            need.add<float>(2 * rows).add<signed char>(rows);
+        }
         void reserve_anchors(std::size_t count, std::size_t d) {
             if (ok.size() < count || means.size() < count * d) {
                 means = {};
@@ -855,6 +865,15 @@ private:
         need.add<std::uint32_t>(m).add<std::uint32_t>(m).add<double>(m).add<double>(m * d).add<std::uint32_t>(m + 1);
         need.add<double>(chunks * d).add<double>(chunks).add<float>(m * d).add<std::uint32_t>(m).add<std::uint32_t>(m);
         need.add<unsigned char>(temp_bytes);
+        // Maintenance's buffers come now, so that its first pass allocates none: the nearest anchors of
+        // all, and the 2-means of an eighth of the anchors at once (a pass lists fewer as a rule) with
+        // the rows of a whole gathered piece.
+        const cuda::AssignPlan nearest_plan = cuda::plan_assign(m, m, dim(), gpu_shape_);
+        const std::size_t nearest_candidates = static_cast<std::size_t>(nearest_plan.splits) * m;
+        const std::size_t split_anchors = cuda::ceil_div(m, std::size_t{8});
+        const std::size_t split_rows = std::min(n_, gather_floats_ / d);
+        NearestScratch::add_footprint(need, m, nearest_candidates, cuda::distance_block_count(m));
+        SplitScratch::add_footprint(need, split_anchors, d, split_rows);
         check_fits(need.bytes(), std::to_string(m) + " anchors of dimension " + std::to_string(d) + " for " +
                                      std::to_string(n_) + " points");
 
@@ -882,6 +901,9 @@ private:
         member_slot_ = DeviceBuffer<std::uint32_t>(m);
         kept_offsets_ = DeviceBuffer<std::uint32_t>(m + 1);
         temp_ = DeviceBuffer<unsigned char>(temp_bytes);
+        nearest_scratch_.reserve(m, nearest_candidates, cuda::distance_block_count(m));
+        split_scratch_.reserve_anchors(split_anchors, d);
+        split_scratch_.reserve_rows(split_rows);
         plan_ = plan;
         m_ = m;
     }
