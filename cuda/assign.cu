@@ -264,13 +264,18 @@ AssignPlan plan_assign(std::size_t n, std::size_t m, int d, const GpuShape& gpu)
     const auto multiprocessors = static_cast<std::size_t>(std::max(gpu.multiprocessors, 1));
     std::size_t wanted = ceil_div(2 * multiprocessors, point_tiles);
     if (const int stride = half_stride(d); stride > kKeptRowValues) {
-        // A block per multiprocessor, of kSinglePoints rows of 16-bit values; the single-product
-        // kernel numbers its blocks so that a point tile's splits run side by side (the other fast
-        // kernels just get the extra splits, which they merge like any others). Half of L2 gave 3
-        // splits where there was 1 at Fashion-MNIST (assign 0.457 -> 0.425 ms) and at 1M x 768 with
-        // 16,384 anchors (85.9 -> 78.1); all of L2, 2 splits, 0.413 and 85.9.
+        // The point rows that the running blocks stream, a block per multiprocessor of kSinglePoints
+        // rows of 16-bit values, should fit in the part of L2 that the anchors leave, and at least
+        // in half of it; the single-product kernel numbers its blocks so that a point tile's splits
+        // run side by side (the other fast kernels just get the extra splits, which they merge like
+        // any others). Half of L2 gave 3 splits where there was 1 at Fashion-MNIST (assign 0.457 ->
+        // 0.425 ms) and at 1M x 768 with 16,384 anchors (85.9 -> 78.1); all of L2, 2 splits, 0.413
+        // and 85.9: Fashion-MNIST's 1,024 anchors (1.6 MB of heads) leave L2 to the rows, 1M x 768's
+        // 16,384 (25 MB) half of it.
         const std::size_t rows_bytes = multiprocessors * kSinglePoints * 2 * static_cast<std::size_t>(stride);
-        wanted = std::max(wanted, ceil_div(rows_bytes, std::max<std::size_t>(gpu.l2_bytes / 2, 1)));
+        const std::size_t anchor_bytes = m * 2 * static_cast<std::size_t>(stride);
+        const std::size_t room = gpu.l2_bytes > anchor_bytes ? gpu.l2_bytes - anchor_bytes : 0;
+        wanted = std::max(wanted, ceil_div(rows_bytes, std::max<std::size_t>({room, gpu.l2_bytes / 2, 1})));
     }
     std::size_t splits = std::clamp<std::size_t>(wanted, 1, std::max<std::size_t>(anchor_tiles, 1));
     const std::size_t tiles_per_split = ceil_div(anchor_tiles, splits);
