@@ -43,6 +43,17 @@ public:
         key_ = key;
     }
 
+    // Captures the graph for `key` without running the work, so that the first run() with that key
+    // replays it: for work known ahead, captured while the device is busy with something else.
+    template <class Work>
+    void prepare(cudaStream_t stream, std::uint64_t key, Work&& work) {
+        if (sync_after_launch() || (exec_ != nullptr && key == key_)) {
+            return;
+        }
+        capture(stream, work);
+        key_ = key;
+    }
+
     void reset() {
         if (exec_ != nullptr) {
             cudaGraphExecDestroy(exec_);
