@@ -118,6 +118,17 @@ TEST_CASE("an anchor far above the mean count is split into the cheapest anchor'
     CHECK(r.changed_rows == std::vector<std::uint32_t>{0, 3});
 }
 
+TEST_CASE("of anchors that cost the same to remove, the split takes the lowest index's slot", "[maintenance]") {
+    // Anchors 2 and 3 are each other's nearest, 3 apart, with 2 members each: both cost 18.
+    Matrix anchors = rows({{0, 0}, {100, 0}, {0, 100}, {0, 103}, {100, 100}});
+    const AnchorStats stats = stats_of({1000, 20, 2, 2, 20}, {25.0, 1.0, 1.0, 1.0, 1.0});
+    AnnealConfig config;
+    config.merge_factor = 0.0;
+    const MaintenanceResult r = maintain_here(anchors, stats, config, each(two_blobs));
+    CHECK(r.split == 1);
+    CHECK(r.changed_rows == std::vector<std::uint32_t>{0, 2});
+}
+
 TEST_CASE("anchors whose members are all one point are left alone", "[maintenance]") {
     Matrix anchors = rows({{1, 1}, {2, 2}});
     const Matrix before = anchors;
