@@ -34,20 +34,19 @@ public:
             work();
             return;
         }
-        if (exec_ != nullptr && key == key_) {
+        if (holds(key)) {
             CUDA_CHECK(cudaGraphLaunch(exec_, stream));
             return;
         }
         work();
-        capture(stream, work);
-        key_ = key;
+        prepare(stream, key, work);
     }
 
     // Captures the graph for `key` without running the work, so that the first run() with that key
     // replays it: for work known ahead, captured while the device is busy with something else.
     template <class Work>
     void prepare(cudaStream_t stream, std::uint64_t key, Work&& work) {
-        if (sync_after_launch() || (exec_ != nullptr && key == key_)) {
+        if (sync_after_launch() || holds(key)) {
             return;
         }
         capture(stream, work);
@@ -62,6 +61,8 @@ public:
     }
 
 private:
+    bool holds(std::uint64_t key) const { return exec_ != nullptr && key == key_; }
+
     template <class Work>
     void capture(cudaStream_t stream, Work&& work) {
         reset();
