@@ -1,7 +1,8 @@
-// Writes two clusters to HDF5, reads them back and fits two anchors: the HDF5 round trip makes the
-// link need HDF5's static archive, and the fit needs BLAS and OpenMP.
+// Writes two clusters to HDF5, reads them back and fits two anchors where `--device auto` would: the
+// HDF5 round trip makes the link need HDF5's static archive, the fit BLAS and OpenMP, and the choice
+// of device the CUDA runtime when the library was built with the GPU backend.
 #include <vlattice/anneal.hpp>
-#include <vlattice/cpu_backend.hpp>
+#include <vlattice/device.hpp>
 #include <vlattice/io.hpp>
 
 #include <iostream>
@@ -17,8 +18,8 @@ int main(int argc, char** argv) {
     const vlattice::Matrix read = vlattice::read_vectors(argv[1]);
     vlattice::AnnealConfig config;
     config.anchors = 2;
-    const auto backend = vlattice::make_cpu_backend(1);
-    const vlattice::FitResult result = vlattice::fit(read, config, *backend);
+    const vlattice::BackendChoice device = vlattice::make_backend(vlattice::DeviceKind::automatic, 0, 1);
+    const vlattice::FitResult result = vlattice::fit(read, config, *device.backend);
     std::cout << read.rows << " x " << read.cols << ", " << result.anchors.rows << " anchors, energy "
               << result.energy << '\n';
 }
