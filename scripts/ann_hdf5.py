@@ -14,6 +14,7 @@ import h5py
 import numpy as np
 
 import fashion_mnist
+from mixture import gaussian_mixture
 
 DEFAULT_FASHION = os.path.join(fashion_mnist.DEFAULT_OUT, "fashion-mnist-784-euclidean.hdf5")
 
@@ -53,13 +54,6 @@ def write_ann_hdf5(path, train, test, k):
             f.attrs["point_type"] = "float"
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fashion_mnist.replace(path, write)
-
-
-def gaussian_mixture(n, d, clusters, seed):
-    """The peers' synthetic set (../shared/bench/peer_torch_kmeans.py): centres of spread 4, unit noise."""
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(clusters, d)).astype(np.float32) * 4
-    return centres[rng.integers(0, clusters, n)] + rng.normal(size=(n, d)).astype(np.float32)
 
 
 def positive(text):

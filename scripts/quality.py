@@ -1,7 +1,7 @@
 """scripts/quality: vlattice's rate-distortion table and plot beside FAISS's codecs.
 
 For each budget vlattice compresses the `train` set (`--target-ratio`), decodes it, and is scored
-exactly as ../shared/bench/peer_faiss_cpu.py scores FAISS: reconstruction MSE over the train set and
+exactly as scripts/faiss_peer.py scores FAISS: reconstruction MSE over the train set and
 10-recall@10 of exhaustive float32 search over the reconstruction for the first --queries `test`
 vectors, against exhaustive search over the originals. vlattice's own IVF search (`vlattice query`
 at --nprobe) adds its recall and queries per second. Code bytes per vector count what every vector
@@ -11,9 +11,16 @@ and metadata.
 """
 import argparse, json, os, subprocess, sys, time
 
-import faiss
-import h5py
-import numpy as np
+# Everything the run needs is checked before the first job: a missing package found after minutes of
+# compressing would throw the work away.
+try:
+    import faiss
+    import h5py
+    import matplotlib
+    import numpy as np
+except ImportError as missing:
+    sys.exit(f"quality: Python module '{missing.name}' is missing; install python3-faiss, python3-h5py, "
+             "python3-matplotlib and python3-numpy (scripts/setup --bench does)")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,11 +56,14 @@ def main():
     ap.add_argument('--queries', type=int, default=1000)
     ap.add_argument('--device', default='auto')
     ap.add_argument('--out', default='quality-out')
-    ap.add_argument('--faiss-json', help='reuse the JSON lines of an earlier peer_faiss_cpu.py codecs run')
+    ap.add_argument('--faiss-json', help='reuse the JSON lines of an earlier scripts/faiss_peer.py codecs run')
     a = ap.parse_args()
 
     vlattice = os.environ.get('VLATTICE_BIN', os.path.join(ROOT, 'build/vlattice'))
-    peers = os.environ.get('VLATTICE_PEERS', os.path.join(ROOT, '../shared/bench'))
+    if not os.access(vlattice, os.X_OK):
+        sys.exit(f"quality: no vlattice binary at {vlattice}; build it (scripts/setup) or set VLATTICE_BIN")
+    if a.faiss_json and not os.path.isfile(a.faiss_json):
+        sys.exit(f"quality: --faiss-json {a.faiss_json}: no such file")
     if not os.path.exists(a.data):
         run([os.path.join(ROOT, 'scripts/ann-hdf5'), 'fashion-mnist', a.data])
     os.makedirs(a.out, exist_ok=True)
@@ -98,7 +108,8 @@ def main():
     if a.faiss_json:
         lines = open(a.faiss_json).read().splitlines()
     else:
-        lines = run(['/usr/bin/python3', os.path.join(peers, 'peer_faiss_cpu.py'), 'codecs', '--input', a.data]).splitlines()
+        lines = run(['/usr/bin/python3', os.path.join(ROOT, 'scripts/faiss_peer.py'), 'codecs', '--input', a.data,
+                     '--queries', str(a.queries)]).splitlines()
     for line in lines:
         r = json.loads(line)
         rows.append({'tool': 'FAISS', 'setting': r['codec'], 'bytes_per_vector': r['bytes_per_vector'],
@@ -121,7 +132,6 @@ def main():
     with open(os.path.join(a.out, 'quality.json'), 'w') as f:
         json.dump({'data': a.data, 'n': n, 'd': d, 'queries': len(q), 'rows': rows}, f, indent=2)
 
-    import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4.5))
