@@ -198,7 +198,7 @@ TEST_CASE("batch: a setting that would stop a later job is refused before the fi
     refused(R"({"file": "x.hdf5", "name": "second", "device": "tpu"})", "",
             "job 2 (" + dir.path("x.hdf5") + "): --device: expected auto, cpu or cuda, got 'tpu'");
     refused(R"({"file": "x.hdf5", "name": "second", "metric": "hamming"})", "",
-            "job 2 (" + dir.path("x.hdf5") + "): metric: expected 'l2' or 'angular', got 'hamming'");
+            "job 2 (" + dir.path("x.hdf5") + "): metric: expected 'l2', 'angular' or 'ip', got 'hamming'");
     refused(R"({"file": "x.hdf5", "name": "second", "bits": 4})", " --target-ratio 10%",
             "job 2 (" + dir.path("x.hdf5") + "): the manifest's \"bits\" and the --target-bytes/--target-ratio");
     refused(R"({"file": "x.hdf5", "name": "second"})", " --bits 3", "--bits must be 0, 2, 4 or 8, got 3");
@@ -212,7 +212,7 @@ TEST_CASE("batch: a setting that would stop a later job is refused before the fi
                                          kRun + " --metric hamming");
     INFO(metric.output);
     CHECK(metric.exit_code == 2);
-    CHECK_THAT(metric.output, Contains("metric: expected 'l2' or 'angular', got 'hamming'") && !Contains("job "));
+    CHECK_THAT(metric.output, Contains("metric: expected 'l2', 'angular' or 'ip', got 'hamming'") && !Contains("job "));
 }
 
 TEST_CASE("batch: killed in the middle of a job, then re-run, completes with every output verifying", "[cli][batch]") {
