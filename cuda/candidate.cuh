@@ -85,16 +85,6 @@ __device__ __forceinline__ void offer_below(float bound, const Value& value, con
     }
 }
 
-// A float as an unsigned whose order is the float's (negative values included), so that atomicMin
-// on shared memory can keep the least `next` of the lists of one row.
-__device__ __forceinline__ unsigned ordered_bits(float value) {
-    const unsigned bits = __float_as_uint(value);
-    return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
-}
-__device__ __forceinline__ float from_ordered_bits(unsigned bits) {
-    return __uint_as_float((bits & 0x80000000u) != 0 ? bits & 0x7fffffffu : ~bits);
-}
-
 // The two lists cover disjoint anchors: what either left out is no smaller than its `next`.
 __device__ __forceinline__ void merge(Candidate& into, const Candidate& other) {
 #pragma unroll

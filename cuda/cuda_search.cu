@@ -3,6 +3,7 @@
 #include "vlattice/cuda_search.hpp"
 
 #include "member_lists.hpp"
+#include "search_scores.hpp"
 
 #include "device_buffer.hpp"
 #include "device_codes.cuh"
@@ -32,6 +33,7 @@ Neighbors search_cuda(const VlatFile& file, const Matrix& queries, const SearchO
     out.ids.assign(queries.rows * k, -1);
     out.distances.assign(queries.rows * k, std::numeric_limits<float>::infinity());
     if (queries.rows == 0 || nprobe == 0 || lists.members.empty()) {
+        scores_to_distances(out, file.metric);
         return out;  // nothing to visit
     }
 
@@ -50,6 +52,7 @@ Neighbors search_cuda(const VlatFile& file, const Matrix& queries, const SearchO
     data.members = members.data();
     data.nprobe = nprobe;
     data.k = k;
+    data.inner_product = file.metric == Metric::ip;
 
     const std::size_t batch = std::min(queries.rows, cuda::search_batch_queries(m, d, k));
     cuda::DeviceBuffer<float> batch_queries(batch * d);
@@ -67,6 +70,7 @@ Neighbors search_cuda(const VlatFile& file, const Matrix& queries, const SearchO
                                    cudaMemcpyDeviceToHost, s));
         stream.synchronize();
     }
+    scores_to_distances(out, file.metric);
     return out;
 }
 

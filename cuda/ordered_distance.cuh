@@ -1,8 +1,8 @@
-// src/numeric.hpp's ordered_squared_distance on the device, rounding for rounding, by the 16 threads
-// of a half warp: thread l is lane l (coordinates l, l + 16, ..., in turn), and the shuffles add the
-// lanes in the same tree. Float, with separate multiplies and adds (no fused multiply-add). The
-// shuffles span the whole warp, so both of its half warps must call together; every thread of the
-// half warp returns the result.
+// src/numeric.hpp's ordered_squared_distance and ordered_dot on the device, rounding for rounding,
+// by the 16 threads of a half warp: thread l is lane l (coordinates l, l + 16, ..., in turn), and
+// the shuffles add the lanes in the same tree. Float, with separate multiplies and adds (no fused
+// multiply-add). The shuffles span the whole warp, so both of its half warps must call together;
+// every thread of the half warp returns the result.
 #pragma once
 
 #include "decoded_row.cuh"
@@ -14,13 +14,13 @@ constexpr int kDistanceLanes = 16;  // as in src/numeric.hpp
 
 namespace detail {
 
-// Coordinate k of the second operand is second(k), so that it may be decoded on the fly.
-template <class Second>
-__device__ inline float ordered_squared_distance(const float* __restrict__ a, const Second& second, int d, int l) {
+// sum_k term(a[k], second(k)) in the lanes and the tree. Coordinate k of the second operand is
+// second(k), so that it may be decoded on the fly.
+template <class Term, class Second>
+__device__ inline float ordered_lane_sum(const float* __restrict__ a, const Second& second, int d, int l, Term term) {
     float sum = 0.0f;
     for (int k = l; k < d; k += kDistanceLanes) {
-        const float diff = __fsub_rn(a[k], second(k));
-        sum = __fadd_rn(sum, __fmul_rn(diff, diff));
+        sum = __fadd_rn(sum, term(a[k], second(k)));
     }
 #pragma unroll
     for (int width = kDistanceLanes / 2; width > 0; width /= 2) {
@@ -28,6 +28,27 @@ __device__ inline float ordered_squared_distance(const float* __restrict__ a, co
         sum = __fadd_rn(sum, __shfl_down_sync(kFullMask, sum, width, kDistanceLanes));
     }
     return __shfl_sync(kFullMask, sum, 0, kDistanceLanes);
+}
+
+struct SquaredDifference {
+    __device__ float operator()(float x, float y) const {
+        const float diff = __fsub_rn(x, y);
+        return __fmul_rn(diff, diff);
+    }
+};
+
+struct Product {
+    __device__ float operator()(float x, float y) const { return __fmul_rn(x, y); }
+};
+
+template <class Second>
+__device__ inline float ordered_squared_distance(const float* __restrict__ a, const Second& second, int d, int l) {
+    return ordered_lane_sum(a, second, d, l, SquaredDifference{});
+}
+
+template <class Second>
+__device__ inline float ordered_dot(const float* __restrict__ a, const Second& second, int d, int l) {
+    return ordered_lane_sum(a, second, d, l, Product{});
 }
 
 struct StoredRow {
@@ -45,6 +66,15 @@ __device__ inline float ordered_squared_distance(const float* __restrict__ a, co
 // Against a reconstruction: the CPU's ordered_squared_distance(a, decode_row(...)), without storing it.
 __device__ inline float ordered_squared_distance(const float* __restrict__ a, const DecodedRow& b, int d, int l) {
     return detail::ordered_squared_distance(a, b, d, l);
+}
+
+__device__ inline float ordered_dot(const float* __restrict__ a, const float* __restrict__ b, int d, int l) {
+    return detail::ordered_dot(a, detail::StoredRow{b}, d, l);
+}
+
+// Against a reconstruction: the CPU's ordered_dot(a, decode_row(...)), without storing it.
+__device__ inline float ordered_dot(const float* __restrict__ a, const DecodedRow& b, int d, int l) {
+    return detail::ordered_dot(a, b, d, l);
 }
 
 // work(row, valid, lane) for rows [0, count), one half warp per row: half warp h of `half_warps`

@@ -18,11 +18,11 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kHalfWarpsPerBlock = kThreads / kDistanceLanes;
 
-__device__ __forceinline__ std::uint64_t sort_key(float distance, std::uint32_t id) {
-    return static_cast<std::uint64_t>(__float_as_uint(distance)) << 32 | id;
+__device__ __forceinline__ std::uint64_t sort_key(float score, std::uint32_t id) {
+    return static_cast<std::uint64_t>(ordered_bits(score)) << 32 | id;
 }
-__device__ __forceinline__ float key_distance(std::uint64_t key) {
-    return __uint_as_float(static_cast<unsigned>(key >> 32));
+__device__ __forceinline__ float key_score(std::uint64_t key) {
+    return from_ordered_bits(static_cast<unsigned>(key >> 32));
 }
 __device__ __forceinline__ std::uint32_t key_id(std::uint64_t key) {
     return static_cast<std::uint32_t>(key);
@@ -35,6 +35,18 @@ __device__ __forceinline__ std::size_t half_warp_index() {
     return static_cast<std::size_t>(blockIdx.x) * kHalfWarpsPerBlock + threadIdx.x / kDistanceLanes;
 }
 
+// The CPU's score (src/search.cpp) against row, by the half warp: both half warps of a warp must call.
+template <class Row>
+__device__ __forceinline__ float score(const float* __restrict__ query, const Row& row, int d, int l,
+                                       bool inner_product) {
+    if (inner_product) {
+        // src/search_scores.hpp's inner_product_score.
+        const float dot = ordered_dot(query, row, d, l);
+        return isnan(dot) ? CUDART_INF_F : __fsub_rn(0.0f, dot);
+    }
+    return ordered_squared_distance(query, row, d, l);
+}
+
 unsigned blocks_for(std::size_t threads) {
     return static_cast<unsigned>(ceil_div(threads, kThreads));
 }
@@ -42,18 +54,18 @@ unsigned half_warp_blocks(std::size_t items) {
     return static_cast<unsigned>(ceil_div(items, kHalfWarpsPerBlock));
 }
 
-// keys[q * m + j] <- (distance from query q to anchor j, j), a half warp per pair.
+// keys[q * m + j] <- (score of query q against anchor j, j), a half warp per pair.
 __global__ void probe_keys_kernel(const float* __restrict__ queries, std::size_t count,
-                                  const float* __restrict__ anchors, std::size_t m, int d,
+                                  const float* __restrict__ anchors, std::size_t m, int d, bool inner_product,
                                   std::uint64_t* __restrict__ keys) {
     const std::size_t pairs = count * m;
     const std::size_t p = half_warp_index();
     const int l = threadIdx.x % kDistanceLanes;
     // Past the end: pair 0, so that every thread reaches the shuffles.
     const std::size_t pair = p < pairs ? p : 0;
-    const float distance = ordered_squared_distance(queries + pair / m * d, anchors + pair % m * d, d, l);
+    const float value = score(queries + pair / m * d, anchors + pair % m * d, d, l, inner_product);
     if (p < pairs && l == 0) {
-        keys[p] = sort_key(distance, static_cast<std::uint32_t>(pair % m));
+        keys[p] = sort_key(value, static_cast<std::uint32_t>(pair % m));
     }
 }
 
@@ -116,7 +128,7 @@ struct Candidate {
     std::size_t query;  // in the batch
     std::uint32_t anchor;
     std::uint32_t id;
-    float anchor_distance;
+    float anchor_score;
 };
 
 // The part's candidate c belongs to the last slot whose offset is <= base + c (empty slots share
@@ -137,33 +149,33 @@ __device__ Candidate locate(const Part& part, std::size_t c) {
     const std::uint64_t probe = part.probes[query * part.m + lo % part.nprobe];
     const std::uint32_t anchor = key_id(probe);
     const std::size_t member = part.start[anchor] + static_cast<std::size_t>(g - part.slot_offsets[lo]);
-    return {query, anchor, part.members[member], key_distance(probe)};
+    return {query, anchor, part.members[member], key_score(probe)};
 }
 
-// Without codes a vector's reconstruction is its anchor, and so is its distance.
+// Without codes a vector's reconstruction is its anchor, and so is its score.
 __global__ void anchor_keys_kernel(Part part, std::uint64_t* __restrict__ keys) {
     const std::size_t c = thread_index();
     if (c < part.total) {
         const Candidate x = locate(part, c);
-        keys[c] = sort_key(x.anchor_distance, x.id);
+        keys[c] = sort_key(x.anchor_score, x.id);
     }
 }
 
 // A half warp per candidate, against its reconstruction decoded on the fly.
 __global__ void decoded_keys_kernel(Part part, CodesView codes, const float* __restrict__ queries,
-                                    std::uint64_t* __restrict__ keys) {
+                                    bool inner_product, std::uint64_t* __restrict__ keys) {
     const std::size_t c = half_warp_index();
     const int l = threadIdx.x % kDistanceLanes;
     // Past the end: candidate 0, so that every thread reaches the shuffles.
     const Candidate x = locate(part, c < part.total ? c : 0);
-    const float distance =
-        ordered_squared_distance(queries + x.query * codes.d, codes.row(x.anchor, x.id), codes.d, l);
+    const float value = score(queries + x.query * codes.d, codes.row(x.anchor, x.id), codes.d, l, inner_product);
     if (c < part.total && l == 0) {
-        keys[c] = sort_key(distance, x.id);
+        keys[c] = sort_key(value, x.id);
     }
 }
 
-// Row s of ids and distances <- the first k keys of sorted segment s, then -1 and +infinity.
+// Row s of ids and distances <- the first k keys of sorted segment s (ids and scores), then -1 and
+// +infinity.
 __global__ void take_kernel(const std::uint64_t* __restrict__ sorted, const std::int64_t* __restrict__ segments,
                             std::size_t count, std::size_t k, std::int64_t* __restrict__ ids,
                             float* __restrict__ distances) {
@@ -176,7 +188,7 @@ __global__ void take_kernel(const std::uint64_t* __restrict__ sorted, const std:
     if (r < segments[e / k + 1] - begin) {
         const std::uint64_t key = sorted[begin + r];
         ids[e] = key_id(key);
-        distances[e] = key_distance(key);
+        distances[e] = key_score(key);
     } else {
         ids[e] = -1;
         distances[e] = CUDART_INF_F;
@@ -239,7 +251,7 @@ void search_part(const SearchData& data, const Batch& batch, std::size_t first, 
         std::uint64_t* keys = reserve(scratch.candidate_keys[0], total);
         if (data.codes.has_codes) {
             decoded_keys_kernel<<<half_warp_blocks(total), kThreads, 0, stream>>>(part, data.codes, batch.queries,
-                                                                                   keys);
+                                                                                   data.inner_product, keys);
             check_launch("decoded_keys_kernel", stream);
         } else {
             anchor_keys_kernel<<<blocks_for(total), kThreads, 0, stream>>>(part, keys);
@@ -268,10 +280,10 @@ std::uint64_t search_batch(const SearchData& data, const float* queries, std::si
     const std::size_t pairs = count * m;
     std::uint64_t* probes = reserve(scratch.probe_keys[0], pairs);
     probe_keys_kernel<<<half_warp_blocks(pairs), kThreads, 0, stream>>>(queries, count, data.codes.anchors, m,
-                                                                         data.codes.d, probes);
+                                                                         data.codes.d, data.inner_product, probes);
     check_launch("probe_keys_kernel", stream);
     if (nprobe < m) {
-        // Sorted, each query's nprobe nearest anchors come first, ties to the lower id as on the CPU.
+        // Sorted, each query's nprobe best anchors come first, ties to the lower id as on the CPU.
         std::int64_t* bounds = reserve(scratch.segments, count + 1);
         multiples_kernel<<<blocks_for(count + 1), kThreads, 0, stream>>>(count, m, bounds);
         check_launch("multiples_kernel", stream);

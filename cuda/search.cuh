@@ -1,9 +1,10 @@
 // k-NN over a compressed set on the device, one batch of queries at a time, with the CPU's arithmetic
-// and order (include/vlattice/search.hpp): each query's distances to every anchor are sorted as
-// (distance, anchor id) keys and its first nprobe anchors probed; each probed member is scored
-// against its reconstruction, decoded on the fly; the (distance, vector id) keys are sorted per
-// query and the first k kept. Keys are 64 bits, the float's bits over the id: distances are >= +0,
-// whose bits order like the values.
+// and order (include/vlattice/search.hpp): each query's scores against every anchor are sorted as
+// (score, anchor id) keys and its first nprobe anchors probed; each probed member is scored against
+// its reconstruction, decoded on the fly; the (score, vector id) keys are sorted per query and the
+// first k kept. Keys are 64 bits, the score's ordered_bits over the id, so that they sort like the
+// scores, negative ones (ip's) included; no score is -0 (src/search_scores.hpp), which those bits
+// would put before +0 where the CPU sees a tie.
 #pragma once
 
 #include "decoded_row.cuh"
@@ -24,6 +25,8 @@ struct SearchData {
     const std::uint32_t* members = nullptr;  // n vector ids, by anchor, each anchor's in increasing order
     std::size_t nprobe = 0;                  // 1 to m
     std::size_t k = 0;                       // >= 1
+    // Scores are inner_product_score(ordered_dot) (metric ip) instead of ordered_squared_distance.
+    bool inner_product = false;
 };
 
 // Device memory kept from batch to batch, grown when a batch needs more.
@@ -46,8 +49,9 @@ std::size_t search_batch_queries(std::size_t m, std::size_t d, std::size_t k);
 // candidates, or of one query with more.
 constexpr std::size_t kPartCandidates = std::size_t{1} << 25;
 
-// Rows q < count of ids and distances (count x k, device) <- the k nearest neighbours of query row q
-// (queries: count x d, device), padded with -1 and +infinity. Returns the number of vectors scored.
+// Rows q < count of ids and distances (count x k, device) <- the k best neighbours of query row q
+// (queries: count x d, device) and their scores, padded with -1 and +infinity. Returns the number of
+// vectors scored.
 std::uint64_t search_batch(const SearchData& data, const float* queries, std::size_t count, std::int64_t* ids,
                            float* distances, SearchScratch& scratch, cudaStream_t stream);
 

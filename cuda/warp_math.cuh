@@ -14,6 +14,17 @@ constexpr unsigned kFullMask = 0xffffffffu;
 
 __host__ __device__ inline std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
+// A float as an unsigned whose order is the float's (negative values included; -0 before +0): so
+// that atomicMin on shared memory can keep the least `next` of the lists of one row, and sort keys
+// order signed scores.
+__device__ __forceinline__ unsigned ordered_bits(float value) {
+    const unsigned bits = __float_as_uint(value);
+    return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+}
+__device__ __forceinline__ float from_ordered_bits(unsigned bits) {
+    return __uint_as_float((bits & 0x80000000u) != 0 ? bits & 0x7fffffffu : ~bits);
+}
+
 // Butterfly sum: at each step a lane and its partner add the same two values (in swapped order,
 // which IEEE addition does not notice), so every lane ends with the same bits.
 __device__ inline double warp_sum(double value) {

@@ -126,7 +126,7 @@ void check_writable(const std::string& path, const VlatFile& file) {
     if (file.n < m) {
         throw Error(path + ": " + std::to_string(file.n) + " vectors cannot have " + std::to_string(m) + " anchors");
     }
-    if (static_cast<std::uint8_t>(file.metric) > static_cast<std::uint8_t>(Metric::angular) ||
+    if (static_cast<std::uint8_t>(file.metric) > static_cast<std::uint8_t>(Metric::ip) ||
         static_cast<std::uint8_t>(file.anchor_storage) > static_cast<std::uint8_t>(AnchorStorage::f16) ||
         static_cast<std::uint8_t>(file.codec) > static_cast<std::uint8_t>(ResidualCodec::scalar)) {
         throw Error(path + ": metric, anchor storage or residual codec has a value the format does not define");
@@ -297,7 +297,7 @@ Header read_header(io::BinaryFile& in) {
 
 void check_header(const std::string& path, const Header& h) {
     const auto fail = [&](const std::string& what) { throw Error(path + ": invalid header: " + what); };
-    if (h.metric > static_cast<std::uint8_t>(Metric::angular)) {
+    if (h.metric > static_cast<std::uint8_t>(Metric::ip)) {
         fail("unknown metric code " + std::to_string(h.metric));
     }
     if (h.anchor_storage > static_cast<std::uint8_t>(AnchorStorage::f16)) {

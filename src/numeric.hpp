@@ -27,18 +27,19 @@ double squared_distance(const float* a, const float* b, std::size_t d);
 // roundings, so both pick the same anchors. Float is plenty for weights that only steer random
 // choices, and for the 2-means that seeds a split (maintenance), which the annealing refines.
 constexpr std::size_t kDistanceLanes = 16;
-inline double ordered_squared_distance(const float* a, const float* b, std::size_t d) {
+
+// The lanes and the tree of ordered_squared_distance, summing term(a[k], b[k]) over the coordinates.
+template <class Term>
+inline float ordered_lane_sum(const float* a, const float* b, std::size_t d, Term term) {
     float lane[kDistanceLanes] = {};
     std::size_t k = 0;
     for (; k + kDistanceLanes <= d; k += kDistanceLanes) {
         for (std::size_t l = 0; l < kDistanceLanes; ++l) {
-            const float diff = a[k + l] - b[k + l];
-            lane[l] += diff * diff;
+            lane[l] += term(a[k + l], b[k + l]);
         }
     }
     for (std::size_t l = 0; k < d; ++k, ++l) {
-        const float diff = a[k] - b[k];
-        lane[l] += diff * diff;
+        lane[l] += term(a[k], b[k]);
     }
     // The tree spelled out level by level: as a loop, the compiler left the lanes in memory and
     // spent about a quarter of a 128-d distance on this sum.
@@ -52,6 +53,20 @@ inline double ordered_squared_distance(const float* a, const float* b, std::size
         quarter[l] = half[l] + half[l + 4];
     }
     return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
+}
+
+inline double ordered_squared_distance(const float* a, const float* b, std::size_t d) {
+    return ordered_lane_sum(a, b, d, [](float x, float y) {
+        const float diff = x - y;
+        return diff * diff;
+    });
+}
+
+// a . b in float, in the lanes and tree of ordered_squared_distance: the inner-product search's
+// score, which the GPU (cuda/ordered_distance.cuh) repeats rounding for rounding. Every lane starts
+// at +0, so the result is never -0.
+inline float ordered_dot(const float* a, const float* b, std::size_t d) {
+    return ordered_lane_sum(a, b, d, [](float x, float y) { return x * y; });
 }
 
 inline double squared_norm(const float* a, std::size_t d) {

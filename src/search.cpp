@@ -3,6 +3,7 @@
 
 #include "member_lists.hpp"
 #include "numeric.hpp"
+#include "search_scores.hpp"
 #include "vlattice/codec.hpp"
 
 #include <algorithm>
@@ -16,7 +17,7 @@ namespace vlattice {
 
 namespace {
 
-using Scored = std::pair<float, std::uint32_t>;  // (distance, id): the order is the contract's
+using Scored = std::pair<float, std::uint32_t>;  // (score, id): the order is the contract's
 
 // The `keep` smallest, sorted.
 void keep_smallest(std::vector<Scored>& scored, std::size_t keep) {
@@ -25,11 +26,16 @@ void keep_smallest(std::vector<Scored>& scored, std::size_t keep) {
     scored.resize(keep);
 }
 
-float distance(const float* a, const float* b, std::size_t d) {
-    return static_cast<float>(ordered_squared_distance(a, b, d));
+float score(const float* query, const float* row, std::size_t d, Metric metric) {
+    return metric == Metric::ip ? inner_product_score(ordered_dot(query, row, d))
+                                : static_cast<float>(ordered_squared_distance(query, row, d));
 }
 
 }  // namespace
+
+const char* distance_name(Metric metric) {
+    return metric == Metric::ip ? "inner_product" : "squared_l2";
+}
 
 void check_search(const VlatFile& file, const Matrix& queries, const SearchOptions& options) {
     check_compressed_set(file);
@@ -116,7 +122,7 @@ Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOption
             const float* query = queries.row(chunk + static_cast<std::size_t>(qq));
             probe.resize(m);
             for (std::size_t j = 0; j < m; ++j) {
-                probe[j] = {distance(query, anchors.row(j), d), static_cast<std::uint32_t>(j)};
+                probe[j] = {score(query, anchors.row(j), d, file.metric), static_cast<std::uint32_t>(j)};
             }
             keep_smallest(probe, nprobe);
         }
@@ -145,17 +151,18 @@ Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOption
                     const std::size_t q = first + static_cast<std::size_t>(qq);
                     const float* query = queries.row(q);
                     candidates.clear();
-                    for (const auto& [anchor_distance, j] : probes[q - chunk]) {
+                    for (const auto& [anchor_score, j] : probes[q - chunk]) {
                         visited += lists.start[j + 1] - lists.start[j];
-                        // Without codes a list's members all lie at its anchor's distance, and the
-                        // probes come nearest first: once k are in hand, a farther list adds nothing.
-                        if (!coded && candidates.size() >= options.k && anchor_distance > candidates.back().first) {
+                        // Without codes a list's members all score as their anchor, and the probes
+                        // come best first: once k are in hand, a worse list adds nothing.
+                        if (!coded && candidates.size() >= options.k && anchor_score > candidates.back().first) {
                             continue;
                         }
                         const float* rows = coded ? cache.row(block.cache_row[j]) : nullptr;
                         for (std::size_t p = lists.start[j]; p < lists.start[j + 1]; ++p) {
-                            const float dist = coded ? distance(query, rows + (p - lists.start[j]) * d, d) : anchor_distance;
-                            candidates.emplace_back(dist, lists.members[p]);
+                            const float value =
+                                coded ? score(query, rows + (p - lists.start[j]) * d, d, file.metric) : anchor_score;
+                            candidates.emplace_back(value, lists.members[p]);
                         }
                     }
                     keep_smallest(candidates, options.k);
@@ -169,6 +176,7 @@ Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOption
         }
     }
     out.visited = visited;
+    scores_to_distances(out, file.metric);
     return out;
 }
 

@@ -5,7 +5,7 @@
 namespace vlattice {
 
 const char* metric_name(Metric metric) {
-    return metric == Metric::angular ? "angular" : "l2";
+    return metric == Metric::angular ? "angular" : metric == Metric::ip ? "ip" : "l2";
 }
 
 Metric parse_metric(const std::string& name) {
@@ -15,7 +15,10 @@ Metric parse_metric(const std::string& name) {
     if (name == "angular" || name == "cosine") {
         return Metric::angular;
     }
-    throw Error("metric: expected 'l2' or 'angular', got '" + name + "'");
+    if (name == "ip" || name == "dot") {
+        return Metric::ip;
+    }
+    throw Error("metric: expected 'l2', 'angular' or 'ip', got '" + name + "'");
 }
 
 Matrix select_rows(const Matrix& from, const std::vector<std::uint32_t>& rows) {

@@ -198,7 +198,7 @@ TEST_CASE("batch: a setting that would stop a later job is refused before the fi
     refused(R"({"file": "x.hdf5", "name": "second", "device": "tpu"})", "",
             "job 2 (" + dir.path("x.hdf5") + "): --device: expected auto, cpu or cuda, got 'tpu'");
     refused(R"({"file": "x.hdf5", "name": "second", "metric": "hamming"})", "",
-            "job 2 (" + dir.path("x.hdf5") + "): metric: expected 'l2' or 'angular', got 'hamming'");
+            "job 2 (" + dir.path("x.hdf5") + "): metric: expected 'l2', 'angular' or 'ip', got 'hamming'");
     refused(R"({"file": "x.hdf5", "name": "second", "bits": 4})", " --target-ratio 10%",
             "job 2 (" + dir.path("x.hdf5") + "): the manifest's \"bits\" and the --target-bytes/--target-ratio");
     refused(R"({"file": "x.hdf5", "name": "second"})", " --bits 3", "--bits must be 0, 2, 4 or 8, got 3");
@@ -212,7 +212,34 @@ TEST_CASE("batch: a setting that would stop a later job is refused before the fi
                                          kRun + " --metric hamming");
     INFO(metric.output);
     CHECK(metric.exit_code == 2);
-    CHECK_THAT(metric.output, Contains("metric: expected 'l2' or 'angular', got 'hamming'") && !Contains("job "));
+    CHECK_THAT(metric.output, Contains("metric: expected 'l2', 'angular' or 'ip', got 'hamming'") && !Contains("job "));
+}
+
+TEST_CASE("batch: a file whose 'distance' is 'ip' is compressed as ip and its recall ranks by inner product",
+          "[cli][batch][ip]") {
+    ScratchDir dir;
+    const std::string file = dir.path("ip.hdf5");
+    // Vectors of very different norms, with their exact 10 largest inner products as `neighbors`.
+    run_python("import h5py, numpy as np\n"
+               "rng = np.random.default_rng(5)\n"
+               "train = (rng.normal(size=(1500, 12)) * rng.uniform(0.5, 20.0, size=(1500, 1))).astype('<f4')\n"
+               "test = rng.normal(size=(30, 12)).astype('<f4')\n"
+               "dots = test.astype(np.float64) @ train.astype(np.float64).T\n"
+               "with h5py.File(" + quote(file) + ", 'w') as f:\n"
+               "    f['train'], f['test'] = train, test\n"
+               "    f['neighbors'] = np.argsort(-dots, axis=1, kind='stable')[:, :10].astype('<i4')\n"
+               "    f.attrs['distance'] = 'ip'\n");
+    const std::string out = dir.path("out");
+    const CommandResult run = run_cli("batch " + quote(file) + " -o " + quote(out) + kRun + " --bits 8");
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    const nlohmann::json rows = summary(out);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0]["recall_at_10"].get<double>() >= 0.95);
+    CHECK(read_vlat(out + "/ip.vlat").metric == Metric::ip);
+    run_python("import h5py, json\n"
+               "with h5py.File(" + quote(out + "/ip.results.h5") + ", 'r') as f:\n"
+               "    assert json.loads(f.attrs['config'])['metric'] == 'ip'\n");
 }
 
 TEST_CASE("batch: killed in the middle of a job, then re-run, completes with every output verifying", "[cli][batch]") {

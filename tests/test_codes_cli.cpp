@@ -233,3 +233,74 @@ TEST_CASE("decompress and query --device cuda either use the GPU or say why they
         CHECK_FALSE(std::filesystem::exists(ann.dir.path("y.npy")));
     }
 }
+
+TEST_CASE("compress --metric ip keeps the vectors as given, and query ranks by the largest inner product",
+          "[cli][codes][ip]") {
+    ScratchDir dir;
+    const std::string data = dir.path("ip.hdf5");
+    const std::string tagged = dir.path("dot.hdf5");
+    // Vectors of norms 0.5 to 20 and their exact 10 largest inner products (ties to the lower id),
+    // with no `distance` attribute; a copy says `dot`.
+    run_python("import h5py, numpy as np, shutil\n"
+               "rng = np.random.default_rng(11)\n"
+               "train = (rng.normal(size=(2000, 16)) * rng.uniform(0.5, 20.0, size=(2000, 1))).astype('<f4')\n"
+               "test = rng.normal(size=(50, 16)).astype('<f4')\n"
+               "dots = test.astype(np.float64) @ train.astype(np.float64).T\n"
+               "neighbors = np.argsort(-dots, axis=1, kind='stable')[:, :10].astype('<i4')\n"
+               "with h5py.File(" + quote(data) + ", 'w') as f:\n"
+               "    f['train'], f['test'], f['neighbors'] = train, test, neighbors\n"
+               "shutil.copy(" + quote(data) + ", " + quote(tagged) + ")\n"
+               "with h5py.File(" + quote(tagged) + ", 'a') as f:\n"
+               "    f.attrs['distance'] = 'dot'\n");
+    const std::string ip = dir.path("ip.vlat");
+    const std::string l2 = dir.path("l2.vlat");
+    const std::string by_attribute = dir.path("dot.vlat");
+    REQUIRE(run_cli("compress " + quote(data) + " -o " + quote(ip) + kRun + " --bits 8 --metric ip").exit_code == 0);
+    REQUIRE(run_cli("compress " + quote(data) + " -o " + quote(l2) + kRun + " --bits 8").exit_code == 0);
+    REQUIRE(run_cli("compress " + quote(tagged) + " -o " + quote(by_attribute) + kRun).exit_code == 0);
+    CHECK(info_of(ip)["metric"] == "ip");
+    CHECK(info_of(l2)["metric"] == "l2");
+    CHECK(info_of(by_attribute)["metric"] == "ip");
+
+    // Not normalised: the reconstructions keep the vectors' norms.
+    const std::string decoded = dir.path("y.npy");
+    REQUIRE(run_cli("decompress " + quote(ip) + " -o " + quote(decoded) + " --device cpu --quiet").exit_code == 0);
+    run_python("import h5py, numpy as np\n"
+               "y = np.load(" + quote(decoded) + ").astype(np.float64)\n"
+               "with h5py.File(" + quote(data) + ", 'r') as f:\n"
+               "    x = f['train'][:].astype(np.float64)\n"
+               "nx, ny = np.linalg.norm(x, axis=1), np.linalg.norm(y, axis=1)\n"
+               "assert ny.max() > 10 and np.abs(ny - nx).max() < 0.02 * nx.max(), np.abs(ny - nx).max()\n");
+
+    const std::string on = " --queries " + quote(data) + " --ground-truth " + quote(data + ":neighbors");
+    const std::string found = dir.path("found.hdf5");
+    const nlohmann::json by_ip = query_json(quote(ip) + on + " --k 10 --nprobe all -o " + quote(found));
+    CHECK(by_ip["metric"] == "ip");
+    CHECK(by_ip["distance"] == "inner_product");
+    CHECK(by_ip["recall"]["10-recall@10"].get<double>() >= 0.95);
+    // The same codes ranked by squared L2 find few of the largest products.
+    const nlohmann::json by_l2 = query_json(quote(l2) + on + " --k 10 --nprobe all");
+    CHECK(by_l2["metric"] == "l2");
+    CHECK(by_l2["distance"] == "squared_l2");
+    CHECK(by_l2["recall"]["10-recall@10"].get<double>() < 0.5);
+
+    // The distances are the inner products with the reconstructions, largest first, in the JSON and
+    // in the -o file, which says what they are.
+    run_python("import h5py, json, numpy as np\n"
+               "y = np.load(" + quote(decoded) + ").astype(np.float64)\n"
+               "with h5py.File(" + quote(data) + ", 'r') as f:\n"
+               "    q = f['test'][:].astype(np.float64)\n"
+               "ids = np.array(json.loads(" + quote(by_ip["ids"].dump()) + "))\n"
+               "dist = np.array(json.loads(" + quote(by_ip["distances"].dump()) + "))\n"
+               "want = np.einsum('qd,qkd->qk', q, y[ids])\n"
+               "assert np.allclose(dist, want, rtol=1e-5, atol=1e-4), np.abs(dist - want).max()\n"
+               "assert (np.diff(dist, axis=1) <= 0).all()\n"
+               "with h5py.File(" + quote(found) + ", 'r') as f:\n"
+               "    assert np.bytes_(f.attrs['distance']) == b'inner_product', f.attrs['distance']\n"
+               "    assert (f['neighbors'][:] == ids).all() and np.array_equal(f['distances'][:], dist.astype('<f4'))\n");
+
+    const CommandResult text = run_cli("query " + quote(ip) + on + " --device cpu");
+    INFO(text.output);
+    CHECK(text.exit_code == 0);
+    CHECK_THAT(text.output, Contains("distances are inner products"));
+}

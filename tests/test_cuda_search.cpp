@@ -14,6 +14,8 @@
 #include "vlattice/residual.hpp"
 #include "vlattice/search.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -97,6 +99,19 @@ Matrix queries_for(const Compressed& c, std::size_t count, std::mt19937_64& rng)
     return q;
 }
 
+// queries_for's kinds for an inner-product search, with every fifth query negated (products of the
+// other sign) and the first the zero vector (every product +0: every vector ties).
+Matrix ip_queries_for(const Compressed& c, std::size_t count, std::mt19937_64& rng) {
+    Matrix q = queries_for(c, count, rng);
+    for (std::size_t r = 4; r < count; r += 5) {
+        for (std::size_t k = 0; k < q.cols; ++k) {
+            q.row(r)[k] = -q.row(r)[k];
+        }
+    }
+    std::fill(q.row(0), q.row(0) + q.cols, 0.0f);
+    return q;
+}
+
 void check_same(const Matrix& got, const Matrix& want) {
     REQUIRE(got.rows == want.rows);
     REQUIRE(got.cols == want.cols);
@@ -158,6 +173,18 @@ void check_search_of_many(const Shape& s, std::size_t count, std::size_t nprobe)
     options.k = 10;
     options.nprobe = nprobe;
     check_same(search_cuda(c.file, queries, options), search(c.file, queries, options));
+}
+
+// check_searches by inner product on a file of shape s, with and without residual codes.
+void check_ip_searches_of_shape(const Shape& s) {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    const Codes codes = GENERATE(Codes::mixed, Codes::none);
+    INFO("n " << s.n << " d " << s.d << " m " << s.m << ", " << codes_name(codes) << ", metric ip");
+    std::mt19937_64 rng(run_seed ^ (s.n * 1000003 + s.d * 1009 + s.m));
+    Compressed c = compressed(s, codes, rng);
+    c.file.metric = Metric::ip;
+    check_searches(c.file, ip_queries_for(c, 37, rng));
 }
 
 }  // namespace
@@ -224,6 +251,45 @@ TEST_CASE("cuda: decoder and search match the CPU on small shapes", "[gpu][searc
     const Compressed c = compressed(s, codes, rng);
     check_same(reconstruct_cuda(c.file), reconstruct(c.file));
     check_searches(c.file, queries_for(c, 11, rng));
+}
+
+TEST_CASE("cuda: search_cuda by inner product equals search bit for bit", "[gpu][search][ip]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    check_ip_searches_of_shape(GENERATE(Shape{1, 1, 1}, Shape{333, 1, 7}, Shape{1000, 3, 300}, Shape{20011, 17, 300},
+                                        Shape{4999, 784, 7}, Shape{20011, 784, 300}));
+}
+
+TEST_CASE("cuda: search_cuda by inner product matches the CPU on small shapes, a zero query and padding",
+          "[gpu][search][quick][ip]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    const Shape s = GENERATE(Shape{1, 1, 1}, Shape{333, 3, 7}, Shape{1000, 17, 300}, Shape{97, 784, 7});
+    const Codes codes = GENERATE(Codes::mixed, Codes::zero_width, Codes::none);
+    INFO("n " << s.n << " d " << s.d << " m " << s.m << ", " << codes_name(codes));
+    std::mt19937_64 rng(run_seed ^ (s.n * 1000003 + s.d * 1009 + s.m));
+    Compressed c = compressed(s, codes, rng);
+    c.file.metric = Metric::ip;
+    const Matrix queries = ip_queries_for(c, 11, rng);
+    check_searches(c.file, queries);
+    // Past every vector: -1 and -infinity, as on the CPU. The zero query ties every vector at +0
+    // (never -0), lowest ids first.
+    SearchOptions options;
+    options.k = s.n + 3;
+    options.nprobe = 0;
+    const Neighbors got = search_cuda(c.file, queries, options);
+    check_same(got, search(c.file, queries, options));
+    CHECK(got.ids.back() == -1);
+    CHECK(got.distances.back() == -std::numeric_limits<float>::infinity());
+    for (std::size_t r = 0; r < s.n; ++r) {
+        CHECK(got.ids[r] == static_cast<std::int64_t>(r));
+        CHECK(got.distances[r] == 0.0f);
+        CHECK_FALSE(std::signbit(got.distances[r]));
+    }
 }
 
 TEST_CASE("cuda: search_cuda pads with -1 and infinity when fewer than k vectors are visited",

@@ -255,6 +255,14 @@ TEST_CASE("write_vlat then read_vlat returns the same file", "[format]") {
         CHECK(back.metadata_json == "{}");
     }
 
+    SECTION("the ip metric is stored as metric code 2") {
+        VlatFile file = sample(rng, 40, 3, 4);
+        file.metric = Metric::ip;
+        write_vlat(path, file);
+        CHECK(static_cast<unsigned>(read_file(path)[kMetricOffset]) == 2);
+        CHECK(read_vlat(path).metric == Metric::ip);
+    }
+
     SECTION("m equal to n, and powers of two") {
         for (const std::size_t m : {std::size_t{2}, std::size_t{256}, std::size_t{257}}) {
             VlatFile file = sample(rng, m, 2, m);
@@ -333,7 +341,7 @@ TEST_CASE("read_vlat rejects a damaged header", "[format]") {
             INFO(message);
             CHECK_THROWS_WITH(read_vlat(w.put(bytes)), StartsWith(w.dir.path("damaged.vlat")) && Contains(message));
         };
-        rejects(with_header_field(w.bytes, kMetricOffset, std::uint8_t{2}), "unknown metric code 2");
+        rejects(with_header_field(w.bytes, kMetricOffset, std::uint8_t{3}), "unknown metric code 3");
         rejects(with_header_field(w.bytes, kStorageOffset, std::uint8_t{2}), "unknown anchor storage code 2");
         rejects(with_header_field(w.bytes, kCodecOffset, std::uint8_t{1}), "residual codec code 1 in a version 1 file");
         rejects(with_header_field(w.bytes, kDOffset, std::uint32_t{0}), "dimension d is 0");

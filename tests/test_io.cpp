@@ -273,6 +273,9 @@ TEST_CASE("HDF5: the 'distance' attribute names the input's metric", "[io]") {
     CHECK(input_metric(file_with("a.hdf5", "'angular'")) == Metric::angular);
     // Fixed-length byte strings, as some writers store them.
     CHECK(input_metric(file_with("fixed.h5", "np.bytes_(b'angular')")) == Metric::angular);
+    // Inner product, by either name in use.
+    CHECK(input_metric(file_with("ip.h5", "'ip'")) == Metric::ip);
+    CHECK(input_metric(file_with("dot.h5", "'dot'")) == Metric::ip);
     CHECK_FALSE(input_metric(file_with("none.h5", "")).has_value());
     const std::string jaccard = file_with("j.h5", "'jaccard'");
     CHECK_THROWS_WITH(input_metric(jaccard), Contains(jaccard) && Contains("attribute 'distance' is 'jaccard'") &&

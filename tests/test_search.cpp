@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <set>
 
 using namespace vlattice;
@@ -33,8 +35,16 @@ VlatFile compressed(const Matrix& x, std::size_t m, unsigned width, std::mt19937
     return file;
 }
 
-// The contract written out: the probed anchors by (distance, id), their members by (distance, id)
-// to their reconstruction.
+// The contract's score, smallest first: the squared distance, or for ip the negated inner product
+// (0 - dot, so that a zero product scores +0).
+float contract_score(const VlatFile& file, const float* query, const float* row) {
+    return file.metric == Metric::ip ? 0.0f - ordered_dot(query, row, file.d)
+                                     : static_cast<float>(ordered_squared_distance(query, row, file.d));
+}
+
+// The contract written out: the probed anchors by (score, id), their members by (score, id) against
+// their reconstruction; reported as squared distances, or for ip as inner products (-infinity for
+// a missing neighbour).
 Neighbors brute_force(const VlatFile& file, const Matrix& queries, std::size_t k, std::size_t nprobe) {
     const Matrix y = reconstruct(file);
     const std::size_t m = file.anchors.rows;
@@ -44,7 +54,7 @@ Neighbors brute_force(const VlatFile& file, const Matrix& queries, std::size_t k
     for (std::size_t q = 0; q < queries.rows; ++q) {
         std::vector<std::pair<float, std::uint32_t>> anchors;
         for (std::uint32_t j = 0; j < m; ++j) {
-            anchors.emplace_back(static_cast<float>(ordered_squared_distance(queries.row(q), file.anchors.row(j), file.d)), j);
+            anchors.emplace_back(contract_score(file, queries.row(q), file.anchors.row(j)), j);
         }
         std::sort(anchors.begin(), anchors.end());
         std::set<std::uint32_t> probed;
@@ -54,14 +64,16 @@ Neighbors brute_force(const VlatFile& file, const Matrix& queries, std::size_t k
         std::vector<std::pair<float, std::uint32_t>> points;
         for (std::uint32_t i = 0; i < file.n; ++i) {
             if (probed.count(file.assignments[i])) {
-                points.emplace_back(static_cast<float>(ordered_squared_distance(queries.row(q), y.row(i), file.d)), i);
+                points.emplace_back(contract_score(file, queries.row(q), y.row(i)), i);
             }
         }
         out.visited += points.size();
         std::sort(points.begin(), points.end());
+        const bool ip = file.metric == Metric::ip;
         for (std::size_t r = 0; r < k; ++r) {
             out.ids.push_back(r < points.size() ? static_cast<std::int64_t>(points[r].second) : -1);
-            out.distances.push_back(r < points.size() ? points[r].first : INFINITY);
+            out.distances.push_back(r < points.size() ? (ip ? 0.0f - points[r].first : points[r].first)
+                                                      : (ip ? -INFINITY : INFINITY));
         }
     }
     return out;
@@ -72,8 +84,10 @@ void check_same(const Neighbors& got, const Neighbors& want) {
     CHECK(got.k == want.k);
     CHECK(got.visited == want.visited);
     REQUIRE(got.ids.size() == want.ids.size());
+    // Bit for bit: a -0 where +0 is due is a difference.
     std::size_t first = 0;
-    while (first < got.ids.size() && got.ids[first] == want.ids[first] && got.distances[first] == want.distances[first]) {
+    while (first < got.ids.size() && got.ids[first] == want.ids[first] &&
+           std::memcmp(&got.distances[first], &want.distances[first], sizeof(float)) == 0) {
         ++first;
     }
     INFO("first difference at query " << first / got.k << ", rank " << first % got.k);
@@ -185,4 +199,175 @@ TEST_CASE("recall_at counts the true neighbours among the first k found", "[sear
     CHECK(recall_at(found, truth, 1) == Approx(0.5));  // query 0 finds 4 first, not 7
     CHECK(recall_at(found, truth, 3) == Approx(3.0 / 6.0));
     CHECK_THROWS_WITH(recall_at(found, truth, 4), Contains("recall@4"));
+}
+
+namespace {
+
+// Queries for an inner-product search: fresh points, their negations (every product negative), a
+// copy of a stored vector and the zero vector (every product +0, so every vector ties).
+Matrix ip_queries(const Matrix& x, std::size_t count, std::mt19937_64& rng) {
+    Matrix queries = random_points(count, x.cols, rng);
+    for (std::size_t q = 1; q < count; q += 4) {
+        for (std::size_t k = 0; k < x.cols; ++k) {
+            queries.row(q)[k] = -queries.row(q)[k];
+        }
+    }
+    std::copy(x.row(7), x.row(7) + x.cols, queries.row(2));
+    std::fill(queries.row(3), queries.row(3) + x.cols, 0.0f);
+    return queries;
+}
+
+}  // namespace
+
+TEST_CASE("search with metric ip returns the contract's neighbours: the largest inner products, ties to the lowest id",
+          "[search][ip]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    for (const std::size_t d : {1, 5, 33}) {
+        const Matrix x = duplicated_points(1200, d, rng);
+        const Matrix queries = ip_queries(x, 25, rng);
+        for (const unsigned width : {0u, 2u, 8u}) {
+            VlatFile file = compressed(x, 17, width, rng);
+            file.metric = Metric::ip;
+            for (const std::size_t nprobe : {1, 3, 0}) {
+                for (const std::size_t k : {1, 10, 100}) {
+                    INFO("d " << d << ", width " << width << ", nprobe " << nprobe << ", k " << k);
+                    check_same(search(file, queries, {k, nprobe}), brute_force(file, queries, k, nprobe));
+                }
+            }
+            // The zero query ties every vector at a product of +0 (never -0): exhaustively, the
+            // lowest ids come first.
+            const Neighbors zero = search(file, queries, {5, 0});
+            for (std::size_t r = 0; r < 5; ++r) {
+                CHECK(zero.ids[3 * 5 + r] == static_cast<std::int64_t>(r));
+                CHECK(zero.distances[3 * 5 + r] == 0.0f);
+                CHECK_FALSE(std::signbit(zero.distances[3 * 5 + r]));
+            }
+        }
+    }
+}
+
+TEST_CASE("search with metric ip ranks by the inner product computed in double on the reconstructions",
+          "[search][ip]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const std::size_t d = 12;
+    const std::size_t k = 10;
+    const Matrix x = random_points(800, d, rng);
+    const Matrix queries = ip_queries(x, 40, rng);
+    for (const unsigned width : {0u, 4u, 8u}) {
+        INFO("width " << width);
+        VlatFile file = compressed(x, 20, width, rng);
+        file.metric = Metric::ip;
+        const Matrix y = reconstruct(file);
+        const Neighbors found = search(file, queries, {k, 0});
+        for (std::size_t q = 0; q < queries.rows; ++q) {
+            INFO("query " << q);
+            std::vector<double> dot(y.rows);
+            double scale = 0.0;  // bounds the float sum's rounding error
+            for (std::size_t i = 0; i < y.rows; ++i) {
+                double sum = 0.0;
+                double magnitude = 0.0;
+                for (std::size_t c = 0; c < d; ++c) {
+                    sum += static_cast<double>(queries.row(q)[c]) * static_cast<double>(y.row(i)[c]);
+                    magnitude += std::abs(static_cast<double>(queries.row(q)[c]) * static_cast<double>(y.row(i)[c]));
+                }
+                dot[i] = sum;
+                scale = std::max(scale, magnitude);
+            }
+            const double tolerance = 1e-5 * scale;
+            std::set<std::int64_t> taken;
+            for (std::size_t r = 0; r < k; ++r) {
+                const std::int64_t id = found.ids[q * k + r];
+                REQUIRE(id >= 0);
+                taken.insert(id);
+                // The reported distance is the inner product itself, largest first.
+                CHECK(std::abs(found.distances[q * k + r] - dot[static_cast<std::size_t>(id)]) <= tolerance);
+                if (r > 0) {
+                    CHECK(found.distances[q * k + r] <= found.distances[q * k + r - 1]);
+                }
+            }
+            // No vector left out has a larger product than the last one taken.
+            const double last = dot[static_cast<std::size_t>(found.ids[q * k + k - 1])];
+            for (std::size_t i = 0; i < y.rows; ++i) {
+                if (taken.count(static_cast<std::int64_t>(i)) == 0) {
+                    CHECK(dot[i] <= last + tolerance);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("search with metric ip pads with -1 and -infinity when fewer than k vectors are visited", "[search][ip]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    VlatFile file = compressed(random_points(30, 4, rng), 10, 4, rng);
+    file.metric = Metric::ip;
+    const Neighbors found = search(file, random_points(3, 4, rng), {40, 0});
+    for (std::size_t q = 0; q < 3; ++q) {
+        CHECK(found.ids[q * 40 + 29] >= 0);
+        CHECK(std::isfinite(found.distances[q * 40 + 29]));
+        CHECK(found.ids[q * 40 + 30] == -1);
+        CHECK(found.distances[q * 40 + 30] == -std::numeric_limits<float>::infinity());
+    }
+}
+
+TEST_CASE("ip search with 8-bit codes finds each query's largest true inner product, anchors alone do not",
+          "[search][ip]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const std::size_t d = 8;
+    const Matrix x = random_points(3000, d, rng);
+    const Matrix queries = random_points(300, d, rng);
+    VlatFile with_codes = compressed(x, 64, 8, rng);
+    with_codes.metric = Metric::ip;
+    // A code moves a coordinate by at most `error`, so a product by at most |q|_1 error: a query
+    // whose best product leads the second by more than twice that has one right answer.
+    const Matrix y = reconstruct(with_codes);
+    double error = 0.0;
+    for (std::size_t e = 0; e < x.data.size(); ++e) {
+        error = std::max(error, std::abs(static_cast<double>(x.data[e]) - static_cast<double>(y.data[e])));
+    }
+    std::vector<std::size_t> clear;
+    std::vector<float> best_ids;
+    for (std::size_t q = 0; q < queries.rows; ++q) {
+        double best = -INFINITY;
+        double second = -INFINITY;
+        std::size_t best_id = 0;
+        double norm1 = 0.0;
+        for (std::size_t c = 0; c < d; ++c) {
+            norm1 += std::abs(static_cast<double>(queries.row(q)[c]));
+        }
+        for (std::size_t i = 0; i < x.rows; ++i) {
+            double dot = 0.0;
+            for (std::size_t c = 0; c < d; ++c) {
+                dot += static_cast<double>(queries.row(q)[c]) * static_cast<double>(x.row(i)[c]);
+            }
+            if (dot > best) {
+                second = best;
+                best = dot;
+                best_id = i;
+            } else if (dot > second) {
+                second = dot;
+            }
+        }
+        if (best - second > 2.0 * norm1 * error + 1e-3 * std::abs(best)) {
+            clear.push_back(q);
+            best_ids.push_back(static_cast<float>(best_id));
+        }
+    }
+    INFO(clear.size() << " of " << queries.rows << " queries have one clear answer; code error " << error);
+    REQUIRE(clear.size() >= queries.rows / 2);
+    std::vector<std::uint32_t> rows(clear.begin(), clear.end());
+    const Matrix clear_queries = select_rows(queries, rows);
+    Matrix truth(clear.size(), 1);
+    truth.data = best_ids;
+    CHECK(recall_at(search(with_codes, clear_queries, {10, 0}), truth, 1) == 1.0);
+    VlatFile anchors_only = compressed(x, 64, 0, rng);
+    anchors_only.metric = Metric::ip;
+    CHECK(recall_at(search(anchors_only, clear_queries, {10, 0}), truth, 1) < 0.5);
 }

@@ -24,7 +24,7 @@ Matrix read_vectors(const std::string& path, const ReadOptions& options = {});
 bool has_hdf5_dataset(const std::string& path, const std::string& dataset);
 
 // The metric an input names itself: an HDF5 file's `distance` attribute (the ann-benchmarks layout:
-// euclidean or angular). Other inputs, and HDF5 files without it, name none (nullopt). Throws Error
+// euclidean or angular; ip or dot for the inner product). Other inputs, and HDF5 files without it, name none (nullopt). Throws Error
 // naming the file and the attribute when it holds a distance vlattice does not handle.
 std::optional<Metric> input_metric(const std::string& path);
 

@@ -1,6 +1,7 @@
 // k-nearest-neighbour search over a compressed set, IVF style: each query is scored against the
-// anchors, and the members of its `nprobe` nearest anchors are ranked by their distance to their
-// reconstruction (anchor plus decoded residual).
+// anchors, and the members of its `nprobe` best anchors are ranked by their score against their
+// reconstruction (anchor plus decoded residual): the squared L2 distance, or for a file of metric
+// ip the inner product, largest first.
 #pragma once
 
 #include "vlattice/format.hpp"
@@ -22,15 +23,19 @@ struct SearchOptions {
     std::size_t cache_floats = std::size_t{64} << 20;
 };
 
-// The arithmetic is fixed so that the CPU and the GPU return the same bits: a distance is
+// The arithmetic is fixed so that the CPU and the GPU return the same bits: a score is
 // ordered_squared_distance (src/numeric.hpp) in float between the query and the anchor or the
-// reconstruction (decode_row); the probed anchors are the nprobe smallest by (distance, anchor id)
-// and the neighbours the k smallest by (distance, vector id).
+// reconstruction (decode_row), or for metric ip the inner product's inner_product_score
+// (src/search_scores.hpp: 0 - ordered_dot); the probed anchors are the nprobe smallest by (score,
+// anchor id) and the neighbours the k smallest by (score, vector id). So ip takes the largest inner
+// products, ties to the lowest id.
 struct Neighbors {
     std::size_t queries = 0;
     std::size_t k = 0;
     std::vector<std::int64_t> ids;   // queries x k; -1 where fewer than k vectors were visited
-    std::vector<float> distances;    // queries x k squared L2 distances; +infinity where ids is -1
+    // queries x k: squared L2 distances, +infinity where ids is -1; for metric ip inner products,
+    // -infinity where ids is -1.
+    std::vector<float> distances;
     std::uint64_t visited = 0;       // vectors scored over all queries
 };
 
@@ -38,8 +43,9 @@ struct Neighbors {
 // together (check_compressed_set): what both searches check first.
 void check_search(const VlatFile& file, const Matrix& queries, const SearchOptions& options);
 
-// On the CPU, queries in parallel (OpenMP). Throws Error when the query dimension is not the file's
-// or k is 0. Queries of an angular file must already be normalised (load_points does it).
+// On the CPU, queries in parallel (OpenMP), by the file's metric. Throws Error when the query
+// dimension is not the file's or k is 0. Queries of an angular file must already be normalised
+// (load_points does it).
 Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOptions& options);
 
 // k-recall@k of `found` against the first k columns of `truth` (ids as read_vectors returns them,
@@ -47,9 +53,13 @@ Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOption
 // over the queries. Throws Error on shapes that do not fit.
 double recall_at(const Neighbors& found, const Matrix& truth, std::size_t k);
 
+// What Neighbors::distances hold for a file of `metric`: "inner_product" for ip, else "squared_l2".
+const char* distance_name(Metric metric);
+
 // Writes an HDF5 file (.h5/.hdf5) with datasets `neighbors` (int64, queries x k) and `distances`
-// (float32), under a temporary name renamed into place. Throws Error for another extension.
-void write_search_results(const std::string& path, const Neighbors& found);
+// (float32), and the text attribute `distance` (distance_name(metric)), under a temporary name
+// renamed into place. Throws Error for another extension.
+void write_search_results(const std::string& path, const Neighbors& found, Metric metric);
 
 // Throws the Error write_search_results would for a path that does not name an HDF5 file.
 void check_search_results_output(const std::string& path);

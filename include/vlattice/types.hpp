@@ -16,7 +16,9 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-enum class Metric : std::uint8_t { l2 = 0, angular = 1 };
+// l2 and angular rank by squared L2 distance (angular on vectors scaled to unit length); ip by
+// largest inner product, on the vectors as given.
+enum class Metric : std::uint8_t { l2 = 0, angular = 1, ip = 2 };
 
 const char* metric_name(Metric metric);
 // Throws Error naming the bad value.

@@ -34,8 +34,10 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
          "seeds every random choice; the same input, seed and backend give the same result on any machine "
          "(compress: a byte-identical file)")
         ("metric", po::value(&a.metric)->default_value("auto")->value_name("NAME"),
-         "l2, or angular (every vector scaled to unit length on load); auto: an HDF5 input's 'distance' "
-         "attribute (euclidean or angular) when it has one, else l2")
+         "l2; angular (every vector scaled to unit length on load); or ip (inner product, `dot` also: the "
+         "vectors as given, query ranks by largest inner product). Every metric fits the anchors in L2, since "
+         "compression minimises the squared reconstruction error. auto: an HDF5 input's 'distance' attribute "
+         "(euclidean, angular, ip or dot) when it has one, else l2")
         ("validate-every", po::value(&a.config.validate_every)
                                ->default_value(c.validate_every, show(c.validate_every))->value_name("K"),
          "also check the energy against the CPU's double-precision recomputation after every K-th assign "

@@ -32,11 +32,15 @@ const CommandHelp kHelp{
     "IN.vlat",
     "Finds the k nearest neighbours of each query among the vectors of IN.vlat, IVF\n"
     "style: each query is scored against the anchors, and the members of its nprobe\n"
-    "nearest anchors are ranked by their squared L2 distance to their reconstruction\n"
-    "(anchor plus decoded residual). --nprobe all scores every vector (exhaustive).\n"
+    "best anchors are ranked by their score against their reconstruction (anchor\n"
+    "plus decoded residual). The file's metric sets the score: l2 and angular take\n"
+    "the smallest squared L2 distances and report them squared (no square root); ip\n"
+    "takes the largest inner products and reports the inner products. Ties go to\n"
+    "the lowest id. --nprobe all scores every vector (exhaustive).\n"
     "Prints queries per second and, with --ground-truth (ids, one row per query, as\n"
     "an ann-benchmarks file's `neighbors`), r-recall@r for r = 1, 10, 100 up to k.\n"
-    "Queries of a file made with --metric angular are normalised first.",
+    "Queries of a file made with --metric angular are normalised first; those of an\n"
+    "ip file are used as given.",
 };
 
 constexpr std::size_t kShownQueries = 3;
@@ -67,12 +71,16 @@ void add_options(po::options_description& options, QueryArgs& a) {
          "true neighbour ids per query (an HDF5 file's dataset, `neighbors` by default; or .ivecs, .npy ...)")
         ("limit", po::value(&a.limit)->default_value(0)->value_name("N"), "use only the first N queries (0: all)")
         ("output,o", po::value(&a.output)->value_name("FILE.hdf5"),
-         "write datasets `neighbors` (int64, -1 where fewer than k were visited) and `distances` (float32)")
+         "write datasets `neighbors` (int64, -1 where fewer than k were visited) and `distances` (float32: "
+         "squared L2, +inf where no neighbour; inner products for an ip file, -inf where none), and the "
+         "attribute `distance` (squared_l2 or inner_product)")
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
          "auto (the GPU when one is usable, else the CPU), cpu, or cuda; both give the same answer")
         ("gpu", po::value(&a.gpu)->default_value(0)->value_name("N"), "which GPU")
         ("threads", po::value(&a.threads)->default_value(0)->value_name("N"), "CPU threads (0: every core)")
-        ("json", po::bool_switch(&a.json), "print one JSON object: settings, timing, recall, ids and distances");
+        ("json", po::bool_switch(&a.json),
+         "print one JSON object: settings (with the file's `metric` and what the distances are, `distance`: "
+         "squared_l2 or inner_product), timing, recall, ids and distances (null where no neighbour)");
 }
 
 std::size_t parse_nprobe(const std::string& text) {
@@ -187,7 +195,7 @@ int query(int argc, char** argv) {
 #endif
     const double seconds = seconds_since(start);
     if (!args.output.empty()) {
-        write_search_results(args.output, found);
+        write_search_results(args.output, found, file.metric);
     }
 
     const std::size_t m = file.anchors.rows;
@@ -198,6 +206,8 @@ int query(int argc, char** argv) {
         {"k", search_options.k},
         {"nprobe", probed},
         {"anchors", m},
+        {"metric", metric_name(file.metric)},
+        {"distance", distance_name(file.metric)},
         {"device", gpu.use ? "cuda" : "cpu"},
         {"seconds", seconds},
         {"queries_per_second", static_cast<double>(queries.rows) / seconds},
@@ -230,7 +240,8 @@ int query(int argc, char** argv) {
         return 0;
     }
     std::printf("queries     %zu x %zu from %s\n", queries.rows, queries.cols, args.queries.c_str());
-    std::printf("search      k = %zu, nprobe %zu of %zu anchors, %s\n", search_options.k, probed, m, gpu.use ? "cuda" : "cpu");
+    std::printf("search      k = %zu, nprobe %zu of %zu anchors, %s; distances are %s\n", search_options.k, probed, m,
+                gpu.use ? "cuda" : "cpu", file.metric == Metric::ip ? "inner products" : "squared L2");
     std::printf("visited     %.1f vectors per query (%.2f %% of %llu)\n", report["visited_per_query"].get<double>(),
                 100.0 * report["visited_per_query"].get<double>() / static_cast<double>(file.n),
                 static_cast<unsigned long long>(file.n));

@@ -104,8 +104,11 @@ std::optional<Metric> input_metric(const std::string& path) {
     if (distance == "angular") {
         return Metric::angular;
     }
+    if (distance == "ip" || distance == "dot") {
+        return Metric::ip;
+    }
     throw Error(path + ": attribute 'distance' is '" + distance +
-                "'; vlattice handles euclidean and angular (choose one with --metric)");
+                "'; vlattice handles euclidean, angular and ip or dot (choose one with --metric)");
 }
 
 void check_finite(const Matrix& points, const std::string& path) {

@@ -10,11 +10,12 @@ void check_search_results_output(const std::string& path) {
     }
 }
 
-void write_search_results(const std::string& path, const Neighbors& found) {
+void write_search_results(const std::string& path, const Neighbors& found, Metric metric) {
     check_search_results_output(path);
     io::Hdf5Writer file(path);
     file.dataset("neighbors", H5T_NATIVE_INT64, {found.queries, found.k}, found.ids.data());
     file.dataset("distances", H5T_NATIVE_FLOAT, {found.queries, found.k}, found.distances.data());
+    file.text_attribute("distance", distance_name(metric));
     file.commit();
 }
 

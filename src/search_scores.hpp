@@ -1,0 +1,27 @@
+// What the CPU and the GPU search (src/search.cpp, cuda/search.cu) rank by: a score, smallest first,
+// ties to the lowest id. For l2 and angular it is the squared L2 distance and is reported as it is;
+// for ip it is the negated inner product, turned back into the inner product when reported.
+#pragma once
+
+#include "vlattice/search.hpp"
+#include "vlattice/types.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace vlattice {
+
+// The ip score of an ordered_dot: 0 - dot rather than -dot, so that a zero scores +0 whatever the
+// sign of the product's zero: the GPU orders scores by their bits (where -0 comes before +0) and the
+// CPU by value (where they tie), so no score may come in both signs of zero. NaN, a product whose
+// lanes overflowed to both infinities, scores +infinity (last), as neither sort would order NaN as
+// the other does.
+inline float inner_product_score(float dot) {
+    return std::isnan(dot) ? std::numeric_limits<float>::infinity() : 0.0f - dot;
+}
+
+// found.distances holds the scores the search ranked by (+infinity where ids is -1); for ip, each
+// becomes the inner product 0 - score, and a missing neighbour's -infinity (the least product).
+void scores_to_distances(Neighbors& found, Metric metric);
+
+}  // namespace vlattice
