@@ -117,6 +117,7 @@ double eta_at(double temperature) {
 FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
               const IterationCallback& on_iteration) {
     validate(config, input.rows);
+    check_accepted_range(input, "the points");
     const auto start = std::chrono::steady_clock::now();
     const std::size_t n = input.rows;
     FitResult result;
