@@ -1,6 +1,7 @@
 // Numeric range: data whose squared distances would overflow float32 (or whose scale the 16-bit
 // operands cannot hold) is refused with the file, the row, the column and the limit, while data at
-// the edges of the accepted range fits exactly as at unit scale.
+// the edges of the accepted range fits exactly as at unit scale; a non-finite energy stops a run.
+#include "perturbed_backend.hpp"
 #include "support.hpp"
 
 #include "vlattice/anneal.hpp"
@@ -12,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <cfloat>
+#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -215,4 +217,22 @@ TEST_CASE("compress, query and batch refuse out-of-range data naming the file", 
     CHECK(batch.exit_code == 1);
     CHECK_THAT(batch.output, Contains(h5 + ": row 17 (0-based), column 3 (0-based) is 2e+19"));
     CHECK_FALSE(std::filesystem::exists(dir.path("batch/big.vlat")));
+}
+
+TEST_CASE("an energy that is not finite stops the run", "[range][anneal]") {
+    const Matrix x = sample(400, 5);
+    AnnealConfig config = small_config();
+    config.anchors = 6;
+    config.max_iters = 8;
+    config.tolerance = 0.0;
+    SECTION("in the loop") {
+        NonFiniteEnergy faulty(make_cpu_backend(2), 2, false);
+        CHECK_THROWS_WITH(fit(x, config, faulty), Contains("non-finite backend's energy after the assign of "
+                                                           "iteration 2 is nan, not a finite number"));
+    }
+    SECTION("at the end, where the CPU's recomputation is not finite either") {
+        NonFiniteEnergy faulty(make_cpu_backend(2), INT_MAX, true);
+        CHECK_THROWS_WITH(fit(x, config, faulty),
+                          Contains("validation failed at the end of the run: the energy is not finite"));
+    }
 }
