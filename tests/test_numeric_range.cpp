@@ -1,6 +1,7 @@
 // Numeric range: data whose squared distances would overflow float32 (or whose scale the 16-bit
 // operands cannot hold) is refused with the file, the row, the column and the limit, while data at
-// the edges of the accepted range fits exactly as at unit scale; a non-finite energy stops a run.
+// the edges of the accepted range fits exactly as at unit scale; a non-finite energy stops a run;
+// numeric options name their range.
 #include "perturbed_backend.hpp"
 #include "support.hpp"
 
@@ -235,4 +236,44 @@ TEST_CASE("an energy that is not finite stops the run", "[range][anneal]") {
         CHECK_THROWS_WITH(fit(x, config, faulty),
                           Contains("validation failed at the end of the run: the energy is not finite"));
     }
+}
+
+TEST_CASE("numeric options name their range when the value is out of it", "[range][cli]") {
+    ScratchDir dir;
+    const std::string input = dir.path("points.npy");
+    write_vectors(input, sample());
+    const std::string vlat = dir.path("p.vlat");
+    REQUIRE(compress(input, vlat, "--quiet").exit_code == 0);
+    const std::string huge = "99999999999999999999";
+    const auto refused = [](const std::string& arguments, const std::string& message) {
+        const CommandResult run = run_cli(arguments);
+        INFO(arguments << ": " << run.output);
+        CHECK(run.exit_code == 2);
+        CHECK_THAT(run.output, Contains(message));
+    };
+    const std::string compress_args = "compress " + quote(input) + " -o " + quote(dir.path("never.vlat")) + " ";
+    refused(compress_args + "--iters 99999999999999",
+            "--iters must be a whole number in [1, 2^31), got '99999999999999'");
+    refused(compress_args + "-m " + huge, "--anchors must be a whole number in [1, 2^63), got '" + huge + "'");
+    refused(compress_args + "--maintenance-every 1e3", "--maintenance-every must be a whole number in [0, 2^31)");
+    refused(compress_args + "--init-sample " + huge, "--init-sample must be a whole number in [0, 2^63)");
+    refused(compress_args + "--validate-every 3000000000", "--validate-every must be a whole number in [0, 2^31)");
+    refused(compress_args + "--threads " + huge, "--threads must be a whole number in [0, 2^31)");
+    refused(compress_args + "--gpu " + huge, "--gpu must be a whole number in [0, 2^31)");
+    refused(compress_args + "--bits " + huge, "--bits must be a whole number in [0, 8], got '" + huge + "'");
+    refused(compress_args + "--t0 1e400", "--t0 must be a finite number >= 0, got '1e400'");
+    refused(compress_args + "--cooling nan", "--cooling must be a number in [0, 1), got 'nan'");
+    refused(compress_args + "--trim-final 1", "--trim-final must be a number in [0, 1), got '1'");
+    refused(compress_args + "--target-bytes 1e400", "--target-bytes must be a finite number > 0, got '1e400'");
+    refused(compress_args + "--target-bytes 0", "--target-bytes must be a finite number > 0, got '0'");
+    refused("batch " + quote(input) + " -o " + quote(dir.path("b")) + " --iters " + huge,
+            "--iters must be a whole number in [1, 2^31)");
+    refused("compare " + quote(input) + " --iters " + huge, "--iters must be a whole number in [1, 2^31)");
+    const std::string query_args = "query " + quote(vlat) + " --queries " + quote(input) + " ";
+    refused(query_args + "--k " + huge, "--k must be a whole number in [1, 2^63), got '" + huge + "'");
+    refused(query_args + "--limit " + huge, "--limit must be a whole number in [0, 2^63)");
+    refused(query_args + "--threads " + huge, "--threads must be a whole number in [0, 2^31)");
+    refused(query_args + "--gpu " + huge, "--gpu must be a whole number in [0, 2^31)");
+    refused("decompress " + quote(vlat) + " -o " + quote(dir.path("x.npy")) + " --gpu " + huge,
+            "--gpu must be a whole number in [0, 2^31)");
 }

@@ -1,5 +1,7 @@
 #include "coding_options.hpp"
 
+#include "number_options.hpp"
+
 #include "vlattice/format.hpp"
 #include "vlattice/rate.hpp"
 #include "vlattice/residual.hpp"
@@ -11,10 +13,10 @@ namespace vlattice::cli {
 
 void add_coding_options(po::options_description& options, CodingArgs& a) {
     options.add_options()
-        ("bits", po::value(&a.bits)->default_value(CodingRequest{}.bits)->value_name("B"),
+        ("bits", whole_number(&a.bits, 0LL, 8LL)->default_value(CodingRequest{}.bits)->value_name("B"),
          "residual code width in every dimension: 0 (anchor ids only), 2, 4 or 8; each anchor's "
          "members set its own range per dimension")
-        ("target-bytes", po::value(&a.target_bytes)->value_name("BYTES"),
+        ("target-bytes", real_number(&a.target_bytes, {0.0, kUnbounded, true})->value_name("BYTES"),
          "budget of code bytes per vector (packed id + residual code, as FAISS counts code sizes): "
          "lowers M if the ids alone do not fit, then gives each dimension the width (0, 2, 4, 8 bits) "
          "that removes the most error for the bits left; never exceeds the budget")
@@ -53,10 +55,6 @@ void check_coding_args(const po::variables_map& values, const CodingArgs& args) 
     }
     if ((bytes || ratio) && !values["bits"].defaulted()) {
         throw UsageError("--bits fixes the widths, and a --target-bytes or --target-ratio budget chooses them: give one");
-    }
-    if (bytes) {
-        require_option(std::isfinite(args.target_bytes) && args.target_bytes > 0.0, "--target-bytes",
-                       "a positive number of bytes per vector", args.target_bytes);
     }
     if (ratio) {
         parse_ratio(args.target_ratio);

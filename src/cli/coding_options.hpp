@@ -19,7 +19,8 @@ struct CodingArgs {
 void add_coding_options(po::options_description& options, CodingArgs& args);
 
 // Throws UsageError for a width other than 0, 2, 4, 8, for --bits together with a target, for both
-// targets, and for a target that is not a positive number (a ratio may be written 0.125 or 12.5%).
+// targets, and for a ratio outside (0, 1] (written 0.125 or 12.5%); the parser has already refused
+// widths outside [0, 8] and byte budgets that are not a finite number > 0.
 // Commands call it before they read any input, so that a mistake shows before the work.
 void check_coding_args(const po::variables_map& values, const CodingArgs& args);
 
