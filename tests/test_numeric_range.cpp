@@ -1,7 +1,7 @@
 // Numeric range: data whose squared distances would overflow float32 (or whose scale the 16-bit
 // operands cannot hold) is refused with the file, the row, the column and the limit, while data at
 // the edges of the accepted range fits exactly as at unit scale; a non-finite energy stops a run;
-// numeric options name their range.
+// numeric options name their range; a byte budget beyond the best coding gets the best coding.
 #include "perturbed_backend.hpp"
 #include "support.hpp"
 
@@ -10,8 +10,10 @@
 #include "vlattice/format.hpp"
 #include "vlattice/io.hpp"
 #include "vlattice/point_format.hpp"
+#include "vlattice/rate.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cfloat>
 #include <climits>
@@ -67,6 +69,13 @@ FitResult fit_on_cpu(const Matrix& x, const AnnealConfig& config) {
 CommandResult compress(const std::string& input, const std::string& output, const std::string& extra = "") {
     return run_cli("compress " + quote(input) + " -o " + quote(output) + " -m 8 --iters 10 --device cpu --threads 2 " +
                    extra);
+}
+
+nlohmann::json info_json(const std::string& vlat) {
+    const CommandResult info = run_cli("info --json " + quote(vlat));
+    INFO(info.output);
+    REQUIRE(info.exit_code == 0);
+    return nlohmann::json::parse(info.output);
 }
 
 }  // namespace
@@ -276,4 +285,27 @@ TEST_CASE("numeric options name their range when the value is out of it", "[rang
     refused(query_args + "--gpu " + huge, "--gpu must be a whole number in [0, 2^31)");
     refused("decompress " + quote(vlat) + " -o " + quote(dir.path("x.npy")) + " --gpu " + huge,
             "--gpu must be a whole number in [0, 2^31)");
+}
+
+TEST_CASE("a byte budget beyond the best coding gets 8-bit codes in every dimension", "[range][codes]") {
+    // 2^64 bytes and more did not fit the size_t the budget was converted to, which gave 0 bytes.
+    for (double budget : {40.0, 1e19, 18446744073709551616.0, 1e300}) {
+        INFO("budget " << budget);
+        CHECK(residual_bytes_within(budget, 1000, 256, 16) == 16);
+    }
+    CHECK(residual_bytes_within(3.5, 1000, 256, 16) == 2);
+    CHECK_THROWS_WITH(residual_bytes_within(std::numeric_limits<double>::quiet_NaN(), 1000, 256, 16),
+                      Contains("must be a finite number >= 0"));
+
+    ScratchDir dir;
+    const std::string input = dir.path("points.npy");
+    write_vectors(input, sample());
+    for (const char* budget : {"1e300", "18446744073709551616", "20"}) {
+        const std::string out = dir.path("budget.vlat");
+        const CommandResult run = compress(input, out, std::string("--target-bytes ") + budget);
+        INFO(budget << ": " << run.output);
+        REQUIRE(run.exit_code == 0);
+        CHECK_THAT(run.output, Contains("bytes per vector is more than the best coding takes"));
+        CHECK(info_json(out)["residual_widths"] == "8 x 8 bits");
+    }
 }

@@ -19,7 +19,8 @@ void add_coding_options(po::options_description& options, CodingArgs& a) {
         ("target-bytes", real_number(&a.target_bytes, {0.0, kUnbounded, true})->value_name("BYTES"),
          "budget of code bytes per vector (packed id + residual code, as FAISS counts code sizes): "
          "lowers M if the ids alone do not fit, then gives each dimension the width (0, 2, 4, 8 bits) "
-         "that removes the most error for the bits left; never exceeds the budget")
+         "that removes the most error for the bits left; never exceeds the budget, and a budget beyond what "
+         "8-bit codes in every dimension take gets those (a note says so)")
         ("target-ratio", po::value(&a.target_ratio)->value_name("R"),
          "the same budget as a share of the float32 size (4 d bytes): 0.125 or 12.5%");
 }
@@ -70,6 +71,19 @@ CodingRequest coding_request(const po::variables_map& values, const CodingArgs& 
         request.target_bytes = parse_ratio(args.target_ratio) * 4.0 * static_cast<double>(d);
     }
     return request;
+}
+
+std::string budget_note(const CodingRequest& request, std::size_t n, std::size_t m, std::size_t d) {
+    if (!request.target_bytes) {
+        return {};
+    }
+    const double best = assignment_bytes_per_vector(n, m) + static_cast<double>(d);
+    if (*request.target_bytes <= best) {
+        return {};
+    }
+    return "the budget of " + show(*request.target_bytes) + " bytes per vector is more than the best coding takes (" +
+           show(best) + " bytes per vector: 8-bit codes in every dimension beside the ids of " + std::to_string(m) +
+           " anchors), which it gets";
 }
 
 std::string describe_coding(std::size_t m, const std::vector<std::uint8_t>& widths) {

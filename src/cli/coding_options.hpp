@@ -31,6 +31,10 @@ bool budget_given(const po::variables_map& values);
 // check_coding_args has passed.
 CodingRequest coding_request(const po::variables_map& values, const CodingArgs& args, std::size_t d);
 
+// When the budget is more than the best coding takes (8-bit codes in every dimension beside the ids
+// of m anchors), which it then gets: a note saying so for the user; else empty.
+std::string budget_note(const CodingRequest& request, std::size_t n, std::size_t m, std::size_t d);
+
 // "m = 1024 (10-bit ids), residuals 776 x 4 bits, 8 x 0 bits": what a run chose, for the user.
 std::string describe_coding(std::size_t m, const std::vector<std::uint8_t>& widths);
 

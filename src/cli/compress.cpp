@@ -129,6 +129,10 @@ int compress(int argc, char** argv) {
                          std::to_string(budget_anchors) + " anchors, not " + std::to_string(config.anchors));
     }
     config.anchors = budget_anchors;
+    if (const std::string note = budget_note(coding, loaded.points.rows, budget_anchors, loaded.points.cols);
+        !note.empty() && !args.quiet) {
+        print_notice(kHelp.name, "note", note);
+    }
 
     ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), config.max_iters, loaded.points.rows);
     const FitResult result =
