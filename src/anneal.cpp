@@ -76,9 +76,18 @@ void check_energy(const Matrix& points, const Matrix& anchors, const std::vector
                   double backend_energy, const char* backend, const AnnealConfig& config, Validation& validation,
                   const std::string& when) {
     const double recomputed = cpu_energy(points, anchors, assignments);
-    const double difference = relative_difference(recomputed, backend_energy);
     ++validation.checks;
     validation.recomputed_energy = recomputed;
+    // A NaN compares false with everything, so that relative_difference would let it pass.
+    if (!std::isfinite(recomputed) || !std::isfinite(backend_energy)) {
+        char message[512];
+        std::snprintf(message, sizeof message,
+                      "validation failed %s: the energy is not finite (the %s backend's %.12g, the CPU's "
+                      "recomputation %.12g)",
+                      when.c_str(), backend, backend_energy, recomputed);
+        throw Error(message);
+    }
+    const double difference = relative_difference(recomputed, backend_energy);
     validation.relative_difference = std::max(validation.relative_difference, difference);
     if (!(difference <= config.validation_tolerance)) {
         char message[512];
@@ -117,6 +126,7 @@ double eta_at(double temperature) {
 FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
               const IterationCallback& on_iteration) {
     validate(config, input.rows);
+    check_accepted_range(input, "the points");
     const auto start = std::chrono::steady_clock::now();
     const std::size_t n = input.rows;
     FitResult result;
@@ -148,6 +158,11 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
             assigned = backend.assign();
         }
         anchors_moved_since_assign = false;
+        if (!std::isfinite(assigned.energy)) {
+            throw Error(std::string("the ") + backend.name() + " backend's energy after the assign of iteration " +
+                        std::to_string(iteration) + " is " + std::to_string(assigned.energy) +
+                        ", not a finite number: the run cannot go on");
+        }
         record.energy = assigned.energy;
         record.changed = assigned.changed;
         result.iterations = iteration + 1;

@@ -2,6 +2,7 @@
 
 #include "numeric.hpp"
 #include "vlattice/half.hpp"
+#include "vlattice/point_format.hpp"
 #include "vlattice/rate.hpp"
 #include "vlattice/residual.hpp"
 
@@ -19,6 +20,8 @@ LoadedPoints load_points(const std::string& path, const ReadOptions& options, Me
     if (metric == Metric::angular) {
         loaded.zero_rows = normalize_rows(loaded.points);
     }
+    // fit() checks too, but only here is the file known to name it.
+    check_accepted_range(loaded.points, path);
     return loaded;
 }
 

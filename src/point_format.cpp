@@ -5,8 +5,10 @@
 #include "numeric.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 namespace vlattice {
@@ -14,7 +16,10 @@ namespace vlattice {
 namespace {
 
 // Exponents beyond this would take 2^(1 - 2e), the GPU's unscaling of a dot product, out of float's range.
+// Accepted data never reaches it (accepted_range): the smallest scale is 2^(14 - kMaxExponent), and
+// the largest |value|, sqrt(FLT_MAX / 8) < 2^63 at d = 1, gives an exponent of at least 14 - 62.
 constexpr int kMaxExponent = 60;
+static_assert(14 - 62 > -kMaxExponent, "the largest accepted magnitude must not reach the exponent's clamp");
 
 // float32 -> bfloat16 -> float32, to nearest with ties to even, for finite values.
 float round_to_bf16(float value) {
@@ -56,12 +61,71 @@ std::uint32_t largest_magnitude_bits(const float* values, std::size_t count) {
     return largest;
 }
 
-}  // namespace
-
-PointFormat point_format(const Matrix& points, PointStorage storage) {
+float largest_magnitude(const Matrix& points) {
     const std::uint32_t bits = largest_magnitude_bits(points.data.data(), points.data.size());
     float largest;
     std::memcpy(&largest, &bits, sizeof largest);
+    return largest;
+}
+
+// Down to `digits` significant digits, so that a limit printed with %.{digits}g is the one applied.
+double round_down(double value, int digits) {
+    const double unit = std::pow(10.0, std::floor(std::log10(value)) - (digits - 1));
+    return std::floor(value / unit) * unit;
+}
+
+std::string printed(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", value);
+    return text;
+}
+
+std::string position(std::size_t index, std::size_t d) {
+    return "row " + std::to_string(index / d) + " (0-based), column " + std::to_string(index % d) + " (0-based)";
+}
+
+}  // namespace
+
+AcceptedRange accepted_range(std::size_t d) {
+    AcceptedRange range;
+    range.largest = round_down(std::sqrt(static_cast<double>(FLT_MAX) / (8.0 * static_cast<double>(d))), 3);
+    range.smallest_scale = std::ldexp(1.0, 14 - kMaxExponent);
+    return range;
+}
+
+void check_accepted_range(const Matrix& points, const std::string& source) {
+    const std::size_t d = points.cols;
+    if (points.data.empty()) {
+        return;
+    }
+    const AcceptedRange range = accepted_range(d);
+    const float largest = largest_magnitude(points);
+    const std::vector<float>& values = points.data;
+    if (!(largest <= range.largest)) {
+        const auto beyond = std::find_if(values.begin(), values.end(),
+                                         [&](float v) { return !(std::abs(v) <= range.largest); });
+        const std::string where = source + ": " + position(static_cast<std::size_t>(beyond - values.begin()), d);
+        if (!std::isfinite(*beyond)) {
+            throw Error(where + " is " + printed(*beyond) + "; vectors must be finite");
+        }
+        throw Error(where + " is " + printed(*beyond) + ", beyond " + printed(range.largest) +
+                    ", the largest |value| vlattice fits in " + std::to_string(d) +
+                    " dimensions (a squared distance to an anchor, up to (2 x " + printed(range.largest) + ")^2 x " +
+                    std::to_string(d) + ", must stay within half of float32's range): scale the data down");
+    }
+    if (largest > 0.0f && largest < range.smallest_scale) {
+        const auto at = static_cast<std::size_t>(
+            std::find_if(values.begin(), values.end(), [&](float v) { return std::abs(v) == largest; }) -
+            values.begin());
+        throw Error(source + ": the largest |value|, " + printed(values[at]) + " at " + position(at, d) +
+                    ", is below " + printed(range.smallest_scale) + " (2^" + std::to_string(14 - kMaxExponent) +
+                    "), the smallest scale vlattice fits: its 16-bit operands would round such data to zero; "
+                    "scale the data up");
+    }
+}
+
+PointFormat point_format(const Matrix& points, PointStorage storage) {
+    const float largest = largest_magnitude(points);
     PointFormat format;
     format.storage = storage;
     // A NaN anywhere comes out as the largest pattern, and leaves the default exponent as infinity does.

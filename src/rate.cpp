@@ -17,10 +17,18 @@ double assignment_bytes_per_vector(std::size_t n, std::size_t m) {
     return std::ceil(bits / 8.0) / static_cast<double>(n);
 }
 
-std::size_t anchors_within(double budget_bytes, std::size_t n, std::size_t wanted) {
+namespace {
+
+void check_budget(double budget_bytes) {
     if (!std::isfinite(budget_bytes) || budget_bytes < 0.0) {
         throw Error("the byte budget per vector must be a finite number >= 0, not " + std::to_string(budget_bytes));
     }
+}
+
+}  // namespace
+
+std::size_t anchors_within(double budget_bytes, std::size_t n, std::size_t wanted) {
+    check_budget(budget_bytes);
     std::size_t m = std::min(wanted, n);
     // Halving m drops one bit per id; the count stays a power of two once it had to shrink.
     while (m > 1 && assignment_bytes_per_vector(n, m) > budget_bytes) {
@@ -30,11 +38,14 @@ std::size_t anchors_within(double budget_bytes, std::size_t n, std::size_t wante
 }
 
 std::size_t residual_bytes_within(double budget_bytes, std::size_t n, std::size_t m, std::size_t d) {
+    check_budget(budget_bytes);
     const double left = budget_bytes - assignment_bytes_per_vector(n, m);
     if (left < 1.0) {
         return 0;
     }
-    return std::min(static_cast<std::size_t>(std::floor(left)), d);
+    // Capped before the conversion: a budget of 2^64 bytes or more does not fit a size_t, and its
+    // conversion gave 0, no residual codes at all.
+    return static_cast<std::size_t>(std::min(std::floor(left), static_cast<double>(d)));
 }
 
 namespace {

@@ -385,7 +385,7 @@ TEST_CASE("compress rejects bad input and bad options, leaving the output untouc
     }
     SECTION("-m 0") {
         const CommandResult result = run_cli("compress " + quote(good) + " -o " + quote(out) + " -m 0");
-        check_fails(result, out, {"-m", "at least 1"});
+        check_fails(result, out, {"--anchors must be a whole number in [1, 2^63), got '0'"});
         CHECK(result.exit_code == 2);
     }
     SECTION("-m larger than n") {
@@ -398,10 +398,12 @@ TEST_CASE("compress rejects bad input and bad options, leaving the output untouc
     }
     SECTION("value out of range") {
         const CommandResult result = compress(good, out, "--trim 1.5");
-        check_fails(result, out, {"--trim must be in [0, 1), got 1.5"});
+        check_fails(result, out, {"--trim must be a number in [0, 1), got '1.5'"});
         CHECK(result.exit_code == 2);
-        check_fails(compress(good, out, "--validate-every -1"), out, {"--validate-every must be >= 0"});
-        check_fails(compress(good, out, "--init-sample -5"), out, {"--init-sample must be >= 0, got -5"});
+        check_fails(compress(good, out, "--validate-every -1"), out,
+                    {"--validate-every must be a whole number in [0, 2^31)"});
+        check_fails(compress(good, out, "--init-sample -5"), out,
+                    {"--init-sample must be a whole number in [0, 2^63), got '-5'"});
         // A seed takes all of [0, 2^64): Boost's own reading took -1 as 2^64 - 1.
         for (const char* seed : {"-1", "18446744073709551616", "1.5", "one"}) {
             const CommandResult bad_seed = compress(good, out, std::string("--seed ") + seed);
@@ -522,7 +524,7 @@ TEST_CASE("decompress with a reference of the wrong shape names both shapes, and
                         quote(sample.dir.path("out.txt"))),
                 out, {"out.txt: unsupported extension '.txt'; supported: .fvecs .npy .h5 .hdf5"});
     const CommandResult gpu = run_cli("decompress " + quote(vlat) + " -o " + quote(out) + " --gpu -1");
-    check_fails(gpu, out, {"--gpu must be >= 0, got -1"});
+    check_fails(gpu, out, {"--gpu must be a whole number in [0, 2^31), got '-1'"});
     CHECK(gpu.exit_code == 2);
 }
 

@@ -117,15 +117,15 @@ TEST_CASE("compress rejects bad coding options", "[cli][codes]") {
         CHECK_THAT(run.output, Contains(message));
     };
     rejects("--bits 3", "--bits must be 0, 2, 4 or 8, got 3");
-    rejects("--bits -1", "--bits must be 0, 2, 4 or 8, got -1");  // not 4294967295
-    rejects("--bits 4294967298", "--bits must be 0, 2, 4 or 8, got 4294967298");  // not 2
+    rejects("--bits -1", "--bits must be a whole number in [0, 8], got '-1'");  // not 4294967295
+    rejects("--bits 4294967298", "--bits must be a whole number in [0, 8], got '4294967298'");  // not 2
     rejects("--bits 4 --target-bytes 10", "--bits fixes the widths");
     rejects("--bits 2 --target-ratio 10%", "--bits fixes the widths");
     rejects("--target-bytes 10 --target-ratio 0.1", "set the same budget");
     rejects("--target-ratio 0", "--target-ratio must be a share of the float32 size");
     rejects("--target-ratio 150%", "got '150%'");
     rejects("--target-ratio abc", "got 'abc'");
-    rejects("--target-bytes -3", "--target-bytes must be a positive number of bytes per vector, got -3");
+    rejects("--target-bytes -3", "--target-bytes must be a finite number > 0, got '-3'");
     // Checked before the input is read: a run does not load a large file only to refuse its options.
     const CommandResult early =
         run_cli("compress " + quote(ann.dir.path("missing.hdf5")) + " -o " + quote(out) + kRun + " --bits 3");
@@ -193,10 +193,10 @@ TEST_CASE("query rejects bad input, naming what is wrong", "[cli][codes]") {
     fails(queries + " --nprobe 99999999999999999999", 2, "got '99999999999999999999'");
     fails(queries + " --k 0", 2, "--k");
     // Negative whole numbers are refused, not wrapped to 2^64 - 1 (--k -1 tried to allocate that much).
-    fails(queries + " --k -1", 2, "--k must be at least 1, got -1");
-    fails(queries + " --limit -1", 2, "--limit must be >= 0, got -1");
-    fails(queries + " --threads -2", 2, "--threads must be >= 0, got -2");
-    fails(queries + " --gpu -1", 2, "--gpu must be >= 0, got -1");
+    fails(queries + " --k -1", 2, "--k must be a whole number in [1, 2^63), got '-1'");
+    fails(queries + " --limit -1", 2, "--limit must be a whole number in [0, 2^63), got '-1'");
+    fails(queries + " --threads -2", 2, "--threads must be a whole number in [0, 2^31), got '-2'");
+    fails(queries + " --gpu -1", 2, "--gpu must be a whole number in [0, 2^31), got '-1'");
     fails(queries + " --dataset neighbors", 1, "the queries have 100 dimensions");
     fails(queries + " --ground-truth " + quote(ann.path + ":nothing"), 1, "nothing");
     fails(queries + " --ground-truth " + quote(ann.path + ":train"), 1, "not a vector id in [0, 3000)");

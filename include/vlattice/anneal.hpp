@@ -62,10 +62,10 @@ struct FitResult {
 
 using IterationCallback = std::function<void(const IterationRecord&)>;
 
-// Validates the config against the points, then runs to convergence or config.max_iters. Under a
-// 16-bit config.storage the fit works on a rounded copy of the points (round_to_format), and its
-// energy is that of the copy. Throws Error when the backend's energy disagrees with the CPU's
-// recomputation (see AnnealConfig).
+// Validates the config against the points, and the points against check_accepted_range, then runs
+// to convergence or config.max_iters. Under a 16-bit config.storage the fit works on a rounded copy
+// of the points (round_to_format), and its energy is that of the copy. Throws Error when the
+// backend's energy disagrees with the CPU's recomputation (see AnnealConfig).
 FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend,
               const IterationCallback& on_iteration = {});
 

@@ -26,7 +26,9 @@ struct LoadedPoints {
     std::size_t zero_rows = 0;
 };
 
-// read_vectors + check_finite, then for Metric::angular every row scaled to unit length.
+// read_vectors + check_finite, then for Metric::angular every row scaled to unit length; throws
+// Error naming the file, the row and the column when the values lie outside what a fit accepts
+// (check_accepted_range: queries and references are held to it too, as they meet the same anchors).
 LoadedPoints load_points(const std::string& path, const ReadOptions& options, Metric metric);
 
 // Scales each row to unit L2 length in place; returns how many rows were zero (and stay zero).

@@ -32,6 +32,23 @@ struct PointFormat {
 // The format of `storage` for these points (their largest |coordinate| sets the exponent).
 PointFormat point_format(const Matrix& points, PointStorage storage);
 
+// The magnitudes a fit accepts in d dimensions. Every coordinate must be finite with |x| <= largest,
+// so that the squared distance from any point to an anchor, at most (2 largest)^2 d, stays within
+// half of float32's range: the CPU's float32 GEMM and the GPU's unscaled 16-bit products compute
+// distances as ||x||^2 + ||c||^2 - 2 x.c, whose terms would otherwise overflow and collapse the fit
+// (energies are summed in double, which float32 distances cannot overflow). The largest |coordinate|
+// must be 0 or at least smallest_scale: smaller data would leave the scaling exponent's range, and
+// the 16-bit operands would round it to zero.
+struct AcceptedRange {
+    double largest = 0.0;  // sqrt(FLT_MAX / (8 d)) rounded down to 3 significant digits, as printed
+    double smallest_scale = 0.0;
+};
+AcceptedRange accepted_range(std::size_t d);
+
+// Throws Error naming `source`, the row and the column of the first coordinate beyond
+// accepted_range (or that is not finite), or of the largest one when the data's scale is below it.
+void check_accepted_range(const Matrix& points, const std::string& source);
+
 // Rounds every coordinate to the nearest value the format holds (ties to even), in place:
 // x <- 2^-e half(2^e x). f32 leaves the points as they are.
 void round_to_format(Matrix& points, const PointFormat& format);

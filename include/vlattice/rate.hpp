@@ -19,7 +19,8 @@ double assignment_bytes_per_vector(std::size_t n, std::size_t m);
 std::size_t anchors_within(double budget_bytes, std::size_t n, std::size_t wanted);
 
 // Whole residual bytes per vector left once the assignments of n vectors to m anchors are paid for,
-// capped at what 8 bits in every one of d dimensions takes.
+// capped at what 8 bits in every one of d dimensions takes, however large the budget. Throws Error
+// when budget_bytes is negative or not finite.
 std::size_t residual_bytes_within(double budget_bytes, std::size_t n, std::size_t m, std::size_t d);
 
 // One width per dimension from kResidualWidths, spending at most bits_per_vector bits: starting from

@@ -1,8 +1,9 @@
 #include "anneal_options.hpp"
 
+#include "number_options.hpp"
+
 #include "vlattice/io.hpp"
 
-#include <cmath>
 #include <optional>
 
 namespace vlattice::cli {
@@ -12,23 +13,25 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
     const long long anchors = static_cast<long long>(c.anchors);
     const std::string dataset = ReadOptions{}.dataset;
     options.add_options()
-        ("anchors,m", po::value(&a.anchors)->default_value(anchors, show(anchors))->value_name("M"),
+        ("anchors,m", whole_number(&a.anchors, 1LL)->default_value(anchors, show(anchors))->value_name("M"),
          "anchors to learn, 1 <= M <= number of vectors; anchors left empty are dropped, so a run may end with fewer")
-        ("iters", po::value(&a.config.max_iters)->default_value(c.max_iters, show(c.max_iters))->value_name("N"),
+        ("iters", whole_number(&a.config.max_iters, 1)->default_value(c.max_iters, show(c.max_iters))->value_name("N"),
          "maximum iterations; the run stops earlier when converged")
-        ("t0", po::value(&a.config.t0)->default_value(c.t0, show(c.t0))->value_name("T"),
+        ("t0", real_number(&a.config.t0, {0.0})->default_value(c.t0, show(c.t0))->value_name("T"),
          "initial temperature, >= 0; hot iterations trim more outliers and move anchors part of the way, "
          "0 runs cold (plain Lloyd steps with --trim-final) from the start")
-        ("cooling", po::value(&a.config.cooling)->default_value(c.cooling, show(c.cooling))->value_name("C"),
+        ("cooling", real_number(&a.config.cooling, {0.0, 1.0})
+                        ->default_value(c.cooling, show(c.cooling))->value_name("C"),
          "T <- T * (1 - C) after every iteration, C in [0, 1)")
-        ("trim", po::value(&a.config.trim)->default_value(c.trim, show(c.trim))->value_name("F"),
+        ("trim", real_number(&a.config.trim, {0.0, 1.0})->default_value(c.trim, show(c.trim))->value_name("F"),
          "share of each anchor's farthest members left out of its mean at T = T0, in [0, 1)")
-        ("trim-final", po::value(&a.config.trim_final)->default_value(c.trim_final, show(c.trim_final))->value_name("F"),
+        ("trim-final", real_number(&a.config.trim_final, {0.0, 1.0})
+                           ->default_value(c.trim_final, show(c.trim_final))->value_name("F"),
          "share left out at T = 0, in [0, 1); 0 ends at a k-means fixed point, = --trim gives trimmed k-means")
-        ("maintenance-every", po::value(&a.config.maintenance_every)
+        ("maintenance-every", whole_number(&a.config.maintenance_every, 0)
                                   ->default_value(c.maintenance_every, show(c.maintenance_every))->value_name("P"),
          "merge close anchors, split crowded ones and re-seed empty ones every P iterations while hot; 0 turns it off")
-        ("init-sample", po::value(&a.init_sample)->default_value(0)->value_name("S"),
+        ("init-sample", whole_number(&a.init_sample, 0LL)->default_value(0)->value_name("S"),
          "k-means++ picks the first anchors from a random sample of S points; 0: min(n, 8 * M)")
         ("seed", po::value(&a.seed)->default_value(show(c.seed))->value_name("S"),
          "seeds every random choice; the same input, seed and backend give the same result on any machine "
@@ -38,7 +41,7 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
          "vectors as given, query ranks by largest inner product). Every metric fits the anchors in L2, since "
          "compression minimises the squared reconstruction error. auto: an HDF5 input's 'distance' attribute "
          "(euclidean, angular, ip or dot) when it has one, else l2")
-        ("validate-every", po::value(&a.config.validate_every)
+        ("validate-every", whole_number(&a.config.validate_every, 0)
                                ->default_value(c.validate_every, show(c.validate_every))->value_name("K"),
          "also check the energy against the CPU's double-precision recomputation after every K-th assign "
          "(every run is checked once at its end); 0: only at the end")
@@ -51,9 +54,9 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
          "exact: every vector goes to the anchor its double-precision distances pick; fast: the fast distances "
          "decide alone (GPU: one half-precision tensor-core product; CPU: float32), so vectors nearly "
          "equidistant from two anchors may take the farther one")
-        ("threads", po::value(&a.config.threads)->default_value(c.threads, show(c.threads))->value_name("N"),
+        ("threads", whole_number(&a.config.threads, 0)->default_value(c.threads, show(c.threads))->value_name("N"),
          "CPU threads (OpenMP and BLAS); 0 uses every core; the result does not depend on it")
-        ("gpu", po::value(&a.gpu)->default_value(0)->value_name("N"), "index of the CUDA device to use")
+        ("gpu", whole_number(&a.gpu, 0)->default_value(0)->value_name("N"), "index of the CUDA device to use")
         ("dataset", po::value(&a.dataset)->default_value(dataset)->value_name("NAME"),
          "dataset to read from an HDF5 INPUT");
 }
@@ -71,18 +74,6 @@ std::optional<Metric> given_metric(const AnnealArgs& args) {
 }  // namespace
 
 void check_anneal_args(AnnealArgs& a) {
-    const AnnealConfig& c = a.config;
-    require_option(a.anchors >= 1, "-m/--anchors", "at least 1", a.anchors);
-    require_option(c.max_iters >= 1, "--iters", "at least 1", c.max_iters);
-    require_option(c.t0 >= 0.0 && std::isfinite(c.t0), "--t0", "a finite number >= 0", c.t0);
-    require_option(c.cooling >= 0.0 && c.cooling < 1.0, "--cooling", "in [0, 1)", c.cooling);
-    require_option(c.trim >= 0.0 && c.trim < 1.0, "--trim", "in [0, 1)", c.trim);
-    require_option(c.trim_final >= 0.0 && c.trim_final < 1.0, "--trim-final", "in [0, 1)", c.trim_final);
-    require_option(c.maintenance_every >= 0, "--maintenance-every", ">= 0", c.maintenance_every);
-    require_option(c.validate_every >= 0, "--validate-every", ">= 0", c.validate_every);
-    require_option(c.threads >= 0, "--threads", ">= 0", c.threads);
-    require_option(a.gpu >= 0, "--gpu", ">= 0", a.gpu);
-    require_option(a.init_sample >= 0, "--init-sample", ">= 0", a.init_sample);
     a.config.anchors = static_cast<std::size_t>(a.anchors);
     a.config.init_sample = static_cast<std::size_t>(a.init_sample);
     a.config.seed = parse_unsigned_option(a.seed, "--seed");

@@ -27,9 +27,10 @@ struct AnnealArgs {
 
 void add_anneal_options(po::options_description& options, AnnealArgs& args);
 
-// Range checks named by option and the --metric name, before the input is read (whether M fits the
-// data is left to vlattice::validate once n is known); then copies M, the storage and the assign
-// precision into the config. Throws UsageError.
+// The checks the parser leaves (the numeric options check their ranges as they are read): --seed,
+// --storage, --assign-precision and the --metric name, before the input is read (whether M fits
+// the data is left to vlattice::validate once n is known); then copies M, the init sample, the seed,
+// the storage and the assign precision into the config. Throws UsageError.
 void check_anneal_args(AnnealArgs& args);
 
 // --metric, where `auto` asks the input (an HDF5 file's `distance` attribute) and falls back to l2.

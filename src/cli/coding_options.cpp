@@ -1,5 +1,7 @@
 #include "coding_options.hpp"
 
+#include "number_options.hpp"
+
 #include "vlattice/format.hpp"
 #include "vlattice/rate.hpp"
 #include "vlattice/residual.hpp"
@@ -11,13 +13,14 @@ namespace vlattice::cli {
 
 void add_coding_options(po::options_description& options, CodingArgs& a) {
     options.add_options()
-        ("bits", po::value(&a.bits)->default_value(CodingRequest{}.bits)->value_name("B"),
+        ("bits", whole_number(&a.bits, 0LL, 8LL)->default_value(CodingRequest{}.bits)->value_name("B"),
          "residual code width in every dimension: 0 (anchor ids only), 2, 4 or 8; each anchor's "
          "members set its own range per dimension")
-        ("target-bytes", po::value(&a.target_bytes)->value_name("BYTES"),
+        ("target-bytes", real_number(&a.target_bytes, {0.0, kUnbounded, true})->value_name("BYTES"),
          "budget of code bytes per vector (packed id + residual code, as FAISS counts code sizes): "
          "lowers M if the ids alone do not fit, then gives each dimension the width (0, 2, 4, 8 bits) "
-         "that removes the most error for the bits left; never exceeds the budget")
+         "that removes the most error for the bits left; never exceeds the budget, and a budget beyond what "
+         "8-bit codes in every dimension take gets those (a note says so)")
         ("target-ratio", po::value(&a.target_ratio)->value_name("R"),
          "the same budget as a share of the float32 size (4 d bytes): 0.125 or 12.5%");
 }
@@ -54,10 +57,6 @@ void check_coding_args(const po::variables_map& values, const CodingArgs& args) 
     if ((bytes || ratio) && !values["bits"].defaulted()) {
         throw UsageError("--bits fixes the widths, and a --target-bytes or --target-ratio budget chooses them: give one");
     }
-    if (bytes) {
-        require_option(std::isfinite(args.target_bytes) && args.target_bytes > 0.0, "--target-bytes",
-                       "a positive number of bytes per vector", args.target_bytes);
-    }
     if (ratio) {
         parse_ratio(args.target_ratio);
     }
@@ -72,6 +71,19 @@ CodingRequest coding_request(const po::variables_map& values, const CodingArgs& 
         request.target_bytes = parse_ratio(args.target_ratio) * 4.0 * static_cast<double>(d);
     }
     return request;
+}
+
+std::string budget_note(const CodingRequest& request, std::size_t n, std::size_t m, std::size_t d) {
+    if (!request.target_bytes) {
+        return {};
+    }
+    const double best = assignment_bytes_per_vector(n, m) + static_cast<double>(d);
+    if (*request.target_bytes <= best) {
+        return {};
+    }
+    return "the budget of " + show(*request.target_bytes) + " bytes per vector is more than the best coding takes (" +
+           show(best) + " bytes per vector: 8-bit codes in every dimension beside the ids of " + std::to_string(m) +
+           " anchors), which it gets";
 }
 
 std::string describe_coding(std::size_t m, const std::vector<std::uint8_t>& widths) {

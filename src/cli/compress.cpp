@@ -31,7 +31,11 @@ const CommandHelp kHelp{
     "k-means and stores each vector as the id of its anchor, plus, with --bits or a\n"
     "--target-bytes/--target-ratio budget, a scalar code of its residual from it.\n"
     "INPUT: .fvecs .bvecs .ivecs .fbin .u8bin, .npy (float32, float16, uint8),\n"
-    ".h5/.hdf5 (the dataset named by --dataset).",
+    ".h5/.hdf5 (the dataset named by --dataset).\n"
+    "Values must be finite and (after --metric angular scales each vector to unit\n"
+    "length) within +-sqrt(FLT_MAX / (8 d)), 2.3e18 at d = 8, so that squared\n"
+    "distances fit float32; the largest |value| must be 0 or at least 2^-46\n"
+    "(1.42e-14). The error names the row and column of a value that is not.",
 };
 
 struct CompressArgs {
@@ -125,6 +129,10 @@ int compress(int argc, char** argv) {
                          std::to_string(budget_anchors) + " anchors, not " + std::to_string(config.anchors));
     }
     config.anchors = budget_anchors;
+    if (const std::string note = budget_note(coding, loaded.points.rows, budget_anchors, loaded.points.cols);
+        !note.empty() && !args.quiet) {
+        print_notice(kHelp.name, "note", note);
+    }
 
     ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), config.max_iters, loaded.points.rows);
     const FitResult result =

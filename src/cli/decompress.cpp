@@ -1,6 +1,7 @@
 // vlattice decompress IN.vlat -o OUT: write the vectors the file stands for, and with --reference
 // measure how far they are from the original.
 #include "commands.hpp"
+#include "number_options.hpp"
 #include "options.hpp"
 
 #include "vlattice/codec.hpp"
@@ -53,7 +54,7 @@ void add_options(po::options_description& options, DecompressArgs& a) {
          "dataset to read from an HDF5 --reference")
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
          "where to decode: auto (the GPU when one is usable, else the CPU), cpu, or cuda")
-        ("gpu", po::value(&a.gpu)->default_value(0)->value_name("N"), "which GPU")
+        ("gpu", whole_number(&a.gpu, 0)->default_value(0)->value_name("N"), "which GPU")
         ("quiet", po::bool_switch(&a.quiet), "print nothing but errors and the error asked for by --reference");
 }
 
@@ -64,7 +65,6 @@ int decompress(int argc, char** argv) {
         return 0;
     }
     args.input = values["input"].as<std::string>();
-    require_option(args.gpu >= 0, "--gpu", ">= 0", args.gpu);
     check_outputs({{"-o", args.output}}, {{"INPUT", args.input}, {"--reference", args.reference}});
     check_vectors_output(args.output);
 

@@ -1,6 +1,7 @@
 // vlattice query IN.vlat --queries FILE: k-NN over the compressed set, with recall when the true
 // neighbours are known.
 #include "commands.hpp"
+#include "number_options.hpp"
 #include "options.hpp"
 
 #include "vlattice/device.hpp"
@@ -64,20 +65,21 @@ void add_options(po::options_description& options, QueryArgs& a) {
     options.add_options()
         ("queries", po::value(&a.queries)->required()->value_name("FILE"), "query vectors, any format compress reads")
         ("dataset", po::value(&a.dataset)->default_value("test")->value_name("NAME"), "dataset of an HDF5 --queries")
-        ("k", po::value(&a.k)->default_value(a.k)->value_name("K"), "neighbours per query")
+        ("k", whole_number(&a.k, 1LL)->default_value(a.k)->value_name("K"), "neighbours per query")
         ("nprobe", po::value(&a.nprobe)->default_value("16")->value_name("P"),
          "anchors visited per query, or `all` for exhaustive search")
         ("ground-truth", po::value(&a.ground_truth)->value_name("FILE[:DATASET]"),
          "true neighbour ids per query (an HDF5 file's dataset, `neighbors` by default; or .ivecs, .npy ...)")
-        ("limit", po::value(&a.limit)->default_value(0)->value_name("N"), "use only the first N queries (0: all)")
+        ("limit", whole_number(&a.limit, 0LL)->default_value(0)->value_name("N"),
+         "use only the first N queries (0: all)")
         ("output,o", po::value(&a.output)->value_name("FILE.hdf5"),
          "write datasets `neighbors` (int64, -1 where fewer than k were visited) and `distances` (float32: "
          "squared L2, +inf where no neighbour; inner products for an ip file, -inf where none), and the "
          "attribute `distance` (squared_l2 or inner_product)")
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
          "auto (the GPU when one is usable, else the CPU), cpu, or cuda; both give the same answer")
-        ("gpu", po::value(&a.gpu)->default_value(0)->value_name("N"), "which GPU")
-        ("threads", po::value(&a.threads)->default_value(0)->value_name("N"), "CPU threads (0: every core)")
+        ("gpu", whole_number(&a.gpu, 0)->default_value(0)->value_name("N"), "which GPU")
+        ("threads", whole_number(&a.threads, 0)->default_value(0)->value_name("N"), "CPU threads (0: every core)")
         ("json", po::bool_switch(&a.json),
          "print one JSON object: settings (with the file's `metric` and what the distances are, `distance`: "
          "squared_l2 or inner_product), timing, recall, ids and distances (null where no neighbour)");
@@ -140,10 +142,6 @@ int query(int argc, char** argv) {
         return 0;
     }
     args.input = values["input"].as<std::string>();
-    require_option(args.k >= 1, "--k", "at least 1", args.k);
-    require_option(args.limit >= 0, "--limit", ">= 0", args.limit);
-    require_option(args.threads >= 0, "--threads", ">= 0", args.threads);
-    require_option(args.gpu >= 0, "--gpu", ">= 0", args.gpu);
     check_outputs({{"-o", args.output}}, {{"INPUT", args.input},
                                                    {"--queries", args.queries},
                                                    {"--ground-truth", split_ground_truth(args.ground_truth).first}});
