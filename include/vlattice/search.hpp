@@ -47,6 +47,11 @@ Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOption
 // over the queries. Throws Error on shapes that do not fit.
 double recall_at(const Neighbors& found, const Matrix& truth, std::size_t k);
 
+// Throws Error naming `name`, the row and the column of the first entry of `truth` that is not a
+// vector id in [0, n): ground truth holds ids, and anything else (say, the vectors themselves, or
+// ids of another set) would score as a plausible but meaningless recall.
+void check_neighbor_ids(const Matrix& truth, std::uint64_t n, const std::string& name);
+
 // Writes an HDF5 file (.h5/.hdf5) with datasets `neighbors` (int64, queries x k) and `distances`
 // (float32), under a temporary name renamed into place. Throws Error for another extension.
 void write_search_results(const std::string& path, const Neighbors& found);
