@@ -1,0 +1,23 @@
+// One job of `vlattice batch`: fit, evaluate, and write its two outputs.
+#pragma once
+
+#include "batch_jobs.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+
+namespace vlattice::cli {
+
+// What the command settled for a job before running it.
+struct JobPlan {
+    std::size_t index = 0;  // of `count` jobs, for the messages
+    std::size_t count = 0;
+    JobOutputs outputs;
+};
+
+// Loads the HDF5 input, fits, writes the .vlat, measures 10-recall@10 when the file has `test` and
+// `neighbors`, and writes the results file. Returns the job's summary row; throws on failure.
+nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& args, const po::variables_map& values);
+
+}  // namespace vlattice::cli
