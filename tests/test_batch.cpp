@@ -3,6 +3,7 @@
 // batch is killed mid-job.
 #include "support.hpp"
 
+#include "vlattice/batch_manifest.hpp"
 #include "vlattice/format.hpp"
 
 #include <catch2/catch.hpp>
@@ -242,4 +243,72 @@ TEST_CASE("batch: killed in the middle of a job, then re-run, completes with eve
     CHECK(statuses(summary(out)) == std::vector<std::string>{"skipped", "ok"});
     CHECK_NOTHROW(read_vlat(out + "/small.vlat"));
     CHECK_NOTHROW(read_vlat(out + "/large.vlat"));
+}
+
+TEST_CASE("batch: a manifest must be a regular file, named when it is not", "[cli][batch]") {
+    ScratchDir dir;
+    make_ann_file(dir.path("x.hdf5"), "300 4 --queries 10 --clusters 4 --k 10");
+    const std::string out = dir.path("out");
+    const std::string fifo = dir.path("jobs.fifo");
+    REQUIRE(run_command("mkfifo " + quote(fifo)).exit_code == 0);
+    // Nothing ever writes the FIFO: a reader that opens it blocks for good.
+    const CommandResult piped =
+        run_command("timeout 60 " + cli_command() + " batch --manifest " + quote(fifo) + " -o " + quote(out) + kRun);
+    INFO(piped.output);
+    CHECK(piped.exit_code == 2);
+    CHECK_THAT(piped.output, Contains(fifo + ": not a regular file"));
+
+    const CommandResult folder = run_cli("batch --manifest " + quote(dir.dir()) + " -o " + quote(out) + kRun);
+    INFO(folder.output);
+    CHECK(folder.exit_code == 2);
+    CHECK_THAT(folder.output, Contains(dir.dir() + ": not a regular file") && !Contains("basic_filebuf"));
+
+    const CommandResult missing = run_cli("batch --manifest " + quote(dir.path("none.json")) + " -o " + quote(out) + kRun);
+    INFO(missing.output);
+    CHECK(missing.exit_code == 2);
+    CHECK_THAT(missing.output, Contains(dir.path("none.json") + ": cannot open"));
+    CHECK_FALSE(std::filesystem::exists(out));
+
+    // A link is followed to the file it names; the jobs' paths stay relative to the link's folder.
+    std::filesystem::create_directories(dir.path("real"));
+    write_file(dir.path("real/jobs.json"), R"({"jobs": [{"file": "x.hdf5", "name": "linked"}]})");
+    std::filesystem::create_symlink(dir.path("real/jobs.json"), dir.path("jobs.json"));
+    const CommandResult linked = run_cli("batch --manifest " + quote(dir.path("jobs.json")) + " -o " + quote(out) + kRun);
+    INFO(linked.output);
+    CHECK(linked.exit_code == 0);
+    CHECK(std::filesystem::exists(out + "/linked.vlat"));
+}
+
+TEST_CASE("batch: the manifest reader is a library call that names the file, the job and the key", "[batch]") {
+    ScratchDir dir;
+    write_file(dir.path("jobs.json"), R"({"jobs": [{"file": "a.npy"}, {"file": "/data/b.hdf5", "name": "b",
+        "anchors": 12, "metric": "angular", "device": "cpu", "dataset": "base", "bits": 4}]})");
+    const std::vector<ManifestJob> jobs = read_batch_manifest(dir.path("jobs.json"));
+    REQUIRE(jobs.size() == 2);
+    CHECK(jobs[0].file == dir.path("a.npy"));
+    CHECK_FALSE(jobs[0].name);
+    CHECK_FALSE(jobs[0].anchors);
+    CHECK(jobs[1].file == "/data/b.hdf5");
+    CHECK(*jobs[1].name == "b");
+    CHECK(*jobs[1].anchors == 12);
+    CHECK(*jobs[1].metric == "angular");
+    CHECK(*jobs[1].device == "cpu");
+    CHECK(*jobs[1].dataset == "base");
+    CHECK(*jobs[1].bits == 4);
+    // A bare list is a manifest too.
+    write_file(dir.path("list.json"), R"([{"file": "c.fvecs"}])");
+    CHECK(read_batch_manifest(dir.path("list.json")).at(0).file == dir.path("c.fvecs"));
+
+    const auto refused = [&](const std::string& text, const std::string& message) {
+        write_file(dir.path("bad.json"), text);
+        INFO(text);
+        CHECK_THROWS_WITH(read_batch_manifest(dir.path("bad.json")), Contains(dir.path("bad.json") + ": " + message));
+    };
+    refused(R"({"jobs": [{"file": "a"}, {"file": "b", "anchors": 0}]})", "job 2: \"anchors\" must be a whole number >= 1");
+    refused(R"([{"file": "a", "anchors": 9223372036854775808}])", "job 1: \"anchors\" must be a whole number >= 1");
+    refused(R"([{"file": "a", "name": 5}])", "job 1: \"name\" must be text");
+    refused("[{\"file\": \"a\", \"x\\u001b[2J\": 1}]", "job 1: unknown key \"x\\u001b[2J\"");
+    refused(R"({"jobs": 5})", "expected {\"jobs\": [...]} or a list of jobs");
+    refused("{\"jobs\": [", "not JSON");
+    refused("", "empty file");
 }

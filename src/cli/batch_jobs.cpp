@@ -1,13 +1,9 @@
 #include "batch_jobs.hpp"
 
+#include "vlattice/batch_manifest.hpp"
 #include "vlattice/device.hpp"
-#include "vlattice/residual.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include <cstdint>
 #include <filesystem>
-#include <fstream>
 
 namespace vlattice::cli {
 
@@ -15,71 +11,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string text_field(const nlohmann::json& entry, const char* key, const std::string& fallback,
-                       const std::string& where) {
-    if (!entry.contains(key)) {
-        return fallback;
-    }
-    if (!entry[key].is_string()) {
-        throw UsageError(where + ": \"" + key + "\" must be text");
-    }
-    return entry[key].get<std::string>();
-}
-
 std::vector<Job> read_manifest(const std::string& path, const BatchArgs& args) {
-    std::ifstream in(path);
-    if (!in) {
-        throw UsageError("--manifest " + path + ": cannot open");
-    }
-    nlohmann::json manifest;
+    std::vector<ManifestJob> entries;
     try {
-        manifest = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-        throw UsageError("--manifest " + path + ": not JSON: " + e.what());
+        entries = read_batch_manifest(path);
+    } catch (const Error& e) {
+        throw UsageError(std::string("--manifest ") + e.what());
     }
-    const nlohmann::json& list = manifest.is_object() && manifest.contains("jobs") ? manifest["jobs"] : manifest;
-    if (!list.is_array()) {
-        throw UsageError("--manifest " + path + ": expected {\"jobs\": [...]} or a list of jobs");
-    }
-    const fs::path base = fs::path(path).parent_path();
     std::vector<Job> jobs;
-    for (std::size_t i = 0; i < list.size(); ++i) {
-        const nlohmann::json& entry = list[i];
-        const std::string where = "--manifest " + path + ": job " + std::to_string(i + 1);
-        if (!entry.is_object() || !entry.contains("file") || !entry["file"].is_string() ||
-            entry["file"].get<std::string>().empty()) {
-            throw UsageError(where + ": expected an object with a \"file\" that names one");
-        }
-        for (const auto& [key, value] : entry.items()) {
-            static_cast<void>(value);
-            if (key != "file" && key != "name" && key != "anchors" && key != "metric" && key != "device" &&
-                key != "dataset" && key != "bits") {
-                throw UsageError(where + ": unknown key \"" + key + "\"");
-            }
-        }
-        Job job;
-        if (entry.contains("bits")) {
-            // Read at full width: get<unsigned>() would wrap 2^32 + 2 to an accepted 2.
-            const nlohmann::json& bits = entry["bits"];
-            if (!bits.is_number_unsigned() || bits.get<std::uint64_t>() > 8 ||
-                !is_residual_width(static_cast<unsigned>(bits.get<std::uint64_t>()))) {
-                throw UsageError(where + ": \"bits\" must be 0, 2, 4 or 8");
-            }
-            job.bits = static_cast<unsigned>(bits.get<std::uint64_t>());
-        }
-        job.file = (base / entry["file"].get<std::string>()).string();
-        job.name = text_field(entry, "name", fs::path(job.file).stem().string(), where);
-        job.anneal = args.anneal;
-        job.anneal.metric = text_field(entry, "metric", args.anneal.metric, where);
-        job.device = text_field(entry, "device", args.device, where);
-        job.anneal.dataset = text_field(entry, "dataset", args.anneal.dataset, where);
-        if (entry.contains("anchors")) {
-            if (!entry["anchors"].is_number_integer() || entry["anchors"].get<long long>() < 1) {
-                throw UsageError(where + ": \"anchors\" must be a whole number >= 1");
-            }
-            job.anneal.anchors = entry["anchors"].get<long long>();
-        }
-        jobs.push_back(job);
+    for (const ManifestJob& entry : entries) {
+        Job job{entry.name.value_or(fs::path(entry.file).stem().string()), entry.file, args.anneal,
+                entry.device.value_or(args.device), entry.bits};
+        job.anneal.metric = entry.metric.value_or(args.anneal.metric);
+        job.anneal.dataset = entry.dataset.value_or(args.anneal.dataset);
+        job.anneal.anchors = entry.anchors.value_or(args.anneal.anchors);
+        jobs.push_back(std::move(job));
     }
     return jobs;
 }
