@@ -312,3 +312,30 @@ TEST_CASE("batch: the manifest reader is a library call that names the file, the
     refused("{\"jobs\": [", "not JSON");
     refused("", "empty file");
 }
+
+TEST_CASE("batch: a second batch into a folder that one is writing is refused", "[cli][batch]") {
+    ScratchDir dir;
+    make_ann_file(dir.path("x.hdf5"), "300 4 --queries 10 --clusters 4 --k 10");
+    const std::string out = dir.path("out");
+    const std::string lock = out + "/.vlattice-batch.lock";
+    std::filesystem::create_directories(out);
+    // flock(1) holds the lock the way a running batch does, and the shell it starts writes its pid.
+    write_file(dir.path("hold.sh"), "echo $$ > " + quote(lock) + "\necho holder=$$\n" + cli_command() + " batch " +
+                                        quote(dir.path("x.hdf5")) + " -o " + quote(out) + kRun + "\necho exit=$?\n");
+    const CommandResult held = run_command("flock " + quote(lock) + " sh " + quote(dir.path("hold.sh")));
+    INFO(held.output);
+    const std::size_t at = held.output.find("holder=");
+    REQUIRE(at != std::string::npos);
+    const std::string pid = held.output.substr(at + 7, held.output.find('\n', at) - at - 7);
+    CHECK_THAT(held.output, Contains("exit=1"));
+    CHECK_THAT(held.output, Contains(out + ": another vlattice batch (process " + pid + ") is writing to this output "
+                                           "folder"));
+    CHECK_FALSE(std::filesystem::exists(out + "/summary.json"));
+    CHECK_FALSE(std::filesystem::exists(out + "/x.vlat"));
+
+    // The lock ends with its holder; the file it leaves behind does not stop the next batch.
+    const CommandResult after = run_cli("batch " + quote(dir.path("x.hdf5")) + " -o " + quote(out) + kRun);
+    INFO(after.output);
+    CHECK(after.exit_code == 0);
+    CHECK(summary(out).size() == 1);
+}

@@ -3,10 +3,12 @@
 // the file's `test` against its `neighbors` when it has both, and one row per job in
 // OUTDIR/summary.csv and summary.json. A job that fails leaves its row with the reason and the
 // others run on; finished jobs whose outputs verify are skipped on the next run unless --force.
+// One batch at a time writes a folder (folder_lock.hpp).
 #include "batch_job.hpp"
 #include "batch_jobs.hpp"
 #include "batch_summary.hpp"
 #include "commands.hpp"
+#include "folder_lock.hpp"
 #include "options.hpp"
 
 #include "vlattice/format.hpp"
@@ -35,12 +37,17 @@ const CommandHelp kHelp{
     "summary.json; a failed job records its reason and the batch goes on, ending\n"
     "with exit status 1. Jobs whose outputs exist and verify are skipped unless\n"
     "--force, so an interrupted batch resumes where it stopped.\n"
+    "One batch at a time writes to an output folder; a second is refused.\n"
     "A manifest is JSON: {\"jobs\": [{\"file\": \"a.hdf5\", \"name\": \"a\", \"anchors\": 512,\n"
     "\"metric\": \"angular\", \"device\": \"cpu\", \"dataset\": \"train\", \"bits\": 4}, ...]}; paths\n"
     "are "
     "relative to the manifest, and every key but \"file\" overrides the options.",
     true,
 };
+
+// In the output folder, beside the outputs; flock'ed, never removed (removing it would let a
+// third batch lock a new file while the second still holds the old one).
+constexpr const char* kLockName = ".vlattice-batch.lock";
 
 void add_options(po::options_description& options, BatchArgs& a) {
     options.add_options()
@@ -125,6 +132,7 @@ int batch(int argc, char** argv) {
         throw Error(args.output + ": cannot create the output folder (" +
                     (not_created ? not_created.message() : "a file of that name exists") + ")");
     }
+    const FolderLock lock(args.output, kLockName);
 
     nlohmann::json rows = nlohmann::json::array();
     bool failed = false;
