@@ -245,6 +245,32 @@ TEST_CASE("batch: killed in the middle of a job, then re-run, completes with eve
     CHECK_NOTHROW(read_vlat(out + "/large.vlat"));
 }
 
+namespace {
+
+nlohmann::json row_named(const nlohmann::json& rows, const std::string& name) {
+    for (const nlohmann::json& row : rows) {
+        if (row["dataset"] == name) {
+            return row;
+        }
+    }
+    FAIL("no summary row for " << name << ": " << rows.dump());
+    return {};
+}
+
+// An ann-benchmarks file written directly: train n x d, test q x d_test, neighbors q x 10 (int32)
+// from `neighbors` (a Python expression over n and q).
+void make_custom_ann_file(const std::string& path, int n, int d, int q, int d_test, const std::string& neighbors) {
+    run_python("import h5py, numpy as np\n"
+               "rng = np.random.default_rng(5)\n"
+               "n, q = " + std::to_string(n) + ", " + std::to_string(q) + "\n"
+               "with h5py.File(" + quote(path) + ", 'w') as f:\n"
+               "    f['train'] = rng.normal(size=(n, " + std::to_string(d) + ")).astype(np.float32)\n"
+               "    f['test'] = rng.normal(size=(q, " + std::to_string(d_test) + ")).astype(np.float32)\n"
+               "    f['neighbors'] = (" + neighbors + ").astype(np.int32)\n");
+}
+
+}  // namespace
+
 TEST_CASE("batch: a manifest must be a regular file, named when it is not", "[cli][batch]") {
     ScratchDir dir;
     make_ann_file(dir.path("x.hdf5"), "300 4 --queries 10 --clusters 4 --k 10");
@@ -311,6 +337,28 @@ TEST_CASE("batch: the manifest reader is a library call that names the file, the
     refused(R"({"jobs": 5})", "expected {\"jobs\": [...]} or a list of jobs");
     refused("{\"jobs\": [", "not JSON");
     refused("", "empty file");
+}
+
+TEST_CASE("batch: neighbour ids outside the training set fail the job, as query refuses them", "[cli][batch]") {
+    ScratchDir dir;
+    for (const auto& [bad, id] : {std::pair<std::string, std::string>{"np.full((q, 10), 7)", ""},
+                                  {"np.where(np.arange(q * 10).reshape(q, 10) == 23, n, 1)", "300.000000"},
+                                  {"np.where(np.arange(q * 10).reshape(q, 10) == 23, -1, 1)", "-1.000000"}}) {
+        make_custom_ann_file(dir.path("x.hdf5"), 300, 4, 5, 4, bad);
+        const std::string out = dir.path("out" + id);
+        const CommandResult run = run_cli("batch " + quote(dir.path("x.hdf5")) + " -o " + quote(out) + kRun);
+        INFO(bad << ": " << run.output);
+        if (id.empty()) {
+            CHECK(run.exit_code == 0);
+            continue;
+        }
+        CHECK(run.exit_code == 1);
+        const nlohmann::json row = row_named(summary(out), "x");
+        CHECK(row["status"] == "failed");
+        CHECK_THAT(row["error"].get<std::string>(),
+                   Contains(dir.path("x.hdf5") + ":neighbors: row 2, column 3 holds " + id +
+                            ", not a vector id in [0, 300)"));
+    }
 }
 
 TEST_CASE("batch: a second batch into a folder that one is writing is refused", "[cli][batch]") {

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <unistd.h>
 
 namespace vlattice::cli {
@@ -22,6 +23,36 @@ namespace vlattice::cli {
 namespace {
 
 constexpr std::size_t kRecallAt = 10;
+
+struct Evaluation {
+    Matrix queries;
+    Matrix neighbors;
+};
+
+// The HDF5 input's `test` and `neighbors`, checked against the n x d vectors of `train_name`; none
+// for files without both.
+std::optional<Evaluation> load_evaluation(const std::string& file, const std::string& train_name, Metric metric,
+                                          std::size_t n, std::size_t d) {
+    if (!has_hdf5_dataset(file, "test") || !has_hdf5_dataset(file, "neighbors")) {
+        return std::nullopt;
+    }
+    Evaluation evaluation{load_points(file, ReadOptions{"test"}, metric).points,
+                          read_vectors(file, ReadOptions{"neighbors"})};
+    const std::string test_name = file + ":test";
+    const std::string neighbors_name = file + ":neighbors";
+    if (evaluation.queries.cols != d) {
+        throw Error(test_name + ": the queries have " + std::to_string(evaluation.queries.cols) + " dimensions, " +
+                    train_name + " has " + std::to_string(d));
+    }
+    if (evaluation.neighbors.rows != evaluation.queries.rows || evaluation.neighbors.cols < kRecallAt) {
+        throw Error(neighbors_name + ": " + std::to_string(evaluation.neighbors.rows) + " x " +
+                    std::to_string(evaluation.neighbors.cols) + " ids; 10-recall@10 of the " +
+                    std::to_string(evaluation.queries.rows) + " queries in " + test_name +
+                    " needs one row per query of at least " + std::to_string(kRecallAt) + " ids");
+    }
+    check_neighbor_ids(evaluation.neighbors, n, neighbors_name);
+    return evaluation;
+}
 
 }  // namespace
 
@@ -34,6 +65,8 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
 
     auto start = clock::now();
     const LoadedPoints loaded = load_input("batch", job.file, anneal, metric, args.quiet);
+    const std::optional<Evaluation> evaluation =
+        load_evaluation(job.file, job.file + ":" + anneal.dataset, metric, loaded.points.rows, loaded.points.cols);
     const double load_seconds = seconds_since(start);
     CodingRequest coding = coding_request(values, args.coding, loaded.points.cols);
     if (job.bits) {
@@ -63,12 +96,10 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
 
     start = clock::now();
     nlohmann::json recall = nullptr;
-    if (has_hdf5_dataset(job.file, "test") && has_hdf5_dataset(job.file, "neighbors")) {
-        const Matrix test = load_points(job.file, ReadOptions{"test"}, metric).points;
-        const Matrix neighbors = read_vectors(job.file, ReadOptions{"neighbors"});
+    if (evaluation) {
         SearchOptions exhaustive;
         exhaustive.k = kRecallAt;
-        recall = recall_at(search(vlat, test, exhaustive), neighbors, kRecallAt);
+        recall = recall_at(search(vlat, evaluation->queries, exhaustive), evaluation->neighbors, kRecallAt);
     }
     const double mse = widths.empty() ? result.energy : reconstruction_mse(vlat, loaded.points);
     const double evaluate_seconds = seconds_since(start);

@@ -16,8 +16,10 @@ struct JobPlan {
     JobOutputs outputs;
 };
 
-// Loads the HDF5 input, fits, writes the .vlat, measures 10-recall@10 when the file has `test` and
-// `neighbors`, and writes the results file. Returns the job's summary row; throws on failure.
+// Loads the HDF5 input and, when it has `test` and `neighbors`, checks those against it before the
+// fit, so that a mismatch fails the job before the hours of work rather than after. Fits, writes
+// the .vlat, measures 10-recall@10 when there are test queries, and writes the results file.
+// Returns the job's summary row; throws on failure.
 nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& args, const po::variables_map& values);
 
 }  // namespace vlattice::cli
