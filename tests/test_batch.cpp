@@ -387,3 +387,39 @@ TEST_CASE("batch: a second batch into a folder that one is writing is refused", 
     CHECK(after.exit_code == 0);
     CHECK(summary(out).size() == 1);
 }
+
+TEST_CASE("batch: a job that fails after its fit leaves no output of its own, and earlier ones as they were",
+          "[cli][batch]") {
+    ScratchDir dir;
+    const std::string out = dir.path("out");
+    // The test queries have one dimension more than the training vectors.
+    make_custom_ann_file(dir.path("wide.hdf5"), 300, 4, 5, 5, "np.ones((q, 10))");
+    const CommandResult wide = run_cli("batch " + quote(dir.path("wide.hdf5")) + " -o " + quote(out) + kRun);
+    INFO(wide.output);
+    CHECK(wide.exit_code == 1);
+    CHECK_THAT(row_named(summary(out), "wide")["error"].get<std::string>(),
+               Contains(dir.path("wide.hdf5") + ":test: the queries have 5 dimensions, " + dir.path("wide.hdf5") +
+                        ":train has 4"));
+    CHECK_FALSE(std::filesystem::exists(out + "/wide.vlat"));
+    CHECK_FALSE(std::filesystem::exists(out + "/wide.results.h5"));
+
+    // Redone with more anchors where the file size limit lets the small .vlat be written but not the
+    // results file, 80 kB of assignments: the previous pair stays, whole.
+    make_custom_ann_file(dir.path("big.hdf5"), 20000, 4, 5, 4, "np.ones((q, 10))");
+    const std::string big =
+        "batch " + quote(dir.path("big.hdf5")) + " -o " + quote(out) + " --iters 12 --device cpu --quiet";
+    REQUIRE(run_cli(big + " -m 8").exit_code == 0);
+    const std::string vlat = read_file(out + "/big.vlat");
+    const std::string results = read_file(out + "/big.results.h5");
+    // Ignored, SIGXFSZ turns a write past the limit into an error (EFBIG) instead of the end.
+    const CommandResult limited =
+        run_command("trap '' XFSZ; ulimit -f 60; " + cli_command() + " " + big + " -m 9 --force");
+    INFO(limited.output);
+    CHECK(limited.exit_code == 1);
+    CHECK(row_named(summary(out), "big")["status"] == "failed");
+    CHECK(read_file(out + "/big.vlat") == vlat);
+    CHECK(read_file(out + "/big.results.h5") == results);
+    for (const auto& entry : std::filesystem::directory_iterator(out)) {
+        CHECK_THAT(entry.path().filename().string(), !Contains(".tmp."));
+    }
+}

@@ -3,6 +3,7 @@
 #include "progress.hpp"
 
 #include "vlattice/anneal.hpp"
+#include "vlattice/atomic_file.hpp"
 #include "vlattice/codec.hpp"
 #include "vlattice/device.hpp"
 #include "vlattice/format.hpp"
@@ -82,6 +83,9 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
         fit(loaded.points, config, *choice.backend, [&](const IterationRecord& record) { progress.update(record); });
     progress.finish();
 
+    OutputGroup outputs;
+    const std::string& vlat_path = outputs.add(plan.outputs.vlat);
+    const std::string& results_path = outputs.add(plan.outputs.results);
     const RunInput input{job.file, loaded.points.rows, loaded.points.cols, metric};
     start = clock::now();
     const std::vector<std::uint8_t> widths = residual_widths(coding, loaded.points, result);
@@ -91,7 +95,7 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     if (!widths.empty()) {
         add_residual_codes(vlat, loaded.points, widths);
     }
-    write_vlat(plan.outputs.vlat, vlat);
+    write_vlat(vlat_path, vlat);
     const double write_seconds = seconds_since(start);
 
     start = clock::now();
@@ -126,7 +130,8 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     nlohmann::json settings = config_json(config);
     settings["metric"] = metric_name(metric);
     settings["dataset"] = anneal.dataset;
-    write_results_h5(plan.outputs.results, result.anchors, result.assignments, settings, row);
+    write_results_h5(results_path, result.anchors, result.assignments, settings, row);
+    outputs.commit();
     if (!args.quiet) {
         std::fprintf(stderr, "vlattice batch: job %zu of %zu: %s: energy %.6g, recall@10 %s, %.2f s\n", plan.index + 1,
                      plan.count, job.name.c_str(), result.energy, recall.is_null() ? "-" : recall.dump().c_str(),

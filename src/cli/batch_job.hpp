@@ -1,4 +1,4 @@
-// One job of `vlattice batch`: fit, evaluate, and write its two outputs.
+// One job of `vlattice batch`: fit, evaluate, and write its two outputs as one.
 #pragma once
 
 #include "batch_jobs.hpp"
@@ -17,9 +17,10 @@ struct JobPlan {
 };
 
 // Loads the HDF5 input and, when it has `test` and `neighbors`, checks those against it before the
-// fit, so that a mismatch fails the job before the hours of work rather than after. Fits, writes
-// the .vlat, measures 10-recall@10 when there are test queries, and writes the results file.
-// Returns the job's summary row; throws on failure.
+// fit, so that a mismatch fails the job before the hours of work rather than after. Fits, measures
+// 10-recall@10 when there are test queries, and writes the .vlat and the results file under
+// temporary names, renamed into place together only when the whole job succeeded. Returns the
+// job's summary row; throws on failure, leaving any earlier outputs of the job as they were.
 nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& args, const po::variables_map& values);
 
 }  // namespace vlattice::cli
