@@ -423,3 +423,59 @@ TEST_CASE("batch: a job that fails after its fit leaves no output of its own, an
         CHECK_THAT(entry.path().filename().string(), !Contains(".tmp."));
     }
 }
+
+TEST_CASE("batch: .npy, .fvecs and .fbin inputs, given as files or in a manifest, have no recall", "[cli][batch]") {
+    ScratchDir dir;
+    make_ann_file(dir.path("a.hdf5"), "400 6 --queries 10 --clusters 6 --k 10");
+    run_python("import numpy as np, struct\n"
+               "rng = np.random.default_rng(3)\n"
+               "x = rng.normal(size=(300, 6)).astype(np.float32)\n"
+               "np.save(" + quote(dir.path("v.npy")) + ", x)\n"
+               "with open(" + quote(dir.path("w.fvecs")) + ", 'wb') as f:\n"
+               "    for row in x[:250]:\n"
+               "        f.write(struct.pack('<i', 6) + row.tobytes())\n"
+               "with open(" + quote(dir.path("u.fbin")) + ", 'wb') as f:\n"
+               "    f.write(struct.pack('<ii', 200, 6) + x[:200].tobytes())\n");
+    write_file(dir.path("jobs.json"), R"({"jobs": [{"file": "u.fbin", "anchors": 4, "bits": 2}]})");
+    const std::string out = dir.path("out");
+    const CommandResult run = run_cli("batch " + quote(dir.path("v.npy")) + " " + quote(dir.path("w.fvecs")) + " " +
+                                      quote(dir.path("a.hdf5")) + " --manifest " + quote(dir.path("jobs.json")) +
+                                      " -o " + quote(out) + kRun);
+    INFO(run.output);
+    CHECK(run.exit_code == 0);
+    const nlohmann::json rows = summary(out);
+    CHECK(statuses(rows) == std::vector<std::string>{"ok", "ok", "ok", "ok"});
+    CHECK(row_named(rows, "v")["n"] == 300);
+    CHECK(row_named(rows, "w")["n"] == 250);
+    CHECK(row_named(rows, "u")["n"] == 200);
+    CHECK(row_named(rows, "u")["m"] == 4);
+    CHECK(row_named(rows, "u")["residuals"] == "6 x 2 bits");
+    for (const char* name : {"v", "w", "u"}) {
+        INFO(name);
+        CHECK(row_named(rows, name)["recall_at_10"].is_null());
+        CHECK(read_vlat(out + "/" + name + ".vlat").n == row_named(rows, name)["n"].get<std::uint64_t>());
+        CHECK(std::filesystem::exists(out + "/" + name + ".results.h5"));
+    }
+    CHECK(row_named(rows, "a")["recall_at_10"].get<double>() > 0.0);
+    std::ifstream csv(out + "/summary.csv");
+    std::string line;
+    std::getline(csv, line);
+    std::getline(csv, line);
+    std::vector<std::string> fields(1);
+    for (const char c : line) {
+        if (c == ',') {
+            fields.emplace_back();
+        } else {
+            fields.back().push_back(c);
+        }
+    }
+    // dataset,file,n,d,m,bytes_per_vector,ratio,residuals,energy,mse,recall_at_10,...
+    REQUIRE(fields.size() > 10);
+    CHECK(fields[0] == "v");
+    CHECK(fields[10].empty());
+    // The re-run finds them all done.
+    CHECK(run_cli("batch " + quote(dir.path("v.npy")) + " " + quote(dir.path("w.fvecs")) + " " +
+                  quote(dir.path("a.hdf5")) + " --manifest " + quote(dir.path("jobs.json")) + " -o " + quote(out) +
+                  kRun).exit_code == 0);
+    CHECK(statuses(summary(out)) == std::vector<std::string>{"skipped", "skipped", "skipped", "skipped"});
+}

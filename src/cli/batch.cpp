@@ -1,9 +1,9 @@
-// vlattice batch [FILE.hdf5 ...] [--manifest M] -o OUTDIR [--force]: one compression per HDF5 file
-// (its `train`, or --dataset), written as OUTDIR/<name>.vlat and OUTDIR/<name>.results.h5, scored on
-// the file's `test` against its `neighbors` when it has both, and one row per job in
-// OUTDIR/summary.csv and summary.json. A job that fails leaves its row with the reason and the
-// others run on; finished jobs whose outputs verify are skipped on the next run unless --force.
-// One batch at a time writes a folder (folder_lock.hpp).
+// vlattice batch [FILE ...] [--manifest M] -o OUTDIR [--force]: one compression per input file,
+// written as OUTDIR/<name>.vlat and OUTDIR/<name>.results.h5, scored on an HDF5 file's `test`
+// against its `neighbors` when it has both, and one row per job in OUTDIR/summary.csv and
+// summary.json. A job that fails leaves its row with the reason and the others run on; finished
+// jobs whose outputs verify are skipped on the next run unless --force. One batch at a time writes
+// a folder (folder_lock.hpp).
 #include "batch_job.hpp"
 #include "batch_jobs.hpp"
 #include "batch_summary.hpp"
@@ -27,21 +27,23 @@ namespace fs = std::filesystem;
 
 const CommandHelp kHelp{
     "batch",
-    "[FILE.hdf5 ...] [--manifest M] -o OUTDIR [options]",
+    "[FILE ...] [--manifest M] -o OUTDIR [options]",
     "FILE",
-    "Compresses the `train` dataset of each HDF5 file (the ann-benchmarks layout)\n"
-    "into OUTDIR/<name>.vlat and OUTDIR/<name>.results.h5 (anchors, assignments and\n"
-    "the run's config and metrics as attributes). When the file also holds `test`\n"
-    "and `neighbors`, 10-recall@10 of exhaustive search over the reconstructed\n"
-    "vectors is measured. Every job adds a row to OUTDIR/summary.csv and\n"
+    "Compresses each FILE (any input compress reads: an HDF5 file's `train`, or\n"
+    "--dataset, as in the ann-benchmarks layout; .npy, .fvecs, .bvecs, .ivecs, .fbin,\n"
+    ".u8bin) into OUTDIR/<name>.vlat and OUTDIR/<name>.results.h5 (anchors,\n"
+    "assignments, and the run's config and metrics as attributes). When an HDF5 file\n"
+    "also holds `test` and `neighbors`, 10-recall@10 of exhaustive search over the\n"
+    "reconstructed vectors is measured; other inputs have no test queries, and their\n"
+    "recall is left empty. Every job adds a row to OUTDIR/summary.csv and\n"
     "summary.json; a failed job records its reason and the batch goes on, ending\n"
-    "with exit status 1. Jobs whose outputs exist and verify are skipped unless\n"
-    "--force, so an interrupted batch resumes where it stopped.\n"
+    "with exit status 1. A job's two outputs appear together, only when the whole\n"
+    "job succeeded. Jobs whose outputs exist and verify are skipped unless --force,\n"
+    "so an interrupted batch resumes where it stopped.\n"
     "One batch at a time writes to an output folder; a second is refused.\n"
     "A manifest is JSON: {\"jobs\": [{\"file\": \"a.hdf5\", \"name\": \"a\", \"anchors\": 512,\n"
     "\"metric\": \"angular\", \"device\": \"cpu\", \"dataset\": \"train\", \"bits\": 4}, ...]}; paths\n"
-    "are "
-    "relative to the manifest, and every key but \"file\" overrides the options.",
+    "are relative to the manifest, and every key but \"file\" overrides the options.",
     true,
 };
 

@@ -31,10 +31,10 @@ struct Evaluation {
 };
 
 // The HDF5 input's `test` and `neighbors`, checked against the n x d vectors of `train_name`; none
-// for files without both.
+// for other formats or files without both.
 std::optional<Evaluation> load_evaluation(const std::string& file, const std::string& train_name, Metric metric,
                                           std::size_t n, std::size_t d) {
-    if (!has_hdf5_dataset(file, "test") || !has_hdf5_dataset(file, "neighbors")) {
+    if (!is_hdf5_path(file) || !has_hdf5_dataset(file, "test") || !has_hdf5_dataset(file, "neighbors")) {
         return std::nullopt;
     }
     Evaluation evaluation{load_points(file, ReadOptions{"test"}, metric).points,
@@ -66,8 +66,9 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
 
     auto start = clock::now();
     const LoadedPoints loaded = load_input("batch", job.file, anneal, metric, args.quiet);
+    const std::string train_name = is_hdf5_path(job.file) ? job.file + ":" + anneal.dataset : job.file;
     const std::optional<Evaluation> evaluation =
-        load_evaluation(job.file, job.file + ":" + anneal.dataset, metric, loaded.points.rows, loaded.points.cols);
+        load_evaluation(job.file, train_name, metric, loaded.points.rows, loaded.points.cols);
     const double load_seconds = seconds_since(start);
     CodingRequest coding = coding_request(values, args.coding, loaded.points.cols);
     if (job.bits) {
@@ -129,7 +130,7 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     };
     nlohmann::json settings = config_json(config);
     settings["metric"] = metric_name(metric);
-    settings["dataset"] = anneal.dataset;
+    settings["dataset"] = is_hdf5_path(job.file) ? nlohmann::json(anneal.dataset) : nlohmann::json();
     write_results_h5(results_path, result.anchors, result.assignments, settings, row);
     outputs.commit();
     if (!args.quiet) {

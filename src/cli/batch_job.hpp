@@ -16,11 +16,12 @@ struct JobPlan {
     JobOutputs outputs;
 };
 
-// Loads the HDF5 input and, when it has `test` and `neighbors`, checks those against it before the
-// fit, so that a mismatch fails the job before the hours of work rather than after. Fits, measures
-// 10-recall@10 when there are test queries, and writes the .vlat and the results file under
-// temporary names, renamed into place together only when the whole job succeeded. Returns the
-// job's summary row; throws on failure, leaving any earlier outputs of the job as they were.
+// Loads the input (any format compress reads) and, when it is an HDF5 file with `test` and
+// `neighbors`, checks those against it before the fit, so that a mismatch fails the job before the
+// hours of work rather than after. Fits, measures 10-recall@10 when there are test queries, and
+// writes the .vlat and the results file under temporary names, renamed into place together only
+// when the whole job succeeded. Returns the job's summary row; throws on failure, leaving any
+// earlier outputs of the job as they were.
 nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& args, const po::variables_map& values);
 
 }  // namespace vlattice::cli

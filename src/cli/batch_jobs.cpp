@@ -43,7 +43,7 @@ std::vector<Job> collect_jobs(const BatchArgs& args, bool budget) {
         }
     }
     if (jobs.empty()) {
-        throw UsageError("no jobs: give HDF5 files, a --manifest, or both");
+        throw UsageError("no jobs: give input files, a --manifest, or both");
     }
     for (std::size_t i = 0; i < jobs.size(); ++i) {
         const std::string& name = jobs[i].name;
