@@ -1,6 +1,7 @@
-// vlattice batch over HDF5 files written by h5py (through scripts/ann-hdf5): outputs, the summary,
-// a corrupt file failing only its own job, skipping what verifies, --force, and resuming after a
-// batch is killed mid-job.
+// vlattice batch over HDF5 files written by h5py (through scripts/ann-hdf5) and other vector
+// formats: outputs, the summary, a corrupt file failing only its own job, skipping what verifies and
+// was made from the same input and options, --force, resuming after a batch is killed mid-job, one
+// batch per folder, and the manifest reader.
 #include "support.hpp"
 
 #include "vlattice/batch_manifest.hpp"
@@ -9,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 using namespace vlattice;
 using namespace vlattice::test;
 using Catch::Contains;
+using Catch::EndsWith;
 
 namespace {
 
@@ -227,7 +230,7 @@ TEST_CASE("batch: killed in the middle of a job, then re-run, completes with eve
     const std::string files = quote(small) + " " + quote(large);
     // The summary names the small job once it is done; the large one has then only begun.
     const CommandResult killed = run_command(
-        "(" + cli + " batch " + files + " -o " + quote(out) + " -m 256 --iters 200 --device cpu --quiet & pid=$!; "
+        "(" + cli + " batch " + files + " -o " + quote(out) + " -m 256 --iters 5 --device cpu --quiet & pid=$!; "
         "for i in $(seq 1 1200); do grep -q small " + quote(out + "/summary.json") + " 2>/dev/null && break; "
         "sleep 0.05; done; kill -9 $pid; wait $pid; echo killed:$?)");
     INFO(killed.output);
@@ -237,7 +240,7 @@ TEST_CASE("batch: killed in the middle of a job, then re-run, completes with eve
     CHECK_FALSE(std::filesystem::exists(out + "/large.results.h5"));
     CHECK(summary(out).size() == 1);
 
-    const CommandResult resumed = run_cli("batch " + files + " -o " + quote(out) + " -m 256 --iters 3 --device cpu --quiet");
+    const CommandResult resumed = run_cli("batch " + files + " -o " + quote(out) + " -m 256 --iters 5 --device cpu --quiet");
     INFO(resumed.output);
     CHECK(resumed.exit_code == 0);
     CHECK(statuses(summary(out)) == std::vector<std::string>{"skipped", "ok"});
@@ -337,6 +340,92 @@ TEST_CASE("batch: the manifest reader is a library call that names the file, the
     refused(R"({"jobs": 5})", "expected {\"jobs\": [...]} or a list of jobs");
     refused("{\"jobs\": [", "not JSON");
     refused("", "empty file");
+}
+
+TEST_CASE("batch: a re-run with other options or another input redoes the job and says why", "[cli][batch]") {
+    ScratchDir dir;
+    const std::string a = dir.path("a.hdf5");
+    make_ann_file(a, "600 6 --queries 10 --clusters 6 --k 10");
+    const std::string out = dir.path("out");
+    const std::string run = "batch " + quote(a) + " -o " + quote(out) + " --iters 12 --device cpu";
+    REQUIRE(run_cli(run + " -m 8 --quiet").exit_code == 0);
+    CHECK(row_named(summary(out), "a")["m"] == 8);
+
+    const CommandResult more = run_cli(run + " -m 16");
+    INFO(more.output);
+    CHECK(more.exit_code == 0);
+    CHECK_THAT(more.output, Contains("a: redone: --anchors changed 8 -> 16"));
+    nlohmann::json row = row_named(summary(out), "a");
+    CHECK(row["status"] == "ok");
+    CHECK(row["m"].get<int>() > 8);
+    CHECK(row["redone"] == "--anchors changed 8 -> 16");
+
+    // Quiet, the summary still says why.
+    const CommandResult bits = run_cli(run + " -m 16 --bits 4 --quiet");
+    INFO(bits.output);
+    CHECK(bits.exit_code == 0);
+    CHECK(bits.output.empty());
+    row = row_named(summary(out), "a");
+    CHECK(row["status"] == "ok");
+    CHECK(row["residuals"] == "6 x 4 bits");
+    CHECK(row["redone"] == "--bits changed 0 -> 4");
+    std::ifstream csv(out + "/summary.csv");
+    std::string header;
+    std::string line;
+    std::getline(csv, header);
+    std::getline(csv, line);
+    CHECK_THAT(header, EndsWith(",status,error,redone"));
+    CHECK_THAT(line, EndsWith(",ok,,--bits changed 0 -> 4"));
+
+    // The same options again: nothing to redo, and the row keeps the finished run's numbers.
+    const double energy = row["energy"].get<double>();
+    CHECK(run_cli(run + " -m 16 --bits 4 --quiet").exit_code == 0);
+    row = row_named(summary(out), "a");
+    CHECK(row["status"] == "skipped");
+    CHECK(row["energy"].get<double>() == energy);
+    CHECK(row["residuals"] == "6 x 4 bits");
+
+    // The same bytes under a new modification time are the same input.
+    std::filesystem::last_write_time(a, std::filesystem::last_write_time(a) + std::chrono::hours(1));
+    CHECK(run_cli(run + " -m 16 --bits 4 --quiet").exit_code == 0);
+    CHECK(row_named(summary(out), "a")["status"] == "skipped");
+
+    // Other bytes of the same shape are not.
+    make_ann_file(a, "600 6 --queries 10 --clusters 6 --k 10 --seed 9");
+    const CommandResult changed = run_cli(run + " -m 16 --bits 4");
+    INFO(changed.output);
+    CHECK(changed.exit_code == 0);
+    CHECK_THAT(changed.output, Contains("a: redone: the input changed since its outputs were made"));
+    row = row_named(summary(out), "a");
+    CHECK(row["status"] == "ok");
+    CHECK(row["energy"].get<double>() != energy);
+
+    // A .vlat that is not the one its results file was written with: the same fit, its anchors
+    // stored as float16, so of the same shape and valid, but other bytes.
+    const std::string other = dir.path("other.vlat");
+    REQUIRE(run_cli("compress " + quote(a) + " -o " + quote(other) + " --iters 12 --device cpu -m 16 --bits 4 "
+                    "--anchor-storage f16 --quiet").exit_code == 0);
+    std::filesystem::copy_file(other, out + "/a.vlat", std::filesystem::copy_options::overwrite_existing);
+    const CommandResult swapped = run_cli(run + " -m 16 --bits 4");
+    INFO(swapped.output);
+    CHECK(swapped.exit_code == 0);
+    CHECK_THAT(swapped.output, Contains("a: redone: " + out + "/a.vlat is not the .vlat that " + out +
+                                        "/a.results.h5 was written with"));
+
+    // Outputs that do not record what they were made from (as an older vlattice wrote them).
+    run_python("import h5py, json\n"
+               "with h5py.File(" + quote(out + "/a.results.h5") + ", 'r+') as f:\n"
+               "    config = json.loads(f.attrs['config'])\n"
+               "    assert config['made_from']['options']['anchors'] == 16, config\n"
+               "    assert config['made_from']['input']['bytes'] == " +
+               std::to_string(std::filesystem::file_size(a)) + ", config\n"
+               "    del config['made_from']\n"
+               "    f.attrs['config'] = json.dumps(config)\n");
+    const CommandResult unrecorded = run_cli(run + " -m 16 --bits 4");
+    INFO(unrecorded.output);
+    CHECK(unrecorded.exit_code == 0);
+    CHECK_THAT(unrecorded.output, Contains("a: redone: " + out + "/a.results.h5 does not record the input and options"));
+    CHECK(row_named(summary(out), "a")["status"] == "ok");
 }
 
 TEST_CASE("batch: neighbour ids outside the training set fail the job, as query refuses them", "[cli][batch]") {

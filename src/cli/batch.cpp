@@ -2,16 +2,17 @@
 // written as OUTDIR/<name>.vlat and OUTDIR/<name>.results.h5, scored on an HDF5 file's `test`
 // against its `neighbors` when it has both, and one row per job in OUTDIR/summary.csv and
 // summary.json. A job that fails leaves its row with the reason and the others run on; finished
-// jobs whose outputs verify are skipped on the next run unless --force. One batch at a time writes
-// a folder (folder_lock.hpp).
+// jobs whose outputs were made from the same input bytes and options are skipped on the next run
+// unless --force. One batch at a time writes a folder (folder_lock.hpp).
 #include "batch_job.hpp"
 #include "batch_jobs.hpp"
+#include "batch_resume.hpp"
 #include "batch_summary.hpp"
 #include "commands.hpp"
 #include "folder_lock.hpp"
 #include "options.hpp"
 
-#include "vlattice/format.hpp"
+#include "vlattice/file_fingerprint.hpp"
 #include "vlattice/results_file.hpp"
 
 #include <nlohmann/json.hpp>
@@ -38,8 +39,11 @@ const CommandHelp kHelp{
     "recall is left empty. Every job adds a row to OUTDIR/summary.csv and\n"
     "summary.json; a failed job records its reason and the batch goes on, ending\n"
     "with exit status 1. A job's two outputs appear together, only when the whole\n"
-    "job succeeded. Jobs whose outputs exist and verify are skipped unless --force,\n"
-    "so an interrupted batch resumes where it stopped.\n"
+    "job succeeded. A finished job is skipped on the next run, unless --force, when\n"
+    "its outputs verify and were made from the same input bytes with the same\n"
+    "options (all but --device, --gpu, --threads and --validate-every, which change\n"
+    "only how the result is computed); otherwise it runs again, and the summary's\n"
+    "`redone` column says why. So an interrupted batch resumes where it stopped.\n"
     "One batch at a time writes to an output folder; a second is refused.\n"
     "A manifest is JSON: {\"jobs\": [{\"file\": \"a.hdf5\", \"name\": \"a\", \"anchors\": 512,\n"
     "\"metric\": \"angular\", \"device\": \"cpu\", \"dataset\": \"train\", \"bits\": 4}, ...]}; paths\n"
@@ -56,7 +60,7 @@ void add_options(po::options_description& options, BatchArgs& a) {
         ("output,o", po::value(&a.output)->required()->value_name("OUTDIR"),
          "folder for the outputs and the summary (created when missing)")
         ("manifest", po::value(&a.manifest)->value_name("FILE"), "JSON list of jobs, beside or instead of FILEs")
-        ("force", po::bool_switch(&a.force), "redo jobs whose outputs already exist and verify");
+        ("force", po::bool_switch(&a.force), "run every job, also those whose finished outputs would be kept");
     add_anneal_options(options, a.anneal);
     add_coding_options(options, a.coding);
     options.add_options()
@@ -81,33 +85,34 @@ void check_paths(const BatchArgs& args, const std::vector<Job>& jobs) {
     check_outputs(outputs, inputs);
 }
 
-// Both outputs exist, the .vlat's checksums hold, and the results file matches its shape.
-bool outputs_verify(const JobOutputs& out) {
-    std::error_code missing;
-    if (!fs::is_regular_file(out.vlat, missing)) {
-        return false;
-    }
-    try {
-        const VlatFile file = read_vlat(out.vlat);
-        return results_h5_complete(out.results, file.n, file.anchors.rows, file.d);
-    } catch (const Error&) {
-        return false;
-    }
-}
-
-// Runs the job, or keeps its finished outputs when they verify; returns its row.
-nlohmann::json run_or_reuse(const Job& job, const JobPlan& plan, const BatchArgs& args,
-                            const po::variables_map& values) {
-    if (!args.force && outputs_verify(plan.outputs)) {
-        nlohmann::json row = read_results_metrics(plan.outputs.results);
-        row["status"] = "skipped";
-        if (!args.quiet) {
-            std::fprintf(stderr, "vlattice batch: job %zu of %zu: %s: outputs verify, skipped\n", plan.index + 1,
-                         plan.count, job.name.c_str());
+// Runs the job, or keeps its finished outputs when they stand for this run; returns its row.
+nlohmann::json run_or_reuse(const Job& job, JobPlan& plan, const BatchArgs& args, const po::variables_map& values) {
+    plan.metric = metric_of(job.anneal, job.file);
+    plan.input = file_fingerprint(job.file);
+    plan.options = job_options(job, plan.metric, values, args.coding);
+    std::string redone;
+    if (!args.force) {
+        const Reuse reuse = check_finished_job(plan.outputs, plan.input, plan.options);
+        if (reuse.reuse) {
+            nlohmann::json row = read_results_metrics(plan.outputs.results);
+            row["status"] = "skipped";
+            if (!args.quiet) {
+                std::fprintf(stderr,
+                             "vlattice batch: job %zu of %zu: %s: skipped: its outputs verify and were made from the "
+                             "same input and options\n",
+                             plan.index + 1, plan.count, job.name.c_str());
+            }
+            return row;
         }
-        return row;
+        redone = reuse.redo_reason;
+        if (!redone.empty() && !args.quiet) {
+            std::fprintf(stderr, "vlattice batch: job %zu of %zu: %s: redone: %s\n", plan.index + 1, plan.count,
+                         job.name.c_str(), redone.c_str());
+        }
     }
-    return run_job(job, plan, args, values);
+    nlohmann::json row = run_job(job, plan, args, values);
+    row["redone"] = redone;
+    return row;
 }
 
 int batch(int argc, char** argv) {

@@ -1,5 +1,6 @@
 #include "batch_job.hpp"
 
+#include "batch_resume.hpp"
 #include "progress.hpp"
 
 #include "vlattice/anneal.hpp"
@@ -61,14 +62,13 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     using clock = std::chrono::steady_clock;
     AnnealArgs anneal = job.anneal;
     AnnealConfig& config = anneal.config;
-    const Metric metric = metric_of(anneal, job.file);
     const DeviceKind device = parse_option_value([&] { return parse_device(job.device); });
 
     auto start = clock::now();
-    const LoadedPoints loaded = load_input("batch", job.file, anneal, metric, args.quiet);
+    const LoadedPoints loaded = load_input("batch", job.file, anneal, plan.metric, args.quiet);
     const std::string train_name = is_hdf5_path(job.file) ? job.file + ":" + anneal.dataset : job.file;
     const std::optional<Evaluation> evaluation =
-        load_evaluation(job.file, train_name, metric, loaded.points.rows, loaded.points.cols);
+        load_evaluation(job.file, train_name, plan.metric, loaded.points.rows, loaded.points.cols);
     const double load_seconds = seconds_since(start);
     CodingRequest coding = coding_request(values, args.coding, loaded.points.cols);
     if (job.bits) {
@@ -87,7 +87,7 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     OutputGroup outputs;
     const std::string& vlat_path = outputs.add(plan.outputs.vlat);
     const std::string& results_path = outputs.add(plan.outputs.results);
-    const RunInput input{job.file, loaded.points.rows, loaded.points.cols, metric};
+    const RunInput input{job.file, loaded.points.rows, loaded.points.cols, plan.metric};
     start = clock::now();
     const std::vector<std::uint8_t> widths = residual_widths(coding, loaded.points, result);
     nlohmann::json metadata = run_metadata(config, result, input);
@@ -129,8 +129,9 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
         {"error", ""},
     };
     nlohmann::json settings = config_json(config);
-    settings["metric"] = metric_name(metric);
-    settings["dataset"] = is_hdf5_path(job.file) ? nlohmann::json(anneal.dataset) : nlohmann::json();
+    settings["metric"] = metric_name(plan.metric);
+    settings["dataset"] = plan.options["dataset"];
+    settings["made_from"] = made_from(plan.input, plan.options, file_fingerprint(vlat_path));
     write_results_h5(results_path, result.anchors, result.assignments, settings, row);
     outputs.commit();
     if (!args.quiet) {

@@ -3,6 +3,9 @@
 
 #include "batch_jobs.hpp"
 
+#include "vlattice/file_fingerprint.hpp"
+#include "vlattice/types.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -13,6 +16,9 @@ namespace vlattice::cli {
 struct JobPlan {
     std::size_t index = 0;  // of `count` jobs, for the messages
     std::size_t count = 0;
+    Metric metric = Metric::l2;
+    FileFingerprint input;  // the input's bytes as they were before the run, recorded in the results file
+    nlohmann::json options;  // batch_resume.hpp's job_options, recorded in the results file
     JobOutputs outputs;
 };
 

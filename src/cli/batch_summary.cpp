@@ -35,7 +35,7 @@ void write_summary(const std::string& folder, const nlohmann::json& rows) {
     static const char* const kColumns[] = {"dataset", "file", "n", "d", "m", "bytes_per_vector", "ratio", "residuals",
                                            "energy", "mse", "recall_at_10"};
     static const char* const kSeconds[] = {"load", "init", "fit", "evaluate", "write"};
-    static const char* const kOutcome[] = {"device", "status", "error"};
+    static const char* const kOutcome[] = {"device", "status", "error", "redone"};
     AtomicFile csv((fs::path(folder) / "summary.csv").string());
     for (const char* column : kColumns) {
         csv.stream() << column << ',';
