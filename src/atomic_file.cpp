@@ -65,4 +65,15 @@ void AtomicFile::commit() {
     output_.commit();
 }
 
+const std::string& OutputGroup::add(std::string path) {
+    outputs_.push_back(std::make_unique<TemporaryOutput>(std::move(path)));
+    return outputs_.back()->temporary();
+}
+
+void OutputGroup::commit() {
+    for (const std::unique_ptr<TemporaryOutput>& output : outputs_) {
+        output->commit();
+    }
+}
+
 }  // namespace vlattice

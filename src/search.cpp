@@ -199,4 +199,16 @@ double recall_at(const Neighbors& found, const Matrix& truth, std::size_t k) {
     return static_cast<double>(hits) / static_cast<double>(found.queries * k);
 }
 
+void check_neighbor_ids(const Matrix& truth, std::uint64_t n, const std::string& name) {
+    for (std::size_t q = 0; q < truth.rows; ++q) {
+        for (std::size_t r = 0; r < truth.cols; ++r) {
+            const float id = truth.row(q)[r];
+            if (!(id >= 0.0f && id < static_cast<float>(n) && id == std::floor(id))) {
+                throw Error(name + ": row " + std::to_string(q) + ", column " + std::to_string(r) + " holds " +
+                            std::to_string(id) + ", not a vector id in [0, " + std::to_string(n) + ")");
+            }
+        }
+    }
+}
+
 }  // namespace vlattice

@@ -620,6 +620,27 @@ TEST_CASE("a run stopped by SIGTERM leaves no temporary files and ends as the si
     CHECK_FALSE(std::filesystem::exists(dir.path("report.json")));
 }
 
+TEST_CASE("an HDF5 output that a file size limit cuts short is an error, not a crash", "[cli]") {
+    ScratchDir dir;
+    const std::string input = dir.path("in.fvecs");
+    write_file(input, fvecs_bytes(sample_points(seed(), 20000, kD)));
+    REQUIRE(run_cli("compress " + quote(input) + " -o " + quote(dir.path("in.vlat")) + " -m 16 --iters 3 --device cpu "
+                    "--quiet").exit_code == 0);
+    const std::string output = dir.path("out.h5");
+    write_file(output, kPrecious);
+    // 1.3 MB of vectors past a limit of at most 200 kB; ignored, SIGXFSZ turns the write past it into
+    // an error (EFBIG), after which libhdf5's own cleanup at exit used to crash.
+    const CommandResult cut = run_command("trap '' XFSZ; ulimit -f 200; " + cli_command() + " decompress " +
+                                          quote(dir.path("in.vlat")) + " -o " + quote(output) + " --device cpu");
+    INFO(cut.output);
+    CHECK(cut.exit_code == 1);
+    CHECK_THAT(cut.output, Contains(output) && Contains("cannot write the HDF5 file"));
+    CHECK(read_file(output) == kPrecious);
+    for (const auto& entry : std::filesystem::directory_iterator(dir.dir())) {
+        CHECK_THAT(entry.path().filename().string(), !Contains(".tmp."));
+    }
+}
+
 TEST_CASE("info shows a file whose metadata is empty", "[cli]") {
     ScratchDir dir;
     VlatFile file;

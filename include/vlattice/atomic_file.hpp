@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace vlattice {
 
@@ -50,6 +52,23 @@ public:
 private:
     TemporaryOutput output_;
     std::ofstream out_;  // after output_, so that it is closed before output_ removes the file
+};
+
+// Several outputs of one run that must appear together or not at all: each is written under the
+// temporary name add() returns (by any writer; one that writes through its own AtomicFile renames
+// its temporary onto that name), and commit() renames them all into place once every one has been
+// written. Until then no target is touched; without commit() every temporary file is removed.
+// Renames cannot be undone as one: when one fails, the outputs renamed before it stay in place, so
+// a reader that needs the set whole checks that its members belong together.
+class OutputGroup {
+public:
+    // Checks the target (check_output_path); returns the path to write it under.
+    const std::string& add(std::string path);
+    // Renames every output into place, in the order added; throws Error naming the path.
+    void commit();
+
+private:
+    std::vector<std::unique_ptr<TemporaryOutput>> outputs_;
 };
 
 }  // namespace vlattice

@@ -22,4 +22,7 @@ bool results_h5_complete(const std::string& path, std::uint64_t n, std::uint64_t
 // The `metrics` attribute of a complete results file.
 nlohmann::json read_results_metrics(const std::string& path);
 
+// The `config` attribute of a complete results file.
+nlohmann::json read_results_config(const std::string& path);
+
 }  // namespace vlattice

@@ -56,6 +56,11 @@ double recall_at(const Neighbors& found, const Matrix& truth, std::size_t k);
 // What Neighbors::distances hold for a file of `metric`: "inner_product" for ip, else "squared_l2".
 const char* distance_name(Metric metric);
 
+// Throws Error naming `name`, the row and the column of the first entry of `truth` that is not a
+// vector id in [0, n): ground truth holds ids, and anything else (say, the vectors themselves, or
+// ids of another set) would score as a plausible but meaningless recall.
+void check_neighbor_ids(const Matrix& truth, std::uint64_t n, const std::string& name);
+
 // Writes an HDF5 file (.h5/.hdf5) with datasets `neighbors` (int64, queries x k) and `distances`
 // (float32), and the text attribute `distance` (distance_name(metric)), under a temporary name
 // renamed into place. Throws Error for another extension.

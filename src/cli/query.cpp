@@ -122,19 +122,6 @@ Matrix first_rows(Matrix matrix, std::size_t count) {
     return matrix;
 }
 
-// Ground truth holds vector ids; anything else (say, the vectors themselves) would score as nonsense.
-void check_vector_ids(const Matrix& truth, std::uint64_t n, const std::string& name) {
-    for (std::size_t q = 0; q < truth.rows; ++q) {
-        for (std::size_t r = 0; r < truth.cols; ++r) {
-            const float id = truth.row(q)[r];
-            if (!(id >= 0.0f && id < static_cast<float>(n) && id == std::floor(id))) {
-                throw Error(name + ": row " + std::to_string(q) + ", column " + std::to_string(r) + " holds " +
-                            std::to_string(id) + ", not a vector id in [0, " + std::to_string(n) + ")");
-            }
-        }
-    }
-}
-
 int query(int argc, char** argv) {
     QueryArgs args;
     po::variables_map values;
@@ -177,7 +164,7 @@ int query(int argc, char** argv) {
             throw Error(truth_name + ": " + std::to_string(truth.rows) + " rows of true neighbours for " +
                         std::to_string(queries.rows) + " queries");
         }
-        check_vector_ids(truth, file.n, truth_name);
+        check_neighbor_ids(truth, file.n, truth_name);
     }
     const GpuChoice gpu = choose_gpu(device, args.gpu);
     if (!gpu.note.empty() && !args.json) {

@@ -17,6 +17,12 @@ public:
     Hdf5Handle& operator=(const Hdf5Handle&) = delete;
 
     hid_t get() const { return id_; }
+    // Gives up ownership, for a caller that closes the identifier itself and checks the result.
+    hid_t release() {
+        const hid_t id = id_;
+        id_ = -1;
+        return id;
+    }
     bool valid() const { return id_ >= 0; }
 
 private:

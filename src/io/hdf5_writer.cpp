@@ -4,6 +4,17 @@
 
 namespace vlattice::io {
 
+namespace {
+
+// libhdf5 keeps a file whose close failed (its flush on a full disk) in its table, and the cleanup it
+// runs at exit then closes it again and crashes (HDFGroup/hdf5 issue 2257; h5py issue 914): a write
+// error became a segmentation fault. Every file vlattice opens is closed by its owner before exit,
+// so that cleanup has nothing to do; it is turned off here, during static initialization, because
+// the call counts only before the library's first use.
+[[maybe_unused]] const bool kNoCleanupAtExit = H5dont_atexit() >= 0;
+
+}  // namespace
+
 Hdf5Writer::Hdf5Writer(std::string path) : output_(std::move(path)) {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     file_ = std::make_unique<Hdf5Handle>(
@@ -46,7 +57,8 @@ void Hdf5Writer::count_attribute(const char* name, std::uint64_t value) {
 
 void Hdf5Writer::commit() {
     require(H5Fflush(file_->get(), H5F_SCOPE_GLOBAL) >= 0, "flush");
-    file_.reset();
+    // Checked: a close that fails has not written everything, and the file must not be renamed into place.
+    require(H5Fclose(file_->release()) >= 0, "close");
     output_.commit();
 }
 

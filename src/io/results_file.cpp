@@ -64,4 +64,8 @@ nlohmann::json read_results_metrics(const std::string& path) {
     return nlohmann::json::parse(io::read_hdf5_text_attribute(path, "metrics"));
 }
 
+nlohmann::json read_results_config(const std::string& path) {
+    return nlohmann::json::parse(io::read_hdf5_text_attribute(path, "config"));
+}
+
 }  // namespace vlattice

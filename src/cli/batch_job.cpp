@@ -1,0 +1,145 @@
+#include "batch_job.hpp"
+
+#include "batch_resume.hpp"
+#include "progress.hpp"
+
+#include "vlattice/anneal.hpp"
+#include "vlattice/atomic_file.hpp"
+#include "vlattice/codec.hpp"
+#include "vlattice/device.hpp"
+#include "vlattice/format.hpp"
+#include "vlattice/io.hpp"
+#include "vlattice/pipeline.hpp"
+#include "vlattice/rate.hpp"
+#include "vlattice/residual.hpp"
+#include "vlattice/results_file.hpp"
+#include "vlattice/search.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <unistd.h>
+
+namespace vlattice::cli {
+
+namespace {
+
+constexpr std::size_t kRecallAt = 10;
+
+struct Evaluation {
+    Matrix queries;
+    Matrix neighbors;
+};
+
+// The HDF5 input's `test` and `neighbors`, checked against the n x d vectors of `train_name`; none
+// for other formats or files without both.
+std::optional<Evaluation> load_evaluation(const std::string& file, const std::string& train_name, Metric metric,
+                                          std::size_t n, std::size_t d) {
+    if (!is_hdf5_path(file) || !has_hdf5_dataset(file, "test") || !has_hdf5_dataset(file, "neighbors")) {
+        return std::nullopt;
+    }
+    Evaluation evaluation{load_points(file, ReadOptions{"test"}, metric).points,
+                          read_vectors(file, ReadOptions{"neighbors"})};
+    const std::string test_name = file + ":test";
+    const std::string neighbors_name = file + ":neighbors";
+    if (evaluation.queries.cols != d) {
+        throw Error(test_name + ": the queries have " + std::to_string(evaluation.queries.cols) + " dimensions, " +
+                    train_name + " has " + std::to_string(d));
+    }
+    if (evaluation.neighbors.rows != evaluation.queries.rows || evaluation.neighbors.cols < kRecallAt) {
+        throw Error(neighbors_name + ": " + std::to_string(evaluation.neighbors.rows) + " x " +
+                    std::to_string(evaluation.neighbors.cols) + " ids; 10-recall@10 of the " +
+                    std::to_string(evaluation.queries.rows) + " queries in " + test_name +
+                    " needs one row per query of at least " + std::to_string(kRecallAt) + " ids");
+    }
+    check_neighbor_ids(evaluation.neighbors, n, neighbors_name);
+    return evaluation;
+}
+
+}  // namespace
+
+nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& args, const po::variables_map& values) {
+    using clock = std::chrono::steady_clock;
+    AnnealArgs anneal = job.anneal;
+    AnnealConfig& config = anneal.config;
+    const DeviceKind device = parse_option_value([&] { return parse_device(job.device); });
+
+    auto start = clock::now();
+    const LoadedPoints loaded = load_input("batch", job.file, anneal, plan.metric, args.quiet);
+    const std::string train_name = is_hdf5_path(job.file) ? job.file + ":" + anneal.dataset : job.file;
+    const std::optional<Evaluation> evaluation =
+        load_evaluation(job.file, train_name, plan.metric, loaded.points.rows, loaded.points.cols);
+    const double load_seconds = seconds_since(start);
+    CodingRequest coding = coding_request(values, args.coding, loaded.points.cols);
+    if (job.bits) {
+        coding.bits = *job.bits;
+    }
+    config.anchors = anchors_for(coding, loaded.points.rows, config.anchors);
+    BackendChoice choice = make_backend(device, anneal.gpu, config.threads);
+    if (!choice.note.empty() && !args.quiet && plan.index == 0) {
+        print_notice("batch", "note", choice.note);
+    }
+    ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), config.max_iters, loaded.points.rows);
+    const FitResult result =
+        fit(loaded.points, config, *choice.backend, [&](const IterationRecord& record) { progress.update(record); });
+    progress.finish();
+
+    OutputGroup outputs;
+    const std::string& vlat_path = outputs.add(plan.outputs.vlat);
+    const std::string& results_path = outputs.add(plan.outputs.results);
+    const RunInput input{job.file, loaded.points.rows, loaded.points.cols, plan.metric};
+    start = clock::now();
+    const std::vector<std::uint8_t> widths = residual_widths(coding, loaded.points, result);
+    nlohmann::json metadata = run_metadata(config, result, input);
+    metadata["residuals"] = coding_json(coding, widths);
+    VlatFile vlat = make_vlat(result, input, AnchorStorage::f32, metadata);
+    if (!widths.empty()) {
+        add_residual_codes(vlat, loaded.points, widths);
+    }
+    write_vlat(vlat_path, vlat);
+    const double write_seconds = seconds_since(start);
+
+    start = clock::now();
+    nlohmann::json recall = nullptr;
+    if (evaluation) {
+        SearchOptions exhaustive;
+        exhaustive.k = kRecallAt;
+        recall = recall_at(search(vlat, evaluation->queries, exhaustive), evaluation->neighbors, kRecallAt);
+    }
+    const double mse = widths.empty() ? result.energy : reconstruction_mse(vlat, loaded.points);
+    const double evaluate_seconds = seconds_since(start);
+
+    const double code_bytes = code_bytes_per_vector(vlat);
+    const nlohmann::json row = {
+        {"dataset", job.name},
+        {"file", job.file},
+        {"n", loaded.points.rows},
+        {"d", loaded.points.cols},
+        {"m", result.anchors.rows},
+        {"bytes_per_vector", code_bytes},
+        {"ratio", code_bytes / (4.0 * static_cast<double>(loaded.points.cols))},
+        {"energy", result.energy},
+        {"mse", mse},
+        {"residuals", widths.empty() ? std::string("none") : describe_widths(widths)},
+        {"recall_at_10", recall},
+        {"seconds", {{"load", load_seconds}, {"init", result.seconds.init}, {"fit", result.seconds.total},
+                     {"evaluate", evaluate_seconds}, {"write", write_seconds}}},
+        {"device", choice.backend->name()},
+        {"status", "ok"},
+        {"error", ""},
+    };
+    nlohmann::json settings = config_json(config);
+    settings["metric"] = metric_name(plan.metric);
+    settings["dataset"] = plan.options["dataset"];
+    settings["made_from"] = made_from(plan.input, plan.options, file_fingerprint(vlat_path));
+    write_results_h5(results_path, result.anchors, result.assignments, settings, row);
+    outputs.commit();
+    if (!args.quiet) {
+        std::fprintf(stderr, "vlattice batch: job %zu of %zu: %s: energy %.6g, recall@10 %s, %.2f s\n", plan.index + 1,
+                     plan.count, job.name.c_str(), result.energy, recall.is_null() ? "-" : recall.dump().c_str(),
+                     load_seconds + result.seconds.total + write_seconds + evaluate_seconds);
+    }
+    return row;
+}
+
+}  // namespace vlattice::cli
