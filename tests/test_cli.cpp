@@ -608,8 +608,8 @@ TEST_CASE("a run stopped by SIGTERM leaves no temporary files and ends as the si
     const CommandResult stopped = run_command(
         "(" + cli_command() + " compress " + quote(input) + " -o " + quote(dir.path("out.vlat")) + " --report " +
         quote(dir.path("report.json")) + " -m 512 --iters 100000 --cooling 0 --device cpu --quiet & pid=$!; "
-        "for i in $(seq 1 400); do ls " + quote(dir.dir()) + " | grep -q 'report.json.tmp' && echo seen && break; "
-        "sleep 0.05; done; kill -TERM $pid; wait $pid; echo status:$?; ls " + quote(dir.dir()) + ")");
+        "for i in $(seq 1 400); do ls -A " + quote(dir.dir()) + " | grep -q 'report.json.tmp' && echo seen && break; "
+        "sleep 0.05; done; kill -TERM $pid; wait $pid; echo status:$?; ls -A " + quote(dir.dir()) + ")");
     INFO(stopped.output);
     REQUIRE_THAT(stopped.output, Contains("seen"));
     CHECK_THAT(stopped.output, Contains("status:143"));

@@ -384,6 +384,7 @@ int batch(int argc, char** argv) {
         outputs.push_back({"the summary", (fs::path(args.output) / summary).string()});
     }
     check_outputs(outputs, inputs);
+    clear_stale_temporaries(kHelp.name, outputs, args.quiet);
     std::error_code not_created;
     fs::create_directories(args.output, not_created);
     if (not_created || !fs::is_directory(args.output)) {

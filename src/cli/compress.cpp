@@ -51,7 +51,8 @@ void add_options(po::options_description& options, CompressArgs& a) {
     const std::string storage = anchor_storage_name(VlatFile{}.anchor_storage);
     options.add_options()
         ("output,o", po::value(&a.output)->required()->value_name("FILE"),
-         "the .vlat file to write; an existing file is replaced only when the run succeeds");
+         "the .vlat file to write; it and the --report file replace existing files only once the whole run has "
+         "succeeded and both are written");
     add_anneal_options(options, a.anneal);
     add_coding_options(options, a.coding);
     options.add_options()
@@ -91,7 +92,9 @@ int compress(int argc, char** argv) {
     args.input = values["input"].as<std::string>();
     check_anneal_args(args.anneal);
     check_coding_args(values, args.coding);
-    check_outputs({{"-o", args.output}, {"--report", args.report}}, {{"INPUT", args.input}});
+    const std::vector<NamedPath> outputs{{"-o", args.output}, {"--report", args.report}};
+    check_outputs(outputs, {{"INPUT", args.input}});
+    clear_stale_temporaries(kHelp.name, outputs, args.quiet);
     AnnealConfig& config = args.anneal.config;
     const Metric metric = metric_of(args.anneal, args.input);
     const AnchorStorage storage = parse_option_value([&] { return parse_anchor_storage(args.anchor_storage); });
@@ -132,6 +135,8 @@ int compress(int argc, char** argv) {
     progress.finish();
 
     start = std::chrono::steady_clock::now();
+    // The .vlat and the report are renamed into place together, once both are written.
+    OutputGroup written;
     const std::vector<std::uint8_t> widths = residual_widths(coding, loaded.points, result);
     nlohmann::json metadata = run_metadata(config, result, context.input);
     metadata["residuals"] = coding_json(coding, widths);
@@ -146,6 +151,7 @@ int compress(int argc, char** argv) {
         report_file->stream() << run_report(config, result, context).dump(2) << '\n';
         report_file->commit();
     }
+    written.commit();
     if (!args.quiet) {
         print_summary(context.input, config, result, context, args.output, file);
     }

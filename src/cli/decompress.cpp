@@ -66,6 +66,7 @@ int decompress(int argc, char** argv) {
     args.input = values["input"].as<std::string>();
     require_option(args.gpu >= 0, "--gpu", ">= 0", args.gpu);
     check_outputs({{"-o", args.output}}, {{"INPUT", args.input}, {"--reference", args.reference}});
+    clear_stale_temporaries(kHelp.name, {{"-o", args.output}}, args.quiet);
     check_vectors_output(args.output);
 
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });

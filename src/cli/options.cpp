@@ -123,6 +123,22 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
     }
 }
 
+void clear_stale_temporaries(const std::string& command, const std::vector<NamedPath>& outputs, bool quiet) {
+    for (const NamedPath& out : outputs) {
+        if (out.path.empty()) {
+            continue;
+        }
+        for (const StaleTemporary& file : remove_stale_temporaries(out.path)) {
+            if (!quiet) {
+                print_notice(command, "note",
+                             "removed " + file.path + " (" + std::to_string(file.bytes) + " bytes), a temporary file of " +
+                                 out.path + " left by process " + std::to_string(file.writer) +
+                                 ", which no longer runs");
+            }
+        }
+    }
+}
+
 void print_notice(const std::string& command, const std::string& kind, const std::string& message) {
     std::cerr << "vlattice " << command << ": " << kind << ": " << message << '\n';
 }

@@ -89,6 +89,10 @@ struct NamedPath {
 // replace the data being read, or one output would overwrite another: a UsageError naming both.
 void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs);
 
+// Removes what runs killed before they could clean up left under the temporary names of these
+// outputs (vlattice::remove_stale_temporaries) and, unless `quiet`, notes each file it removed.
+void clear_stale_temporaries(const std::string& command, const std::vector<NamedPath>& outputs, bool quiet);
+
 // Runs a library parser (parse_metric, parse_device ...) on an option's text, turning its Error into
 // a usage error.
 template <class Parse>
