@@ -50,7 +50,8 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
          "decide alone (GPU: one half-precision tensor-core product; CPU: float32), so vectors nearly "
          "equidistant from two anchors may take the farther one")
         ("threads", po::value(&a.config.threads)->default_value(c.threads, show(c.threads))->value_name("N"),
-         "CPU threads (OpenMP and BLAS); 0 uses every core; the result does not depend on it")
+         "CPU threads (OpenMP and BLAS); 0 uses every core; at most the cores, and as many as the address-space "
+         "limit (ulimit -v) leaves room for, with a note when fewer than asked; the result does not depend on it")
         ("gpu", po::value(&a.gpu)->default_value(0)->value_name("N"), "index of the CUDA device to use")
         ("dataset", po::value(&a.dataset)->default_value(dataset)->value_name("NAME"),
          "dataset to read from an HDF5 INPUT");

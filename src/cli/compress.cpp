@@ -115,7 +115,6 @@ int compress(int argc, char** argv) {
 
     ReportContext context;
     context.backend = choice.backend->name();
-    context.threads = config.threads;
     auto start = std::chrono::steady_clock::now();
     const LoadedPoints loaded = load_input(kHelp.name, args.input, args.anneal, metric, args.quiet);
     context.load_seconds = seconds_since(start);
