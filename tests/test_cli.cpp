@@ -520,7 +520,7 @@ TEST_CASE("decompress with a reference of the wrong shape names both shapes, and
     // An output format it cannot write is refused before the input is read (here it does not exist).
     check_fails(run_cli("decompress " + quote(sample.dir.path("missing.vlat")) + " -o " +
                         quote(sample.dir.path("out.txt"))),
-                out, {"out.txt: unsupported extension '.txt'; supported: .fvecs .npy .h5 .hdf5"});
+                out, {"out.txt: unsupported extension '.txt'; supported: .fvecs .fbin .npy .h5 .hdf5"});
     const CommandResult gpu = run_cli("decompress " + quote(vlat) + " -o " + quote(out) + " --gpu -1");
     check_fails(gpu, out, {"--gpu must be >= 0, got -1"});
     CHECK(gpu.exit_code == 2);

@@ -57,6 +57,27 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
          "dataset to read from an HDF5 INPUT");
 }
 
+void add_input_format_option(po::options_description& options, AnnealArgs& a) {
+    options.add_options()
+        ("input-format", po::value(&a.input_format)->value_name("FORMAT"),
+         "the format of INPUT by name, in place of its extension: fvecs bvecs ivecs fbin u8bin npy h5 hdf5; "
+         "needed for - (standard input)");
+}
+
+std::string input_file(const std::string& input, const AnnealArgs& args) {
+    if (!args.input_format.empty()) {
+        parse_option_value([&] { check_input_format(args.input_format); });
+    }
+    if (input != "-") {
+        return input;
+    }
+    if (args.input_format.empty()) {
+        throw UsageError("INPUT -: standard input has no extension to tell its format by; name it with "
+                         "--input-format (fvecs bvecs ivecs fbin u8bin npy h5 hdf5)");
+    }
+    return standard_input_file(args.input_format);
+}
+
 namespace {
 
 // --metric as given, or nothing for `auto`; throws UsageError for a name that is no metric.
@@ -95,13 +116,14 @@ Metric metric_of(const AnnealArgs& args, const std::string& input) {
     if (const std::optional<Metric> given = given_metric(args)) {
         return *given;
     }
-    return input_metric(input).value_or(Metric::l2);
+    return input_metric(input, args.input_format).value_or(Metric::l2);
 }
 
 LoadedPoints load_input(const std::string& command, const std::string& path, const AnnealArgs& args, Metric metric,
                         bool quiet) {
     ReadOptions options;
     options.dataset = args.dataset;
+    options.format = args.input_format;
     LoadedPoints loaded = load_points(path, options, metric);
     if (loaded.zero_rows > 0 && !quiet) {
         print_notice(command, "warning",

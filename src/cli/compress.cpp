@@ -31,7 +31,8 @@ const CommandHelp kHelp{
     "k-means and stores each vector as the id of its anchor, plus, with --bits or a\n"
     "--target-bytes/--target-ratio budget, a scalar code of its residual from it.\n"
     "INPUT: .fvecs .bvecs .ivecs .fbin .u8bin, .npy (float32, float16, uint8),\n"
-    ".h5/.hdf5 (the dataset named by --dataset).",
+    ".h5/.hdf5 (the dataset named by --dataset), or - for standard input, which is\n"
+    "read to its end into memory before the run (name its format with --input-format).",
 };
 
 struct CompressArgs {
@@ -54,6 +55,7 @@ void add_options(po::options_description& options, CompressArgs& a) {
          "the .vlat file to write; it and the --report file replace existing files only once the whole run has "
          "succeeded and both are written");
     add_anneal_options(options, a.anneal);
+    add_input_format_option(options, a.anneal);
     add_coding_options(options, a.coding);
     options.add_options()
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
@@ -93,12 +95,13 @@ int compress(int argc, char** argv) {
     check_anneal_args(args.anneal);
     check_coding_args(values, args.coding);
     const std::vector<NamedPath> outputs{{"-o", args.output}, {"--report", args.report}};
-    check_outputs(outputs, {{"INPUT", args.input}});
+    check_outputs(outputs, {{"INPUT", args.input == "-" ? "" : args.input}});
     clear_stale_temporaries(kHelp.name, outputs, args.quiet);
     AnnealConfig& config = args.anneal.config;
-    const Metric metric = metric_of(args.anneal, args.input);
     const AnchorStorage storage = parse_option_value([&] { return parse_anchor_storage(args.anchor_storage); });
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
+    args.input = input_file(args.input, args.anneal);
+    const Metric metric = metric_of(args.anneal, args.input);
 
     // An output that cannot be created fails now rather than after the run; the probe's temporary
     // file is removed again at the end of this statement.

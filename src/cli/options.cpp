@@ -110,6 +110,9 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
         if (out.path.empty()) {
             continue;
         }
+        if (out.path == "-") {
+            throw UsageError(out.name + " -: this output cannot go to standard output; name a file");
+        }
         check_output_path(out.path);
         const std::string identity = file_identity(out.path);
         if (const auto in = read.find(identity); in != read.end()) {

@@ -84,7 +84,8 @@ struct NamedPath {
 };
 
 // Before any work, for every output (empty paths are options not given): that it can be one
-// (vlattice::check_output_path: not a directory or a device, an Error), and that it is not the same
+// (vlattice::check_output_path: not a directory or a device, an Error; not -, standard output, which
+// a command that can write there handles before, a UsageError), and that it is not the same
 // file as an input or as another output, by whatever path or link either is named. Writing it would
 // replace the data being read, or one output would overwrite another: a UsageError naming both.
 void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs);
