@@ -90,8 +90,8 @@ std::optional<pid_t> parse_writer(const std::string& rest) {
 std::string temporary_name_for(const std::string& path) {
     const std::filesystem::path target(path);
     std::random_device entropy;
-    const std::string name =
-        "." + stem_of(target.filename().string()) + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(entropy());
+    const std::string name = "." + stem_of(target.filename().string()) + ".tmp." + std::to_string(::getpid()) + "." +
+                             std::to_string(entropy());
     return (target.parent_path() / name).string();
 }
 

@@ -83,8 +83,9 @@ TEST_CASE("a --report that cannot be written leaves the earlier -o and --report 
     CHECK(read_file(report) == kPrevious);
     CHECK(temporaries_in(dir.dir()).empty());
     // The same run without the limit replaces both.
-    const CommandResult unlimited = run_cli("compress " + quote(input) + " -o " + quote(output) + " --report " +
-                                            quote(report) + " -m 4 --iters 30 --cooling 0 --device cpu --threads 2 --quiet");
+    const CommandResult unlimited =
+        run_cli("compress " + quote(input) + " -o " + quote(output) + " --report " + quote(report) +
+                " -m 4 --iters 30 --cooling 0 --device cpu --threads 2 --quiet");
     INFO(unlimited.output);
     CHECK(unlimited.exit_code == 0);
     CHECK(read_file(output) != kPrevious);
@@ -198,7 +199,8 @@ TEST_CASE("compress and decompress write outputs whose names are 255 bytes long"
         run_cli("compress " + quote(input) + " -o " + quote(vlat) + " -m 4 --iters 5 --device cpu --threads 2 --quiet");
     INFO(compressed.output);
     REQUIRE(compressed.exit_code == 0);
-    const CommandResult decompressed = run_cli("decompress " + quote(vlat) + " -o " + quote(npy) + " --device cpu --quiet");
+    const CommandResult decompressed =
+        run_cli("decompress " + quote(vlat) + " -o " + quote(npy) + " --device cpu --quiet");
     INFO(decompressed.output);
     REQUIRE(decompressed.exit_code == 0);
     CHECK(read_vectors(npy).rows == 300);

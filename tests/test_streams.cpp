@@ -6,8 +6,8 @@
 
 #include <catch2/catch.hpp>
 
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 using namespace vlattice;
@@ -25,8 +25,8 @@ struct Compressed {
         std::mt19937_64 rng(seed());
         points = random_points(n, 16, rng);
         write_vectors(npy, points);
-        const CommandResult run =
-            run_cli("compress " + quote(npy) + " -o " + quote(vlat) + " -m 8 --iters 5 --device cpu --threads 2 --quiet");
+        const CommandResult run = run_cli("compress " + quote(npy) + " -o " + quote(vlat) +
+                                          " -m 8 --iters 5 --device cpu --threads 2 --quiet");
         INFO(run.output);
         REQUIRE(run.exit_code == 0);
     }
@@ -66,20 +66,23 @@ TEST_CASE("compress - reads standard input in the format --input-format names", 
                                                   " -m 8 --iters 5 --device cpu --threads 2 --quiet" + redirect);
             INFO(run.output);
             REQUIRE(run.exit_code == 0);
-            REQUIRE(run_cli("decompress " + quote(piped) + " -o " + quote(out) + " --device cpu --quiet").exit_code == 0);
+            const CommandResult back =
+                run_cli("decompress " + quote(piped) + " -o " + quote(out) + " --device cpu --quiet");
+            REQUIRE(back.exit_code == 0);
             require_same(read_vectors(out), expected);
         }
     }
     const CommandResult info = run_cli("info " + quote(piped));
     CHECK_THAT(info.output, Contains("stdin"));
 
-    const CommandResult unnamed =
-        run_command("cat " + quote(sample.npy) + " | " + cli_command() + " compress - -o " + quote(piped) + " --device cpu");
+    const CommandResult unnamed = run_command("cat " + quote(sample.npy) + " | " + cli_command() + " compress - -o " +
+                                              quote(piped) + " --device cpu");
     CHECK(unnamed.exit_code == 2);
     CHECK_THAT(unnamed.output, Contains("INPUT -: standard input has no extension") && Contains("--input-format"));
     const CommandResult unknown = run_cli("compress " + quote(sample.npy) + " --input-format npz -o " + quote(piped));
     CHECK(unknown.exit_code == 2);
-    CHECK_THAT(unknown.output, Contains("unknown format 'npz'") && Contains("fvecs bvecs ivecs fbin u8bin npy h5 hdf5"));
+    CHECK_THAT(unknown.output,
+               Contains("unknown format 'npz'") && Contains("fvecs bvecs ivecs fbin u8bin npy h5 hdf5"));
     const CommandResult empty = run_command(cli_command() + " compress - --input-format npy -o " + quote(piped) +
                                             " --device cpu < /dev/null");
     CHECK(empty.exit_code == 1);
@@ -159,7 +162,8 @@ TEST_CASE("decompress writes .fbin, which reads back as the same vectors", "[str
     INFO("seed " << seed());
     const Matrix expected = sample.decompressed();
     const std::string fbin = sample.dir.path("out.fbin");
-    const CommandResult run = run_cli("decompress " + quote(sample.vlat) + " -o " + quote(fbin) + " --device cpu --quiet");
+    const CommandResult run =
+        run_cli("decompress " + quote(sample.vlat) + " -o " + quote(fbin) + " --device cpu --quiet");
     INFO(run.output);
     REQUIRE(run.exit_code == 0);
     require_same(read_vectors(fbin), expected);

@@ -31,8 +31,8 @@ const CommandHelp kHelp{
     "k-means and stores each vector as the id of its anchor, plus, with --bits or a\n"
     "--target-bytes/--target-ratio budget, a scalar code of its residual from it.\n"
     "INPUT: .fvecs .bvecs .ivecs .fbin .u8bin, .npy (float32, float16, uint8),\n"
-    ".h5/.hdf5 (the dataset named by --dataset), or - for standard input, which is\n"
-    "read to its end into memory before the run (name its format with --input-format).",
+    ".h5/.hdf5 (the dataset named by --dataset), or - for standard input: read to\n"
+    "its end into memory before the run, in the format --input-format names.",
 };
 
 struct CompressArgs {

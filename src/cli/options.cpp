@@ -134,9 +134,9 @@ void clear_stale_temporaries(const std::string& command, const std::vector<Named
         for (const StaleTemporary& file : remove_stale_temporaries(out.path)) {
             if (!quiet) {
                 print_notice(command, "note",
-                             "removed " + file.path + " (" + std::to_string(file.bytes) + " bytes), a temporary file of " +
-                                 out.path + " left by process " + std::to_string(file.writer) +
-                                 ", which no longer runs");
+                             "removed " + file.path + " (" + std::to_string(file.bytes) +
+                                 " bytes), a temporary file of " + out.path + " left by process " +
+                                 std::to_string(file.writer) + ", which no longer runs");
             }
         }
     }
