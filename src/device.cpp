@@ -32,9 +32,20 @@ DeviceKind parse_device(const std::string& name) {
     throw Error("--device: expected auto, cpu or cuda, got '" + name + "'");
 }
 
+namespace {
+
+// The CPU backend, with the note of plan_cpu_threads after `why` the run is on the CPU.
+BackendChoice cpu_choice(int threads, const std::string& why) {
+    const CpuThreads plan = plan_cpu_threads(threads);
+    const std::string note = why.empty() || plan.note.empty() ? why + plan.note : why + "; " + plan.note;
+    return {make_cpu_backend(plan.threads), note};
+}
+
+}  // namespace
+
 BackendChoice make_backend(DeviceKind kind, int gpu, int threads) {
     if (kind == DeviceKind::cpu) {
-        return {make_cpu_backend(threads), ""};
+        return cpu_choice(threads, "");
     }
     const GpuStatus status = gpu_status(gpu);
 #ifdef VLATTICE_HAVE_CUDA
@@ -47,8 +58,8 @@ BackendChoice make_backend(DeviceKind kind, int gpu, int threads) {
         try {
             return {make_cuda_backend(gpu), ""};
         } catch (const Error& e) {
-            return {make_cpu_backend(threads), std::string("GPU ") + status.description + " unusable (" + e.what() +
-                                                   "); running on the CPU"};
+            return cpu_choice(threads, std::string("GPU ") + status.description + " unusable (" + e.what() +
+                                           "); running on the CPU");
         }
     }
 #endif
@@ -56,7 +67,7 @@ BackendChoice make_backend(DeviceKind kind, int gpu, int threads) {
     if (kind == DeviceKind::cuda) {
         throw Error("--device cuda: " + why + "; use --device cpu");
     }
-    return {make_cpu_backend(threads), why + "; running on the CPU"};
+    return cpu_choice(threads, why + "; running on the CPU");
 }
 
 GpuChoice choose_gpu(DeviceKind kind, int gpu) {

@@ -522,7 +522,7 @@ TEST_CASE("decompress with a reference of the wrong shape names both shapes, and
     // An output format it cannot write is refused before the input is read (here it does not exist).
     check_fails(run_cli("decompress " + quote(sample.dir.path("missing.vlat")) + " -o " +
                         quote(sample.dir.path("out.txt"))),
-                out, {"out.txt: unsupported extension '.txt'; supported: .fvecs .npy .h5 .hdf5"});
+                out, {"out.txt: unsupported extension '.txt'; supported: .fvecs .fbin .npy .h5 .hdf5"});
     const CommandResult gpu = run_cli("decompress " + quote(vlat) + " -o " + quote(out) + " --gpu -1");
     check_fails(gpu, out, {"--gpu must be a whole number in [0, 2^31), got '-1'"});
     CHECK(gpu.exit_code == 2);
@@ -610,8 +610,8 @@ TEST_CASE("a run stopped by SIGTERM leaves no temporary files and ends as the si
     const CommandResult stopped = run_command(
         "(" + cli_command() + " compress " + quote(input) + " -o " + quote(dir.path("out.vlat")) + " --report " +
         quote(dir.path("report.json")) + " -m 512 --iters 100000 --cooling 0 --device cpu --quiet & pid=$!; "
-        "for i in $(seq 1 400); do ls " + quote(dir.dir()) + " | grep -q 'report.json.tmp' && echo seen && break; "
-        "sleep 0.05; done; kill -TERM $pid; wait $pid; echo status:$?; ls " + quote(dir.dir()) + ")");
+        "for i in $(seq 1 400); do ls -A " + quote(dir.dir()) + " | grep -q 'report.json.tmp' && echo seen && break; "
+        "sleep 0.05; done; kill -TERM $pid; wait $pid; echo status:$?; ls -A " + quote(dir.dir()) + ")");
     INFO(stopped.output);
     REQUIRE_THAT(stopped.output, Contains("seen"));
     CHECK_THAT(stopped.output, Contains("status:143"));

@@ -384,14 +384,14 @@ TEST_CASE("write_vectors refuses what it cannot write", "[io]") {
     ScratchDir dir;
     Matrix points(2, 3);
     CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("out.bin"), points),
-                      Contains("out.bin") && Contains("'.bin'") && Contains(".fvecs .npy .h5 .hdf5"));
+                      Contains("out.bin") && Contains("'.bin'") && Contains(".fvecs .fbin .npy .h5 .hdf5"));
     CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("no/such/folder/out.hdf5"), points),
                       Contains("no/such/folder/out.hdf5") && Contains("cannot write the HDF5 file"));
     CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("out.fvecs"), Matrix()), Contains("no vectors to write"));
     CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("no/such/folder/out.npy"), points),
                       Contains("no/such/folder/out.npy") && Contains("cannot create"));
     CHECK_THROWS_WITH(vlattice::write_vectors(dir.path("out"), points),
-                      Contains("no file extension") && Contains(".fvecs .npy .h5 .hdf5"));
+                      Contains("no file extension") && Contains(".fvecs .fbin .npy .h5 .hdf5"));
     CHECK(std::filesystem::is_empty(dir.dir()));
     // The extension's case does not matter, as for reading.
     vlattice::write_vectors(dir.path("OUT.NPY"), points);

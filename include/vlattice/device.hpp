@@ -15,7 +15,7 @@ DeviceKind parse_device(const std::string& name);
 
 struct BackendChoice {
     std::unique_ptr<Backend> backend;
-    std::string note;  // one line for the user when `auto` fell back to the CPU, else empty
+    std::string note;  // one line for the user when `auto` fell back to the CPU or the CPU threads were lowered
 };
 
 struct GpuStatus {

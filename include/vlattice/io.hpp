@@ -1,4 +1,5 @@
-// Vector file readers and writers. The format is chosen by the file's extension:
+// Vector file readers and writers. The format is chosen by the file's extension, or by a format
+// named the same way without the dot (npy), which a stream with no name to go by needs:
 //   .fvecs .bvecs .ivecs (TEXMEX)   .fbin .u8bin (big-ann)   .npy (float32, float16, uint8; C order)
 //   .h5 .hdf5 (one dataset by name)
 // Every reader checks the sizes its header promises against the file's length before it allocates,
@@ -8,12 +9,14 @@
 #include "vlattice/types.hpp"
 
 #include <optional>
+#include <ostream>
 #include <string>
 
 namespace vlattice {
 
 struct ReadOptions {
     std::string dataset = "train";  // HDF5 dataset path inside the file
+    std::string format = "";         // a format by name (npy) that overrides the path's extension
 };
 
 // Reads the whole file as float32 rows (narrower element types are widened).
@@ -23,10 +26,22 @@ Matrix read_vectors(const std::string& path, const ReadOptions& options = {});
 // file cannot be opened as HDF5.
 bool has_hdf5_dataset(const std::string& path, const std::string& dataset);
 
+// Throws Error unless `format` names a format read_vectors reads (fvecs bvecs ivecs fbin u8bin npy
+// h5 hdf5), so that a command can refuse it before it reads anything.
+void check_input_format(const std::string& format);
+
+// The path to read standard input in `format` by, as a regular file of known size that every reader
+// takes: /dev/stdin, once standard input, where it is a pipe, was read to its end into an anonymous
+// file in memory that then stands in its place (a regular file is read where it is). Throws Error
+// when standard input is a terminal or cannot be read, when memory runs out, and for HDF5 from a
+// pipe (the HDF5 library opens files by a name that leads to them, which a file in memory lacks).
+std::string standard_input_file(const std::string& format);
+
 // The metric an input names itself: an HDF5 file's `distance` attribute (the ann-benchmarks layout:
-// euclidean or angular; ip or dot for the inner product). Other inputs, and HDF5 files without it, name none (nullopt). Throws Error
-// naming the file and the attribute when it holds a distance vlattice does not handle.
-std::optional<Metric> input_metric(const std::string& path);
+// euclidean or angular; ip or dot for the inner product). Other inputs, and HDF5 files without it,
+// name none (nullopt). Throws Error naming the file and the attribute when it holds a distance
+// vlattice does not handle. `format`, when given, says the file is HDF5 instead of its extension.
+std::optional<Metric> input_metric(const std::string& path, const std::string& format = {});
 
 // Throws Error naming the file, the row and the column of the first NaN or Inf.
 void check_finite(const Matrix& points, const std::string& path);
@@ -37,12 +52,17 @@ bool is_hdf5_path(const std::string& path);
 // The dataset write_vectors puts an HDF5 file's vectors in: the name compress reads by default.
 inline constexpr const char* kWrittenHdf5Dataset = "train";
 
-// Writes .fvecs, .npy or .h5/.hdf5 (float32, dataset kWrittenHdf5Dataset), chosen by extension,
-// under a temporary name that is renamed into place.
-void write_vectors(const std::string& path, const Matrix& points);
+// Writes .fvecs, .fbin, .npy or .h5/.hdf5 (float32, dataset kWrittenHdf5Dataset), chosen by
+// `format` or else by the path's extension, under a temporary name that is renamed into place.
+void write_vectors(const std::string& path, const Matrix& points, const std::string& format = {});
 
-// Throws the Error write_vectors would for the path's extension, so that a command can refuse it
-// before its work.
-void check_vectors_output(const std::string& path);
+// Writes fvecs, fbin or npy to a stream such as standard output (HDF5 needs a file to seek in: an
+// Error), flushes it and throws Error, naming the stream by `name`, when a write failed; what was
+// written before the failure stays written.
+void write_vectors(std::ostream& out, const std::string& name, const Matrix& points, const std::string& format);
+
+// Throws the Error write_vectors would for the format or the path's extension (for a `stream`, the
+// stream's name), so that a command can refuse it before its work.
+void check_vectors_output(const std::string& path, const std::string& format = {}, bool stream = false);
 
 }  // namespace vlattice

@@ -55,10 +55,32 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
          "decide alone (GPU: one half-precision tensor-core product; CPU: float32), so vectors nearly "
          "equidistant from two anchors may take the farther one")
         ("threads", whole_number(&a.config.threads, 0)->default_value(c.threads, show(c.threads))->value_name("N"),
-         "CPU threads (OpenMP and BLAS); 0 uses every core; the result does not depend on it")
+         "CPU threads (OpenMP and BLAS); 0 uses every core; at most the cores, and as many as the address-space "
+         "limit (ulimit -v) leaves room for, with a note when fewer than asked; the result does not depend on it")
         ("gpu", whole_number(&a.gpu, 0)->default_value(0)->value_name("N"), "index of the CUDA device to use")
         ("dataset", po::value(&a.dataset)->default_value(dataset)->value_name("NAME"),
          "dataset to read from an HDF5 INPUT");
+}
+
+void add_input_format_option(po::options_description& options, AnnealArgs& a) {
+    options.add_options()
+        ("input-format", po::value(&a.input_format)->value_name("FORMAT"),
+         "the format of INPUT by name, in place of its extension: fvecs bvecs ivecs fbin u8bin npy h5 hdf5; "
+         "needed for - (standard input)");
+}
+
+std::string input_file(const std::string& input, const AnnealArgs& args) {
+    if (!args.input_format.empty()) {
+        parse_option_value([&] { check_input_format(args.input_format); });
+    }
+    if (input != "-") {
+        return input;
+    }
+    if (args.input_format.empty()) {
+        throw UsageError("INPUT -: standard input has no extension to tell its format by; name it with "
+                         "--input-format (fvecs bvecs ivecs fbin u8bin npy h5 hdf5)");
+    }
+    return standard_input_file(args.input_format);
 }
 
 namespace {
@@ -87,13 +109,14 @@ Metric metric_of(const AnnealArgs& args, const std::string& input) {
     if (const std::optional<Metric> given = given_metric(args)) {
         return *given;
     }
-    return input_metric(input).value_or(Metric::l2);
+    return input_metric(input, args.input_format).value_or(Metric::l2);
 }
 
 LoadedPoints load_input(const std::string& command, const std::string& path, const AnnealArgs& args, Metric metric,
                         bool quiet) {
     ReadOptions options;
     options.dataset = args.dataset;
+    options.format = args.input_format;
     LoadedPoints loaded = load_points(path, options, metric);
     if (loaded.zero_rows > 0 && !quiet) {
         print_notice(command, "warning",

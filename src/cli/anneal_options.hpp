@@ -23,9 +23,19 @@ struct AnnealArgs {
     std::string precision;
     int gpu = 0;
     std::string dataset;
+    std::string input_format;  // --input-format, for the commands that declare it; empty: by extension
 };
 
 void add_anneal_options(po::options_description& options, AnnealArgs& args);
+
+// --input-format, which names the format of INPUT in place of its extension, and which standard
+// input (-) needs.
+void add_input_format_option(po::options_description& options, AnnealArgs& args);
+
+// INPUT as a file to read: standard input, for -, read to its end first (--input-format is then
+// required: a UsageError without it); a given --input-format is checked too (a UsageError). Throws
+// Error when standard input cannot be read.
+std::string input_file(const std::string& input, const AnnealArgs& args);
 
 // The checks the parser leaves (the numeric options check their ranges as they are read): --seed,
 // --storage, --assign-precision and the --metric name, before the input is read (whether M fits

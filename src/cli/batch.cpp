@@ -70,6 +70,7 @@ void add_options(po::options_description& options, BatchArgs& a) {
         ("quiet", po::bool_switch(&a.quiet), "print nothing but errors");
 }
 
+// Checks every output against the inputs and the others, and sweeps what killed runs left for them.
 void check_paths(const BatchArgs& args, const std::vector<Job>& jobs) {
     std::vector<NamedPath> outputs;
     std::vector<NamedPath> inputs = {{"--manifest", args.manifest}};
@@ -84,6 +85,7 @@ void check_paths(const BatchArgs& args, const std::vector<Job>& jobs) {
         outputs.push_back({"the summary", (fs::path(args.output) / summary).string()});
     }
     check_outputs(outputs, inputs);
+    clear_stale_temporaries(kHelp.name, outputs, args.quiet);
 }
 
 // Runs the job, or keeps its finished outputs when they stand for this run; returns its row.

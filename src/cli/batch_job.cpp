@@ -85,8 +85,6 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     progress.finish();
 
     OutputGroup outputs;
-    const std::string& vlat_path = outputs.add(plan.outputs.vlat);
-    const std::string& results_path = outputs.add(plan.outputs.results);
     const RunInput input{job.file, loaded.points.rows, loaded.points.cols, plan.metric};
     start = clock::now();
     const std::vector<std::uint8_t> widths = residual_widths(coding, loaded.points, result);
@@ -96,7 +94,7 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     if (!widths.empty()) {
         add_residual_codes(vlat, loaded.points, widths);
     }
-    write_vlat(vlat_path, vlat);
+    write_vlat(plan.outputs.vlat, vlat);
     const double write_seconds = seconds_since(start);
 
     start = clock::now();
@@ -131,8 +129,8 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     nlohmann::json settings = config_json(config);
     settings["metric"] = metric_name(plan.metric);
     settings["dataset"] = plan.options["dataset"];
-    settings["made_from"] = made_from(plan.input, plan.options, file_fingerprint(vlat_path));
-    write_results_h5(results_path, result.anchors, result.assignments, settings, row);
+    settings["made_from"] = made_from(plan.input, plan.options, file_fingerprint(outputs.written(plan.outputs.vlat)));
+    write_results_h5(plan.outputs.results, result.anchors, result.assignments, settings, row);
     outputs.commit();
     if (!args.quiet) {
         std::fprintf(stderr, "vlattice batch: job %zu of %zu: %s: energy %.6g, recall@10 %s, %.2f s\n", plan.index + 1,

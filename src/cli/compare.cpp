@@ -188,7 +188,11 @@ int compare(int argc, char** argv) {
 
     // The GPU is asked for first, so that a machine without one fails before the long CPU run.
     const std::unique_ptr<Backend> gpu = make_gpu_backend(args.anneal.gpu, c.config.threads);
-    const std::unique_ptr<Backend> cpu = make_cpu_backend(c.config.threads);
+    const BackendChoice cpu_choice = make_backend(DeviceKind::cpu, args.anneal.gpu, c.config.threads);
+    if (!cpu_choice.note.empty() && !args.quiet) {
+        print_notice(kHelp.name, "note", cpu_choice.note);
+    }
+    Backend* const cpu = cpu_choice.backend.get();
 
     const auto start = std::chrono::steady_clock::now();
     const LoadedPoints loaded = load_input(kHelp.name, c.input, args.anneal, c.metric, args.quiet);

@@ -31,7 +31,8 @@ const CommandHelp kHelp{
     "k-means and stores each vector as the id of its anchor, plus, with --bits or a\n"
     "--target-bytes/--target-ratio budget, a scalar code of its residual from it.\n"
     "INPUT: .fvecs .bvecs .ivecs .fbin .u8bin, .npy (float32, float16, uint8),\n"
-    ".h5/.hdf5 (the dataset named by --dataset).\n"
+    ".h5/.hdf5 (the dataset named by --dataset), or - for standard input: read to\n"
+    "its end into memory before the run, in the format --input-format names.\n"
     "Values must be finite and (after --metric angular scales each vector to unit\n"
     "length) within +-sqrt(FLT_MAX / (8 d)), 2.3e18 at d = 8, so that squared\n"
     "distances fit float32; the largest |value| must be 0 or at least 2^-46\n"
@@ -55,8 +56,10 @@ void add_options(po::options_description& options, CompressArgs& a) {
     const std::string storage = anchor_storage_name(VlatFile{}.anchor_storage);
     options.add_options()
         ("output,o", po::value(&a.output)->required()->value_name("FILE"),
-         "the .vlat file to write; an existing file is replaced only when the run succeeds");
+         "the .vlat file to write; it and the --report file replace existing files only once the whole run has "
+         "succeeded and both are written");
     add_anneal_options(options, a.anneal);
+    add_input_format_option(options, a.anneal);
     add_coding_options(options, a.coding);
     options.add_options()
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
@@ -95,11 +98,14 @@ int compress(int argc, char** argv) {
     args.input = values["input"].as<std::string>();
     check_anneal_args(args.anneal);
     check_coding_args(values, args.coding);
-    check_outputs({{"-o", args.output}, {"--report", args.report}}, {{"INPUT", args.input}});
+    const std::vector<NamedPath> outputs{{"-o", args.output}, {"--report", args.report}};
+    check_outputs(outputs, {{"INPUT", args.input == "-" ? "" : args.input}});
+    clear_stale_temporaries(kHelp.name, outputs, args.quiet);
     AnnealConfig& config = args.anneal.config;
-    const Metric metric = metric_of(args.anneal, args.input);
     const AnchorStorage storage = parse_option_value([&] { return parse_anchor_storage(args.anchor_storage); });
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
+    args.input = input_file(args.input, args.anneal);
+    const Metric metric = metric_of(args.anneal, args.input);
 
     // An output that cannot be created fails now rather than after the run; the probe's temporary
     // file is removed again at the end of this statement.
@@ -116,7 +122,6 @@ int compress(int argc, char** argv) {
 
     ReportContext context;
     context.backend = choice.backend->name();
-    context.threads = config.threads;
     auto start = std::chrono::steady_clock::now();
     const LoadedPoints loaded = load_input(kHelp.name, args.input, args.anneal, metric, args.quiet);
     context.load_seconds = seconds_since(start);
@@ -140,6 +145,8 @@ int compress(int argc, char** argv) {
     progress.finish();
 
     start = std::chrono::steady_clock::now();
+    // The .vlat and the report are renamed into place together, once both are written.
+    OutputGroup written;
     const std::vector<std::uint8_t> widths = residual_widths(coding, loaded.points, result);
     nlohmann::json metadata = run_metadata(config, result, context.input);
     metadata["residuals"] = coding_json(coding, widths);
@@ -154,6 +161,7 @@ int compress(int argc, char** argv) {
         report_file->stream() << run_report(config, result, context).dump(2) << '\n';
         report_file->commit();
     }
+    written.commit();
     if (!args.quiet) {
         print_summary(context.input, config, result, context, args.output, file);
     }

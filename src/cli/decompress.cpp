@@ -14,6 +14,7 @@
 #endif
 
 #include <cstdio>
+#include <iostream>
 #include <optional>
 #include <string>
 
@@ -21,9 +22,11 @@ namespace vlattice::cli {
 
 namespace {
 
+constexpr const char* kStandardOutput = "standard output";
+
 const CommandHelp kHelp{
     "decompress",
-    "IN.vlat -o OUT.(fvecs|npy|hdf5) [--reference ORIGINAL] [options]",
+    "IN.vlat -o OUT.(fvecs|fbin|npy|hdf5) [--reference ORIGINAL] [options]",
     "IN.vlat",
     "Writes every vector of IN.vlat as float32: its anchor plus its decoded residual\n"
     "when the file has residual codes (an HDF5 output holds them in dataset `train`).\n"
@@ -31,12 +34,16 @@ const CommandHelp kHelp{
     "mean squared distance between the reconstruction and the original vectors\n"
     "(normalised first when the file's metric is angular); without residual codes,\n"
     "for the input the file was made from, that is the energy of the run (with f16\n"
-    "anchor storage, up to the anchors' rounding to half precision).",
+    "anchor storage, up to the anchors' rounding to half precision).\n"
+    "-o - writes to standard output (npy, fvecs or fbin, named by --output-format)\n"
+    "as it goes, with no temporary file: a failure midway leaves what was written\n"
+    "and exits non-zero. The messages then go to standard error.",
 };
 
 struct DecompressArgs {
     std::string input;
     std::string output;
+    std::string output_format;
     std::string reference;
     std::string dataset;
     std::string device;
@@ -47,7 +54,11 @@ struct DecompressArgs {
 void add_options(po::options_description& options, DecompressArgs& a) {
     options.add_options()
         ("output,o", po::value(&a.output)->required()->value_name("FILE"),
-         "the .fvecs, .npy or .hdf5 file to write; an existing file is replaced only when everything succeeds")
+         "the .fvecs, .fbin, .npy or .hdf5 file to write, or - for standard output; an existing file is "
+         "replaced only when everything succeeds")
+        ("output-format", po::value(&a.output_format)->value_name("FORMAT"),
+         "the format of the output by name, in place of its extension: fvecs fbin npy h5 hdf5; needed for -o - "
+         "(standard output: fvecs, fbin or npy)")
         ("reference", po::value(&a.reference)->value_name("ORIGINAL"),
          "the original vectors (any format compress reads): print the reconstruction's mean squared error")
         ("dataset", po::value(&a.dataset)->default_value(ReadOptions{}.dataset)->value_name("NAME"),
@@ -65,8 +76,27 @@ int decompress(int argc, char** argv) {
         return 0;
     }
     args.input = values["input"].as<std::string>();
-    check_outputs({{"-o", args.output}}, {{"INPUT", args.input}, {"--reference", args.reference}});
-    check_vectors_output(args.output);
+    // Standard output has no name to tell the format by, and no rename to wait for.
+    const bool to_stdout = args.output == "-";
+    if (to_stdout && args.output_format.empty()) {
+        throw UsageError("-o -: standard output has no extension to tell the format by; name it with --output-format "
+                         "(fvecs, fbin or npy)");
+    }
+    const std::string file_output = to_stdout ? "" : args.output;
+    check_outputs({{"-o", file_output}}, {{"INPUT", args.input}, {"--reference", args.reference}});
+    clear_stale_temporaries(kHelp.name, {{"-o", file_output}}, args.quiet);
+    // A format that cannot be written is a usage error where an option named it, a data error (as
+    // for any path) where the extension did.
+    const auto check_format = [&] {
+        check_vectors_output(to_stdout ? kStandardOutput : args.output, args.output_format, to_stdout);
+    };
+    if (args.output_format.empty()) {
+        check_format();
+    } else {
+        parse_option_value(check_format);
+    }
+    // The messages leave standard output to the vectors when they go there.
+    std::FILE* const messages = to_stdout ? stderr : stdout;
 
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
     const VlatFile file = read_vlat(args.input);
@@ -93,14 +123,19 @@ int decompress(int argc, char** argv) {
         }
         mse = mean_squared_error(reconstruction, original.points);
     }
-    write_vectors(args.output, reconstruction);
+    if (to_stdout) {
+        write_vectors(std::cout, kStandardOutput, reconstruction, args.output_format);
+    } else {
+        write_vectors(args.output, reconstruction, args.output_format);
+    }
 
     if (!args.quiet) {
-        std::printf("wrote %s: %zu x %zu (decoded on the %s)\n", args.output.c_str(), reconstruction.rows,
-                    reconstruction.cols, gpu.use ? "GPU" : "CPU");
+        std::fprintf(messages, "wrote %s: %zu x %zu (decoded on the %s)\n",
+                     to_stdout ? kStandardOutput : args.output.c_str(), reconstruction.rows, reconstruction.cols,
+                     gpu.use ? "GPU" : "CPU");
     }
     if (mse) {
-        std::printf("reconstruction MSE: %.10g\n", *mse);
+        std::fprintf(messages, "reconstruction MSE: %.10g\n", *mse);
     }
     return 0;
 }

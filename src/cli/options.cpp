@@ -110,6 +110,9 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
         if (out.path.empty()) {
             continue;
         }
+        if (out.path == "-") {
+            throw UsageError(out.name + " -: this output cannot go to standard output; name a file");
+        }
         check_output_path(out.path);
         const std::string identity = file_identity(out.path);
         if (const auto in = read.find(identity); in != read.end()) {
@@ -119,6 +122,22 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
         if (const auto [other, fresh] = written.emplace(identity, &out); !fresh) {
             throw UsageError(out.name + " " + out.path + " and " + other->second->name + " " + other->second->path +
                              " are the same file: one would overwrite the other");
+        }
+    }
+}
+
+void clear_stale_temporaries(const std::string& command, const std::vector<NamedPath>& outputs, bool quiet) {
+    for (const NamedPath& out : outputs) {
+        if (out.path.empty()) {
+            continue;
+        }
+        for (const StaleTemporary& file : remove_stale_temporaries(out.path)) {
+            if (!quiet) {
+                print_notice(command, "note",
+                             "removed " + file.path + " (" + std::to_string(file.bytes) +
+                                 " bytes), a temporary file of " + out.path + " left by process " +
+                                 std::to_string(file.writer) + ", which no longer runs");
+            }
         }
     }
 }

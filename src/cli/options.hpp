@@ -84,10 +84,15 @@ struct NamedPath {
 };
 
 // Before any work, for every output (empty paths are options not given): that it can be one
-// (vlattice::check_output_path: not a directory or a device, an Error), and that it is not the same
+// (vlattice::check_output_path: not a directory or a device, an Error; not -, standard output, which
+// a command that can write there handles before, a UsageError), and that it is not the same
 // file as an input or as another output, by whatever path or link either is named. Writing it would
 // replace the data being read, or one output would overwrite another: a UsageError naming both.
 void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs);
+
+// Removes what runs killed before they could clean up left under the temporary names of these
+// outputs (vlattice::remove_stale_temporaries) and, unless `quiet`, notes each file it removed.
+void clear_stale_temporaries(const std::string& command, const std::vector<NamedPath>& outputs, bool quiet);
 
 // Runs a library parser (parse_metric, parse_device ...) on an option's text, turning its Error into
 // a usage error.

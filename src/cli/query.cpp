@@ -135,6 +135,8 @@ int query(int argc, char** argv) {
     if (!args.output.empty()) {
         check_search_results_output(args.output);
     }
+    // With --json only the JSON goes out, as for the GPU note.
+    clear_stale_temporaries(kHelp.name, {{"-o", args.output}}, args.json);
     SearchOptions search_options;
     search_options.k = static_cast<std::size_t>(args.k);
     search_options.nprobe = parse_nprobe(args.nprobe);

@@ -21,11 +21,12 @@ constexpr std::uint32_t kUnassigned = std::numeric_limits<std::uint32_t>::max();
 
 class CpuBackend final : public Backend {
 public:
+    // OpenBLAS maps a buffer for every thread up to the count it is given, at once: the count it
+    // gets has to be one that fits (plan_cpu_threads).
     explicit CpuBackend(int threads) {
-        if (threads > 0) {
-            omp_set_num_threads(threads);
-            openblas_set_num_threads(threads);
-        }
+        const int planned = plan_cpu_threads(threads).threads;
+        omp_set_num_threads(planned);
+        openblas_set_num_threads(planned);
     }
 
     const char* name() const override { return "cpu"; }

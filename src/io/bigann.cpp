@@ -3,6 +3,8 @@
 #include "io/binary_file.hpp"
 #include "io/elements.hpp"
 
+#include <limits>
+
 namespace vlattice::io {
 
 namespace {
@@ -44,6 +46,18 @@ Matrix read_fbin(const std::string& path) {
 
 Matrix read_u8bin(const std::string& path) {
     return read_bigann<std::uint8_t>(path, "uint8");
+}
+
+void write_fbin(std::ostream& out, const std::string& name, const Matrix& points) {
+    constexpr std::uint64_t kMax = std::numeric_limits<std::uint32_t>::max();
+    if (points.rows > kMax || points.cols > kMax) {
+        throw Error(name + ": " + std::to_string(points.rows) + " x " + std::to_string(points.cols) +
+                    " vectors do not fit the .fbin header (uint32 n and d, at most " + std::to_string(kMax) + ")");
+    }
+    const std::uint32_t header[2] = {static_cast<std::uint32_t>(points.rows), static_cast<std::uint32_t>(points.cols)};
+    out.write(reinterpret_cast<const char*>(header), sizeof header);
+    out.write(reinterpret_cast<const char*>(points.data.data()),
+              static_cast<std::streamsize>(points.data.size() * sizeof(float)));
 }
 
 }  // namespace vlattice::io

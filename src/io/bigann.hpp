@@ -4,11 +4,15 @@
 
 #include "vlattice/types.hpp"
 
+#include <ostream>
 #include <string>
 
 namespace vlattice::io {
 
 Matrix read_fbin(const std::string& path);
 Matrix read_u8bin(const std::string& path);
+
+// Writes float32 .fbin; `name` names the output in the Error for a shape that does not fit the header.
+void write_fbin(std::ostream& out, const std::string& name, const Matrix& points);
 
 }  // namespace vlattice::io

@@ -3,7 +3,6 @@
 #include "io/binary_file.hpp"
 #include "io/elements.hpp"
 #include "io/npy_header.hpp"
-#include "vlattice/atomic_file.hpp"
 
 #include <cstring>
 
@@ -103,18 +102,15 @@ Matrix read_npy(const std::string& path) {
                 kSupportedDescr);
 }
 
-void write_npy(const std::string& path, const Matrix& points) {
+void write_npy(std::ostream& out, const Matrix& points) {
     const std::string header = format_npy_header(points.rows, points.cols);
     const auto header_bytes = static_cast<std::uint16_t>(header.size());
-    AtomicFile file(path);
-    std::ofstream& out = file.stream();
     out.write(kMagic, kMagicBytes);
     out.put('\x01').put('\x00');
     out.write(reinterpret_cast<const char*>(&header_bytes), sizeof header_bytes);
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
     out.write(reinterpret_cast<const char*>(points.data.data()),
               static_cast<std::streamsize>(points.data.size() * sizeof(float)));
-    file.commit();
 }
 
 }  // namespace vlattice::io

@@ -3,13 +3,14 @@
 
 #include "vlattice/types.hpp"
 
+#include <ostream>
 #include <string>
 
 namespace vlattice::io {
 
 Matrix read_npy(const std::string& path);
 
-// Writes a version 1.0 float32 file through AtomicFile.
-void write_npy(const std::string& path, const Matrix& points);
+// Writes a version 1.0 float32 file.
+void write_npy(std::ostream& out, const Matrix& points);
 
 }  // namespace vlattice::io

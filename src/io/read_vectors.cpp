@@ -1,5 +1,5 @@
-// The public entry points of include/vlattice/io.hpp: pick the format by extension, then hand over
-// to the reader or writer for that format.
+// The public entry points of include/vlattice/io.hpp: pick the format by name or else by extension,
+// then hand over to the reader or writer for that format.
 #include "vlattice/io.hpp"
 
 #include "io/bigann.hpp"
@@ -7,6 +7,8 @@
 #include "io/hdf5_writer.hpp"
 #include "io/npy.hpp"
 #include "io/texmex.hpp"
+
+#include "vlattice/atomic_file.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -18,32 +20,49 @@ namespace vlattice {
 namespace {
 
 constexpr const char* kReadable = ".fvecs .bvecs .ivecs .fbin .u8bin .npy .h5 .hdf5";
-constexpr const char* kWritable = ".fvecs .npy .h5 .hdf5";
+constexpr const char* kWritable = ".fvecs .fbin .npy .h5 .hdf5";
 
-// Lower-cased, so that DATA.FVECS reads like data.fvecs.
-std::string extension_of(const std::string& path) {
-    std::string extension = std::filesystem::path(path).extension().string();
-    std::transform(extension.begin(), extension.end(), extension.begin(),
+std::string lower(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return extension;
+    return text;
+}
+
+// The extension that decides the format: `format` (npy, or .npy) when given, else the path's own,
+// lower-cased, so that DATA.FVECS reads like data.fvecs.
+std::string extension_of(const std::string& path, const std::string& format = {}) {
+    if (!format.empty()) {
+        const std::string named = lower(format);
+        return named.front() == '.' ? named : "." + named;
+    }
+    return lower(std::filesystem::path(path).extension().string());
 }
 
 bool is_hdf5_extension(const std::string& extension) {
     return extension == ".h5" || extension == ".hdf5";
 }
 
-[[noreturn]] void throw_unsupported(const std::string& path, const std::string& extension, const char* supported) {
+[[noreturn]] void throw_unsupported(const std::string& path, const std::string& format, const char* supported) {
+    if (!format.empty()) {
+        std::string names = supported;
+        names.erase(std::remove(names.begin(), names.end(), '.'), names.end());
+        throw Error(path + ": unknown format '" + format + "'; supported: " + names);
+    }
+    const std::string extension = extension_of(path);
     const std::string problem =
         extension.empty() ? "no file extension to tell the format by" : "unsupported extension '" + extension + "'";
     throw Error(path + ": " + problem + "; supported: " + supported);
 }
 
-enum class WrittenFormat { fvecs, npy, hdf5 };
+enum class WrittenFormat { fvecs, fbin, npy, hdf5 };
 
-WrittenFormat written_format(const std::string& path) {
-    const std::string extension = extension_of(path);
+WrittenFormat written_format(const std::string& path, const std::string& format) {
+    const std::string extension = extension_of(path, format);
     if (extension == ".fvecs") {
         return WrittenFormat::fvecs;
+    }
+    if (extension == ".fbin") {
+        return WrittenFormat::fbin;
     }
     if (extension == ".npy") {
         return WrittenFormat::npy;
@@ -51,7 +70,37 @@ WrittenFormat written_format(const std::string& path) {
     if (is_hdf5_extension(extension)) {
         return WrittenFormat::hdf5;
     }
-    throw_unsupported(path, extension, kWritable);
+    throw_unsupported(path, format, kWritable);
+}
+
+void require_vectors(const std::string& name, const Matrix& points) {
+    if (points.rows == 0 || points.cols == 0) {
+        throw Error(name + ": no vectors to write (" + std::to_string(points.rows) + " x " +
+                    std::to_string(points.cols) + ")");
+    }
+}
+
+[[noreturn]] void throw_hdf5_stream(const std::string& name) {
+    throw Error(name + ": HDF5 cannot be written to a stream (the library seeks in its file); write npy, fvecs or "
+                "fbin, or name a file");
+}
+
+// The formats that are written front to back, and so also to a pipe.
+void write_stream(WrittenFormat format, std::ostream& out, const std::string& name, const Matrix& points) {
+    switch (format) {
+    case WrittenFormat::fvecs:
+        io::write_fvecs(out, name, points);
+        return;
+    case WrittenFormat::fbin:
+        io::write_fbin(out, name, points);
+        return;
+    case WrittenFormat::npy:
+        io::write_npy(out, points);
+        return;
+    case WrittenFormat::hdf5:
+        break;
+    }
+    throw_hdf5_stream(name);
 }
 
 }  // namespace
@@ -61,7 +110,7 @@ bool is_hdf5_path(const std::string& path) {
 }
 
 Matrix read_vectors(const std::string& path, const ReadOptions& options) {
-    const std::string extension = extension_of(path);
+    const std::string extension = extension_of(path, options.format);
     if (extension == ".fvecs") {
         return io::read_fvecs(path);
     }
@@ -83,15 +132,23 @@ Matrix read_vectors(const std::string& path, const ReadOptions& options) {
     if (is_hdf5_extension(extension)) {
         return io::read_hdf5(path, options.dataset);
     }
-    throw_unsupported(path, extension, kReadable);
+    throw_unsupported(path, options.format, kReadable);
+}
+
+void check_input_format(const std::string& format) {
+    const std::string extension = extension_of("", format);
+    const std::string readable = std::string(kReadable) + " ";
+    if (format.empty() || readable.find(extension + " ") == std::string::npos) {
+        throw_unsupported("--input-format", format.empty() ? "(empty)" : format, kReadable);
+    }
 }
 
 bool has_hdf5_dataset(const std::string& path, const std::string& dataset) {
     return io::has_hdf5_dataset(path, dataset);
 }
 
-std::optional<Metric> input_metric(const std::string& path) {
-    if (!is_hdf5_path(path)) {
+std::optional<Metric> input_metric(const std::string& path, const std::string& format) {
+    if (!is_hdf5_extension(extension_of(path, format))) {
         return std::nullopt;
     }
     const std::string distance = io::read_hdf5_text_attribute(path, "distance");
@@ -124,29 +181,33 @@ void check_finite(const Matrix& points, const std::string& path) {
     }
 }
 
-void check_vectors_output(const std::string& path) {
-    written_format(path);
+void check_vectors_output(const std::string& path, const std::string& format, bool stream) {
+    if (written_format(path, format) == WrittenFormat::hdf5 && stream) {
+        throw_hdf5_stream(path);
+    }
 }
 
-void write_vectors(const std::string& path, const Matrix& points) {
-    const WrittenFormat format = written_format(path);
-    if (points.rows == 0 || points.cols == 0) {
-        throw Error(path + ": no vectors to write (" + std::to_string(points.rows) + " x " +
-                    std::to_string(points.cols) + ")");
-    }
-    switch (format) {
-    case WrittenFormat::fvecs:
-        io::write_fvecs(path, points);
-        break;
-    case WrittenFormat::npy:
-        io::write_npy(path, points);
-        break;
-    case WrittenFormat::hdf5: {
+void write_vectors(const std::string& path, const Matrix& points, const std::string& format) {
+    const WrittenFormat chosen = written_format(path, format);
+    require_vectors(path, points);
+    if (chosen == WrittenFormat::hdf5) {
         io::Hdf5Writer file(path);
         file.dataset(kWrittenHdf5Dataset, H5T_NATIVE_FLOAT, {points.rows, points.cols}, points.data.data());
         file.commit();
-        break;
+        return;
     }
+    AtomicFile file(path);
+    write_stream(chosen, file.stream(), path, points);
+    file.commit();
+}
+
+void write_vectors(std::ostream& out, const std::string& name, const Matrix& points, const std::string& format) {
+    const WrittenFormat chosen = written_format(name, format);
+    require_vectors(name, points);
+    write_stream(chosen, out, name, points);
+    out.flush();
+    if (!out) {
+        throw Error(name + ": write failed (a closed pipe, a full disk or an I/O error)");
     }
 }
 

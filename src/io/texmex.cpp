@@ -2,7 +2,6 @@
 
 #include "io/binary_file.hpp"
 #include "io/elements.hpp"
-#include "vlattice/atomic_file.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -98,18 +97,15 @@ Matrix read_ivecs(const std::string& path) {
     return read_texmex<std::int32_t>(path);
 }
 
-void write_fvecs(const std::string& path, const Matrix& points) {
+void write_fvecs(std::ostream& out, const std::string& name, const Matrix& points) {
     if (points.cols > static_cast<std::size_t>(std::numeric_limits<Dimension>::max())) {
-        throw Error(path + ": dimension " + std::to_string(points.cols) + " does not fit a .fvecs row header");
+        throw Error(name + ": dimension " + std::to_string(points.cols) + " does not fit a .fvecs row header");
     }
     const Dimension dim = static_cast<Dimension>(points.cols);
-    AtomicFile file(path);
-    std::ofstream& out = file.stream();
     for (std::size_t i = 0; i < points.rows; ++i) {
         out.write(reinterpret_cast<const char*>(&dim), sizeof dim);
         out.write(reinterpret_cast<const char*>(points.row(i)), static_cast<std::streamsize>(points.cols * sizeof(float)));
     }
-    file.commit();
 }
 
 }  // namespace vlattice::io

@@ -4,6 +4,7 @@
 
 #include "vlattice/types.hpp"
 
+#include <ostream>
 #include <string>
 
 namespace vlattice::io {
@@ -12,7 +13,7 @@ Matrix read_fvecs(const std::string& path);
 Matrix read_bvecs(const std::string& path);
 Matrix read_ivecs(const std::string& path);
 
-// Writes through AtomicFile.
-void write_fvecs(const std::string& path, const Matrix& points);
+// `name` names the output in the Error for a dimension that does not fit a row header.
+void write_fvecs(std::ostream& out, const std::string& name, const Matrix& points);
 
 }  // namespace vlattice::io
