@@ -14,6 +14,7 @@
 #include "vlattice/codec.hpp"
 #include "vlattice/device.hpp"
 #include "vlattice/format.hpp"
+#include "vlattice/json_text.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/rate.hpp"
 #include "vlattice/residual.hpp"
@@ -109,9 +110,9 @@ std::vector<Job> read_manifest(const std::string& path, const BatchArgs& args) {
     }
     nlohmann::json manifest;
     try {
-        manifest = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-        throw UsageError("--manifest " + path + ": not JSON: " + e.what());
+        manifest = parse_json_text(in, "--manifest " + path);
+    } catch (const Error& e) {
+        throw UsageError(e.what());
     }
     const nlohmann::json& list = manifest.is_object() && manifest.contains("jobs") ? manifest["jobs"] : manifest;
     if (!list.is_array()) {

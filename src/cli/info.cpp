@@ -4,6 +4,7 @@
 
 #include "vlattice/codec.hpp"
 #include "vlattice/format.hpp"
+#include "vlattice/json_text.hpp"
 #include "vlattice/rate.hpp"
 
 #include <nlohmann/json.hpp>
@@ -31,14 +32,6 @@ std::string hex64(std::uint64_t value) {
     char text[17];
     std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
     return text;
-}
-
-nlohmann::json parse_metadata(const VlatFile& file, const std::string& path) {
-    nlohmann::json metadata = nlohmann::json::parse(file.metadata_json, nullptr, /*allow_exceptions=*/false);
-    if (metadata.is_discarded()) {
-        throw Error(path + ": the META section is not valid JSON");
-    }
-    return metadata;
 }
 
 // One object with every field; the text output is a rendering of it, so the two cannot disagree.
@@ -72,7 +65,7 @@ nlohmann::json describe(const VlatFile& file, const std::string& path) {
         {"total_bytes", file.file_bytes},
         {"bytes_per_vector", file.n > 0 ? bytes / n : 0.0},
         {"ratio_to_float32", file.n > 0 && file.d > 0 ? bytes / (4.0 * n * file.d) : 0.0},
-        {"metadata", parse_metadata(file, path)},
+        {"metadata", parse_json_text(file.metadata_json, path + ": section META")},
     };
 }
 
