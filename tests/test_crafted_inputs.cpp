@@ -1,6 +1,7 @@
 // Commands given files whose checksums and syntax are valid but whose contents are hostile: JSON
-// nested 50,000 levels deep, and anchors and residual ranges that decode to NaN or Inf. Each must
-// end in a clear error and a non-zero exit; never a crash or a result of NaN.
+// nested 50,000 levels deep, anchors and residual ranges that decode to NaN or Inf, and control
+// characters meant to forge lines on the terminal. Each must end in a clear error and a non-zero
+// exit, or in escaped output; never a crash or a result of NaN.
 #include "support.hpp"
 
 #include "vlattice/format.hpp"
@@ -134,6 +135,43 @@ TEST_CASE("info, decompress and query refuse a .vlat whose values are not finite
     CHECK(read_file(out) == kPrecious);
     check_refused(run_cli("query " + quote(crafted) + " --queries " + quote(files.queries) + " --k 3 --device cpu --json"),
                   message);
+}
+
+TEST_CASE("info escapes control characters from the file in its text output", "[cli][crafted]") {
+    const std::string forged = "in\x1b[2J.npy\nforged line\r\x07";
+    const nlohmann::json metadata = {{"input", {{"path", forged}}}, {"key\nx\x1b", "C1 \xc2\x9b" "31m"}};
+    const Files files(AnchorStorage::f32, metadata.dump());
+    const CommandResult text = run_cli("info " + quote(files.vlat));
+    INFO(text.output);
+    REQUIRE(text.exit_code == 0);
+    CHECK_THAT(text.output, Contains("in\\x1b[2J.npy\\nforged line\\r\\x07"));
+    CHECK_THAT(text.output, Contains("key\\nx\\x1b") && Contains("C1 \\u009b31m"));
+    for (const char* raw : {"\x1b", "\x07", "\r", "\nforged", "\nx", "\xc2\x9b"}) {
+        CHECK(text.output.find(raw) == std::string::npos);
+    }
+    // JSON escapes them itself; every byte of it is printable ASCII, and it reads back the same.
+    const CommandResult json = run_cli("info --json " + quote(files.vlat));
+    REQUIRE(json.exit_code == 0);
+    for (const char c : json.output) {
+        CHECK((c == '\n' || (c >= 0x20 && c < 0x7f)));
+    }
+    CHECK(nlohmann::json::parse(json.output)["metadata"] == metadata);
+}
+
+TEST_CASE("error messages escape control characters quoted from an input", "[cli][crafted]") {
+    ScratchDir dir;
+    // A .npy whose header names an unexpected field holding an escape sequence and a newline.
+    std::string header = "{'x\x1b[31m\nforged': 1, 'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), }";
+    header += std::string(64 - (10 + header.size() + 1) % 64, ' ') + "\n";
+    const auto length = static_cast<std::uint16_t>(header.size());
+    const std::string npy = std::string("\x93NUMPY\x01\x00", 8) + bytes_of(length) + header + bytes_of(1.0f);
+    write_file(dir.path("crafted.npy"), npy);
+    const CommandResult result = run_cli("compress " + quote(dir.path("crafted.npy")) + " -o " +
+                                         quote(dir.path("out.vlat")) + " -m 1 --device cpu --quiet");
+    INFO(result.output);
+    CHECK(result.exit_code == 1);
+    CHECK_THAT(result.output, Contains("unexpected field 'x\\x1b[31m\\nforged'"));
+    CHECK(result.output.find('\x1b') == std::string::npos);
 }
 
 TEST_CASE("batch and the results reader refuse JSON nested deeper than 64 levels", "[cli][crafted]") {

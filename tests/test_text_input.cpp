@@ -1,7 +1,9 @@
-// Text that comes from files: JSON parsed with a nesting limit (parse_json_text).
+// Text that comes from files: JSON parsed with a nesting limit (parse_json_text), and strings made
+// safe to print (printable).
 #include "support.hpp"
 
 #include "vlattice/json_text.hpp"
+#include "vlattice/printable.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -50,4 +52,21 @@ TEST_CASE("parse_json_text reports text that is not JSON as an Error naming the 
                           StartsWith("f.h5: attribute 'metrics' is not valid JSON"));
     }
     CHECK(parse_json_text(R"({"a":[1,{"b":null}],"c":"é"})", "f")["a"][1].contains("b"));
+}
+
+TEST_CASE("printable escapes control characters and bytes that are not UTF-8", "[printable]") {
+    CHECK(printable("plain text, café, 日本, 😀, a\\nb") == "plain text, café, 日本, 😀, a\\nb");
+    CHECK(printable("line\nforged\r\tx") == "line\\nforged\\r\\tx");
+    CHECK(printable("\x1b[2J\x07") == "\\x1b[2J\\x07");
+    CHECK(printable(std::string("a\0b", 3)) == "a\\x00b");
+    CHECK(printable("del\x7f") == "del\\x7f");
+    // C1 controls (U+0080 to U+009F; U+009B is a one-character CSI), but not U+00A0 and above.
+    CHECK(printable("\xc2\x9b" "31m \xc2\x85 \xc2\xa0") == "\\u009b31m \\u0085 \xc2\xa0");
+    // Not UTF-8: a stray byte, a truncated sequence, an overlong newline, a surrogate, past U+10FFFF.
+    CHECK(printable("\xff") == "\\xff");
+    CHECK(printable("\xe2\x82") == "\\xe2\\x82");
+    CHECK(printable("\xc0\x8a") == "\\xc0\\x8a");
+    CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");
+    CHECK(printable("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");
+    CHECK(printable("\xf0\x9f\x98\x80\xe2\x82\xac") == "\xf0\x9f\x98\x80\xe2\x82\xac");
 }
