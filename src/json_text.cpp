@@ -2,6 +2,8 @@
 
 #include "vlattice/types.hpp"
 
+#include <utility>
+
 namespace vlattice {
 
 namespace {
@@ -15,7 +17,8 @@ nlohmann::json parse_limited(Input&& text, const std::string& where) {
         const bool opens = event == nlohmann::json::parse_event_t::object_start ||
                            event == nlohmann::json::parse_event_t::array_start;
         if (opens && static_cast<std::size_t>(depth) >= kMaxJsonDepth) {
-            throw Error(where + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels (JSON objects and arrays)");
+            throw Error(where + " nests deeper than " + std::to_string(kMaxJsonDepth) +
+                        " levels (JSON objects and arrays)");
         }
         return true;
     };

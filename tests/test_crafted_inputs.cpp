@@ -133,8 +133,9 @@ TEST_CASE("info, decompress and query refuse a .vlat whose values are not finite
     check_refused(run_cli("info --json " + quote(crafted)), message);
     check_refused(run_cli("decompress " + quote(crafted) + " -o " + quote(out)), message);
     CHECK(read_file(out) == kPrecious);
-    check_refused(run_cli("query " + quote(crafted) + " --queries " + quote(files.queries) + " --k 3 --device cpu --json"),
-                  message);
+    check_refused(
+        run_cli("query " + quote(crafted) + " --queries " + quote(files.queries) + " --k 3 --device cpu --json"),
+        message);
 }
 
 TEST_CASE("info escapes control characters from the file in its text output", "[cli][crafted]") {

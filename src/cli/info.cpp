@@ -126,7 +126,8 @@ int info(int argc, char** argv) {
     bool as_json = false;
     po::variables_map values;
     const auto declare = [&](po::options_description& options) {
-        options.add_options()("json", po::bool_switch(&as_json), "print one JSON object with the same fields (ASCII text)");
+        options.add_options()("json", po::bool_switch(&as_json),
+                              "print one JSON object with the same fields (ASCII text)");
     };
     if (!parse_command_line(argc, argv, kHelp, declare, values)) {
         return 0;
