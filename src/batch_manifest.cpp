@@ -1,6 +1,7 @@
 #include "vlattice/batch_manifest.hpp"
 
 #include "io/binary_file.hpp"
+#include "vlattice/json_text.hpp"
 #include "vlattice/residual.hpp"
 #include "vlattice/types.hpp"
 
@@ -88,12 +89,7 @@ ManifestJob parse_entry(const nlohmann::json& entry, const std::filesystem::path
 
 std::vector<ManifestJob> read_batch_manifest(const std::string& path) {
     const std::string text = manifest_text(path);
-    nlohmann::json manifest;
-    try {
-        manifest = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-        throw Error(path + ": not JSON: " + e.what());
-    }
+    const nlohmann::json manifest = parse_json_text(text, path);
     const nlohmann::json& list = manifest.is_object() && manifest.contains("jobs") ? manifest["jobs"] : manifest;
     if (!list.is_array()) {
         throw Error(path + ": expected {\"jobs\": [...]} or a list of jobs");

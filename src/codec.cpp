@@ -2,6 +2,8 @@
 
 #include "numeric.hpp"
 
+#include <cmath>
+#include <cstdio>
 #include <vector>
 
 
@@ -13,7 +15,65 @@ std::string shape(const Matrix& m) {
     return std::to_string(m.rows) + " x " + std::to_string(m.cols);
 }
 
+std::string number(float value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.9g", static_cast<double>(value));
+    return text;
+}
+
+// The residual codes' layout and sizes against the file's n, d and m.
+void check_code_shapes(const VlatFile& file) {
+    const Matrix& anchors = file.anchors;
+    const ResidualCodes& codes = file.residuals;
+    const CodeLayout layout = code_layout(codes.layout.bits);
+    if (layout.byte != codes.layout.byte || layout.shift != codes.layout.shift ||
+        layout.code_bytes != codes.layout.code_bytes) {
+        throw Error("the residual code layout is not the one its widths give");
+    }
+    if ((codes.layout.bits.size() != file.d || codes.offset.rows != anchors.rows || codes.offset.cols != file.d ||
+         codes.step.rows != anchors.rows || codes.step.cols != file.d ||
+         codes.codes.size() != file.n * codes.layout.code_bytes)) {
+        throw Error("residual codes of " + std::to_string(codes.layout.bits.size()) + " widths, " +
+                    shape(codes.offset) + " offsets, " + shape(codes.step) + " steps and " +
+                    std::to_string(codes.codes.size()) + " code bytes do not fit n = " + std::to_string(file.n) +
+                    ", d = " + std::to_string(file.d) + ", m = " + std::to_string(anchors.rows));
+    }
+}
+
 }  // namespace
+
+void check_decodes_finite(const VlatFile& file) {
+    const Matrix& anchors = file.anchors;
+    for (std::size_t i = 0; i < anchors.data.size(); ++i) {
+        if (!std::isfinite(anchors.data[i])) {
+            throw Error("section ANCH: anchor " + std::to_string(i / anchors.cols) + ", dimension " +
+                        std::to_string(i % anchors.cols) + " is " + number(anchors.data[i]) +
+                        " (anchors must be finite)");
+        }
+    }
+    const ResidualCodes& codes = file.residuals;
+    if (codes.empty()) {
+        return;
+    }
+    // Every rounding in decode_row is monotone in the code, so the decoded values of codes 0 and
+    // 2^width - 1 bound those of every code in between: both finite means all are.
+    for (std::size_t j = 0; j < anchors.rows; ++j) {
+        for (std::size_t k = 0; k < anchors.cols; ++k) {
+            const float c = anchors.row(j)[k];
+            const float offset = codes.offset.row(j)[k];
+            const float step = codes.step.row(j)[k];
+            const unsigned top = (1u << codes.layout.bits[k]) - 1u;
+            const float lowest = c + (offset + step * 0.0f);
+            const float highest = c + (offset + step * static_cast<float>(top));
+            if (!std::isfinite(lowest) || !std::isfinite(highest)) {
+                throw Error("section RESI: anchor " + std::to_string(j) + ", dimension " + std::to_string(k) +
+                            ": anchor value " + number(c) + " + (offset " + number(offset) + " + step " +
+                            number(step) + " x code 0 to " + std::to_string(top) + ") decodes to " +
+                            number(std::isfinite(lowest) ? highest : lowest) + " (decoded values must be finite)");
+            }
+        }
+    }
+}
 
 void check_compressed_set(const VlatFile& file) {
     const Matrix& anchors = file.anchors;
@@ -29,23 +89,10 @@ void check_compressed_set(const VlatFile& file) {
                         " anchors");
         }
     }
-    const ResidualCodes& codes = file.residuals;
-    if (codes.empty()) {
-        return;
+    if (!file.residuals.empty()) {
+        check_code_shapes(file);
     }
-    const CodeLayout layout = code_layout(codes.layout.bits);
-    if (layout.byte != codes.layout.byte || layout.shift != codes.layout.shift ||
-        layout.code_bytes != codes.layout.code_bytes) {
-        throw Error("the residual code layout is not the one its widths give");
-    }
-    if ((codes.layout.bits.size() != file.d || codes.offset.rows != anchors.rows || codes.offset.cols != file.d ||
-         codes.step.rows != anchors.rows || codes.step.cols != file.d ||
-         codes.codes.size() != file.n * codes.layout.code_bytes)) {
-        throw Error("residual codes of " + std::to_string(codes.layout.bits.size()) + " widths, " +
-                    shape(codes.offset) + " offsets, " + shape(codes.step) + " steps and " +
-                    std::to_string(codes.codes.size()) + " code bytes do not fit n = " + std::to_string(file.n) +
-                    ", d = " + std::to_string(file.d) + ", m = " + std::to_string(anchors.rows));
-    }
+    check_decodes_finite(file);
 }
 
 Matrix reconstruct(const VlatFile& file) {

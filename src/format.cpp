@@ -544,6 +544,11 @@ VlatFile read_vlat(const std::string& path) {
         throw Error(path + ": " + std::to_string(in.size() - offset) + " trailing bytes after the last section (offset " +
                     std::to_string(offset) + ")");
     }
+    try {
+        check_decodes_finite(file);
+    } catch (const Error& e) {
+        throw Error(path + ": " + e.what());
+    }
     return file;
 }
 

@@ -1,6 +1,7 @@
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <array>
@@ -137,6 +138,16 @@ void write_file(const std::string& path, const std::string& bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << bytes;
     REQUIRE(out.good());
+}
+
+std::string with_payload(std::string bytes, const VlatSection& section, const std::string& payload) {
+    REQUIRE(payload.size() == section.length);
+    static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the checksum is stored with memcpy");
+    const std::uint64_t checksum = XXH3_64bits(payload.data(), payload.size());
+    bytes.replace(section.offset, payload.size(), payload);
+    bytes.replace(section.offset + section.length, sizeof checksum,
+                  std::string(reinterpret_cast<const char*>(&checksum), sizeof checksum));
+    return bytes;
 }
 
 }  // namespace vlattice::test

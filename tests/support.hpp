@@ -2,6 +2,7 @@
 // python3 (numpy, h5py) as a real outside client.
 #pragma once
 
+#include "vlattice/format.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstdint>
@@ -66,5 +67,9 @@ void run_python(const std::string& script);
 
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
+
+// A .vlat file's bytes with one section's payload replaced (same length) and its checksum
+// recomputed, so that a reader gets past the checksum to the checks behind it.
+std::string with_payload(std::string bytes, const VlatSection& section, const std::string& payload);
 
 }  // namespace vlattice::test

@@ -365,7 +365,8 @@ TEST_CASE("batch: the manifest reader is a library call that names the file, the
     refused(R"([{"file": "a", "name": 5}])", "job 1: \"name\" must be text");
     refused("[{\"file\": \"a\", \"x\\u001b[2J\": 1}]", "job 1: unknown key \"x\\u001b[2J\"");
     refused(R"({"jobs": 5})", "expected {\"jobs\": [...]} or a list of jobs");
-    refused("{\"jobs\": [", "not JSON");
+    write_file(dir.path("bad.json"), "{\"jobs\": [");
+    CHECK_THROWS_WITH(read_batch_manifest(dir.path("bad.json")), Contains(dir.path("bad.json") + " is not valid JSON"));
     refused("", "empty file");
 }
 

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -63,14 +64,6 @@ template <typename T>
 std::string with_header_field(std::string bytes, std::size_t offset, T value) {
     bytes.replace(offset, sizeof value, bytes_of(value));
     bytes.replace(kHeaderChecksumOffset, 8, bytes_of(xxh3(bytes, 0, kHeaderChecksumOffset)));
-    return bytes;
-}
-
-// Replaces a section's payload (same length) and its checksum.
-std::string with_payload(std::string bytes, const VlatSection& section, const std::string& payload) {
-    REQUIRE(payload.size() == section.length);
-    bytes.replace(section.offset, payload.size(), payload);
-    bytes.replace(section.offset + section.length, 8, bytes_of(XXH3_64bits(payload.data(), payload.size())));
     return bytes;
 }
 
@@ -595,4 +588,99 @@ TEST_CASE("write_vlat refuses residual codes that do not fit the file", "[format
     CHECK_FALSE(std::filesystem::exists(path));
     write_vlat(path, good);
     CHECK(read_vlat(path).residuals.codes == good.residuals.codes);
+}
+
+TEST_CASE("read_vlat refuses anchors that are not finite, naming the section, anchor and dimension", "[format]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    const std::string nan = bytes_of(std::numeric_limits<float>::quiet_NaN());
+
+    SECTION("float32: NaN, and -Inf in a file with residual codes") {
+        for (const bool codes : {false, true}) {
+            INFO("codes " << codes);
+            const Written w(300, 5, 17, codes);
+            const VlatSection& anch = w.sections[0];
+            REQUIRE(anch.tag == "ANCH");
+            std::string payload = w.bytes.substr(anch.offset, anch.length);
+            const std::size_t at = (2 * 5 + 3) * sizeof(float);  // anchor 2, dimension 3
+            payload.replace(at, sizeof(float), codes ? bytes_of(-std::numeric_limits<float>::infinity()) : nan);
+            CHECK_THROWS_WITH(read_vlat(w.put(with_payload(w.bytes, anch, payload))),
+                              StartsWith(w.dir.path("damaged.vlat")) &&
+                                  Contains(std::string("section ANCH: anchor 2, dimension 3 is ") +
+                                           (codes ? "-inf" : "nan")));
+        }
+    }
+    SECTION("float16: Inf and NaN") {
+        std::mt19937_64 rng(s);
+        ScratchDir dir;
+        const std::string path = dir.path("f16.vlat");
+        write_vlat(path, sample(rng, 300, 5, 17, AnchorStorage::f16, true));
+        const std::string bytes = read_file(path);
+        const VlatSection anch = read_vlat(path).sections[0];
+        REQUIRE(anch.length == 17 * 5 * 2);
+        for (const auto& [half, name] : {std::pair<std::uint16_t, const char*>{0x7c00, "inf"}, {0x7e00, "nan"}}) {
+            std::string payload = bytes.substr(anch.offset, anch.length);
+            payload.replace((16 * 5 + 4) * 2, 2, bytes_of(half));  // the last anchor's last component
+            write_file(dir.path("damaged.vlat"), with_payload(bytes, anch, payload));
+            CHECK_THROWS_WITH(read_vlat(dir.path("damaged.vlat")),
+                              Contains(std::string("section ANCH: anchor 16, dimension 4 is ") + name));
+        }
+    }
+    SECTION("the writer refuses them too, and leaves no file") {
+        std::mt19937_64 rng(s);
+        ScratchDir dir;
+        VlatFile file = sample(rng, 50, 3, 4);
+        file.anchors.row(1)[2] = std::numeric_limits<float>::infinity();
+        CHECK_THROWS_WITH(write_vlat(dir.path("out.vlat"), file),
+                          Contains("section ANCH: anchor 1, dimension 2 is inf"));
+        CHECK_FALSE(std::filesystem::exists(dir.path("out.vlat")));
+    }
+}
+
+TEST_CASE("read_vlat refuses residual ranges whose decoded values are not finite", "[format]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    constexpr std::uint32_t d = 5;
+    constexpr std::size_t m = 17;
+    const Written w(300, d, m, true);
+    const VlatSection& resi = w.sections[2];
+    REQUIRE(resi.tag == "RESI");
+    const std::vector<std::uint8_t>& widths = w.file.residuals.layout.bits;
+    const auto dimension_of_width = [&](unsigned width) {
+        const auto found = std::find(widths.begin(), widths.end(), width);
+        REQUIRE(found != widths.end());
+        return static_cast<std::size_t>(found - widths.begin());
+    };
+    // RESI: d widths, then m x d offsets, then m x d steps (docs/format.md).
+    const auto offset_at = [&](std::size_t anchor, std::size_t k) { return d + 4 * (anchor * d + k); };
+    const auto step_at = [&](std::size_t anchor, std::size_t k) { return d + 4 * m * d + 4 * (anchor * d + k); };
+    const auto with_range = [&](std::size_t anchor, std::size_t k, float offset, float step) {
+        std::string payload = w.bytes.substr(resi.offset, resi.length);
+        payload.replace(offset_at(anchor, k), 4, bytes_of(offset));
+        payload.replace(step_at(anchor, k), 4, bytes_of(step));
+        return w.put(with_payload(w.bytes, resi, payload));
+    };
+
+    SECTION("a step of 3e38 on an 8-bit dimension: code 255 overflows") {
+        const std::size_t k = dimension_of_width(8);
+        CHECK_THROWS_WITH(read_vlat(with_range(4, k, 0.0f, 3e38f)),
+                          StartsWith(w.dir.path("damaged.vlat")) &&
+                              Contains("section RESI: anchor 4, dimension " + std::to_string(k)) &&
+                              Contains("code 0 to 255") && Contains("decodes to inf"));
+    }
+    SECTION("a finite offset and a finite step whose sum overflows") {
+        const std::size_t k = dimension_of_width(2);
+        CHECK_THROWS_WITH(read_vlat(with_range(0, k, 3e38f, 1.5e37f)),
+                          Contains("anchor 0, dimension " + std::to_string(k)) && Contains("code 0 to 3") &&
+                              Contains("decodes to inf"));
+    }
+    SECTION("the same ranges are read where every code stays finite") {
+        // Width 0 decodes to the offset whatever the step; 1e36 x 255 is below the float32 maximum.
+        const VlatFile zero = read_vlat(with_range(4, dimension_of_width(0), 1e38f, 3e38f));
+        const VlatFile wide = read_vlat(with_range(4, dimension_of_width(8), 0.0f, 1e36f));
+        for (const VlatFile* file : {&zero, &wide}) {
+            const Matrix back = reconstruct(*file);
+            CHECK(std::all_of(back.data.begin(), back.data.end(), [](float v) { return std::isfinite(v); }));
+        }
+    }
 }

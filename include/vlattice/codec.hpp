@@ -9,9 +9,15 @@
 namespace vlattice {
 
 // Throws Error unless the file's parts fit together: anchors m x d, n assignments each < m, and
-// residual codes (when present) with d widths, m x d offsets and steps, and n codes. What every
-// decoder (CPU or GPU) checks before it reads.
+// residual codes (when present) with d widths, m x d offsets and steps, and n codes; and unless
+// every value it decodes to is finite (check_decodes_finite). What every decoder (CPU or GPU)
+// checks before it reads.
 void check_compressed_set(const VlatFile& file);
+
+// Throws Error naming the section, the anchor and the dimension unless every anchor component is
+// finite and, with residual codes, every code of every dimension decodes (decode_row) to a finite
+// value. Expects the parts to fit together.
+void check_decodes_finite(const VlatFile& file);
 
 // Row i is vector i's anchor plus its decoded residual (decode_row). Throws Error on an assignment
 // outside the anchors.

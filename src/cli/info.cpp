@@ -4,6 +4,8 @@
 
 #include "vlattice/codec.hpp"
 #include "vlattice/format.hpp"
+#include "vlattice/json_text.hpp"
+#include "vlattice/printable.hpp"
 #include "vlattice/rate.hpp"
 
 #include <nlohmann/json.hpp>
@@ -24,21 +26,14 @@ const CommandHelp kHelp{
     "IN.vlat",
     "Prints the header, the sections with their sizes and checksums, the cost per\n"
     "vector and the stored run metadata of a .vlat file, after checking every\n"
-    "checksum.",
+    "checksum. Control characters in the metadata are printed as escapes (\\n,\n"
+    "\\x1b); --json escapes every character outside ASCII as \\uXXXX.",
 };
 
 std::string hex64(std::uint64_t value) {
     char text[17];
     std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
     return text;
-}
-
-nlohmann::json parse_metadata(const VlatFile& file, const std::string& path) {
-    nlohmann::json metadata = nlohmann::json::parse(file.metadata_json, nullptr, /*allow_exceptions=*/false);
-    if (metadata.is_discarded()) {
-        throw Error(path + ": the META section is not valid JSON");
-    }
-    return metadata;
 }
 
 // One object with every field; the text output is a rendering of it, so the two cannot disagree.
@@ -72,20 +67,21 @@ nlohmann::json describe(const VlatFile& file, const std::string& path) {
         {"total_bytes", file.file_bytes},
         {"bytes_per_vector", file.n > 0 ? bytes / n : 0.0},
         {"ratio_to_float32", file.n > 0 && file.d > 0 ? bytes / (4.0 * n * file.d) : 0.0},
-        {"metadata", parse_metadata(file, path)},
+        {"metadata", parse_json_text(file.metadata_json, path + ": section META")},
     };
 }
 
-// Strings without their JSON quotes; everything else as JSON writes it.
+// Strings without their JSON quotes, control characters escaped (the metadata comes from the file);
+// everything else as JSON writes it.
 std::string plain(const nlohmann::json& value) {
-    return value.is_string() ? value.get<std::string>() : value.dump();
+    return value.is_string() ? printable(value.get<std::string>()) : value.dump();
 }
 
 void print_text(const nlohmann::json& info, const std::string& path) {
     const auto line = [](const char* label, const std::string& value) {
         std::printf("%-24s%s\n", label, value.c_str());
     };
-    line("file", path);
+    line("file", printable(path));
     line("format version", plain(info["version"]));
     line("vectors (n)", plain(info["n"]));
     line("dimension (d)", plain(info["d"]));
@@ -117,6 +113,7 @@ void print_text(const nlohmann::json& info, const std::string& path) {
         }
         std::string key = field.key().substr(1);
         std::replace(key.begin(), key.end(), '/', '.');
+        key = printable(key);
         width = std::max(width, key.size());
         fields.emplace_back(std::move(key), plain(field.value()));
     }
@@ -129,7 +126,8 @@ int info(int argc, char** argv) {
     bool as_json = false;
     po::variables_map values;
     const auto declare = [&](po::options_description& options) {
-        options.add_options()("json", po::bool_switch(&as_json), "print one JSON object with the same fields");
+        options.add_options()("json", po::bool_switch(&as_json),
+                              "print one JSON object with the same fields (ASCII text)");
     };
     if (!parse_command_line(argc, argv, kHelp, declare, values)) {
         return 0;
@@ -137,7 +135,9 @@ int info(int argc, char** argv) {
     const std::string path = values["input"].as<std::string>();
     const nlohmann::json described = describe(read_vlat(path), path);
     if (as_json) {
-        std::cout << described.dump(2) << '\n';
+        // ASCII only: the metadata's strings come from the file, and \u escapes keep every control
+        // character (C1 included) off the terminal.
+        std::cout << described.dump(2, ' ', /*ensure_ascii=*/true) << '\n';
     } else {
         print_text(described, path);
     }

@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include "vlattice/atomic_file.hpp"
+#include "vlattice/printable.hpp"
 
 #include <sys/stat.h>
 
@@ -48,8 +49,9 @@ bool parse_command_line(int argc, char** argv, const CommandHelp& help,
 
 int run_guarded(const std::string& command, const std::function<int()>& body) {
     const std::string prefix = "vlattice " + command + ": error: ";
+    // Messages quote names and values from the inputs; printable() keeps them from acting on the terminal.
     const auto usage = [&](const char* message) {
-        std::cerr << prefix << message << "\nrun 'vlattice " << command << " --help' for usage\n";
+        std::cerr << prefix << printable(message) << "\nrun 'vlattice " << command << " --help' for usage\n";
         return kExitUsage;
     };
     try {
@@ -59,11 +61,11 @@ int run_guarded(const std::string& command, const std::function<int()>& body) {
     } catch (const po::error& e) {
         return usage(e.what());
     } catch (const Error& e) {
-        std::cerr << prefix << e.what() << '\n';
+        std::cerr << prefix << printable(e.what()) << '\n';
     } catch (const std::bad_alloc&) {
         std::cerr << prefix << "out of memory\n";
     } catch (const std::exception& e) {
-        std::cerr << prefix << "unexpected failure: " << e.what() << '\n';
+        std::cerr << prefix << "unexpected failure: " << printable(e.what()) << '\n';
     }
     return kExitData;
 }

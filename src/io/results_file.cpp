@@ -3,6 +3,7 @@
 #include "io/hdf5.hpp"
 #include "io/hdf5_handle.hpp"
 #include "io/hdf5_writer.hpp"
+#include "vlattice/json_text.hpp"
 
 #include <hdf5.h>
 
@@ -61,11 +62,11 @@ bool results_h5_complete(const std::string& path, std::uint64_t n, std::uint64_t
 }
 
 nlohmann::json read_results_metrics(const std::string& path) {
-    return nlohmann::json::parse(io::read_hdf5_text_attribute(path, "metrics"));
+    return parse_json_text(io::read_hdf5_text_attribute(path, "metrics"), path + ": attribute 'metrics'");
 }
 
 nlohmann::json read_results_config(const std::string& path) {
-    return nlohmann::json::parse(io::read_hdf5_text_attribute(path, "config"));
+    return parse_json_text(io::read_hdf5_text_attribute(path, "config"), path + ": attribute 'config'");
 }
 
 }  // namespace vlattice

@@ -1,7 +1,10 @@
-// libFuzzer target for every reader of untrusted bytes (scripts/fuzz runs it): the first byte picks
-// the format (its index in kExtensions), the rest is the file. Each input must either load or fail
+// libFuzzer target for every reader of untrusted vector and .vlat bytes: the first byte picks the
+// format (its index in kExtensions), the rest is the file. Each input must either load or fail
 // with vlattice::Error; a crash, a sanitizer report, a hang or any other exception is a bug. .vlat
-// inputs get their checksums recomputed first, so that the fuzzer reaches the checks behind them.
+// inputs get their checksums recomputed first, so that the fuzzer reaches the checks behind them,
+// and every .vlat that loads must decode to finite values.
+#include "input_file.hpp"
+
 #include "vlattice/codec.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/io.hpp"
@@ -9,14 +12,9 @@
 
 #include <xxhash.h>
 
-#include <unistd.h>
-
 #include <array>
+#include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <string>
 #include <vector>
 
 namespace {
@@ -60,21 +58,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (format == 0) {
         fix_checksums(bytes);
     }
-    static const std::string base = "/tmp/vlattice-fuzz-" + std::to_string(getpid());
-    const std::string path = base + kExtensions[format];
-    {
-        std::ofstream out(path, std::ios::binary | std::ios::trunc);
-        out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    }
+    const vlattice::fuzz::InputFile input(bytes.data(), bytes.size(), kExtensions[format]);
     try {
         if (format == 0) {
-            const vlattice::VlatFile file = vlattice::read_vlat(path);
-            vlattice::reconstruct(file);
+            const vlattice::Matrix rows = vlattice::reconstruct(vlattice::read_vlat(input.path()));
+            for (const float value : rows.data) {
+                if (!std::isfinite(value)) {
+                    __builtin_trap();  // the reader let through a file that decodes to NaN or Inf
+                }
+            }
         } else {
-            vlattice::read_vectors(path);
+            vlattice::read_vectors(input.path());
         }
     } catch (const vlattice::Error&) {
     }
-    std::remove(path.c_str());
     return 0;
 }
