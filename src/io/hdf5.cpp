@@ -2,6 +2,7 @@
 
 #include "io/binary_file.hpp"
 #include "io/hdf5_handle.hpp"
+#include "io/hdf5_links.hpp"
 
 #include <hdf5.h>
 
@@ -47,6 +48,11 @@ void check_storage(const std::string& where, std::uint64_t file_size, hid_t data
     case H5D_COMPACT:
         return;
     case H5D_CONTIGUOUS: {
+        // libhdf5 would open those files by itself, unchecked.
+        if (H5Pget_external_count(plist.get()) > 0) {
+            throw Error(where + " keeps its data in external raw files, which vlattice does not read; store the "
+                                "data in the HDF5 file itself");
+        }
         const haddr_t offset = H5Dget_offset(dataset);
         if (offset == HADDR_UNDEF) {
             throw Error(where + " has no data written");
@@ -76,6 +82,19 @@ void check_storage(const std::string& where, std::uint64_t file_size, hid_t data
     }
 }
 
+// The file a dataset's data is in: the file opened, or the one an external link led to.
+std::string holding_file(const std::string& where, hid_t dataset) {
+    const Hdf5Handle file(H5Iget_file_id(dataset), H5Fclose);
+    const ssize_t length = file.valid() ? H5Fget_name(file.get(), nullptr, 0) : -1;
+    if (length < 0) {
+        throw Error(where + ": cannot tell which file holds it" + hdf5_reason());
+    }
+    std::string name(static_cast<std::size_t>(length) + 1, '\0');
+    H5Fget_name(file.get(), name.data(), name.size());
+    name.resize(static_cast<std::size_t>(length));
+    return name;
+}
+
 }  // namespace
 
 Matrix read_hdf5(const std::string& path, const std::string& dataset) {
@@ -87,13 +106,22 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset) {
     if (!file.valid()) {
         throw Error(path + ": cannot open as HDF5" + hdf5_reason());
     }
-    const std::string where = path + ": dataset '" + dataset + "'";
-    if (H5Lexists(file.get(), dataset.c_str(), H5P_DEFAULT) <= 0) {
-        throw Error(path + ": no dataset '" + dataset + "' (" + top_level_names(file.get()) + ")");
+    std::string where = path + ": dataset '" + dataset + "'";
+    std::string link_refusal;
+    const Hdf5Handle access = regular_link_access(link_refusal);
+    if (H5Lexists(file.get(), dataset.c_str(), access.get()) <= 0) {
+        throw Error(!link_refusal.empty() ? link_refusal
+                                          : path + ": no dataset '" + dataset + "' (" + top_level_names(file.get()) + ")");
     }
-    const Hdf5Handle data(H5Dopen2(file.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
+    const Hdf5Handle data(H5Dopen2(file.get(), dataset.c_str(), access.get()), H5Dclose);
     if (!data.valid()) {
-        throw Error(where + " cannot be opened as a dataset" + hdf5_reason());
+        throw Error(!link_refusal.empty() ? link_refusal : where + " cannot be opened as a dataset" + hdf5_reason());
+    }
+    // The storage is checked against the file that holds it, which is another one behind an external link.
+    const std::string holder = holding_file(where, data.get());
+    const std::uint64_t holder_size = holder == path ? file_size : nonempty_file_size(holder);
+    if (holder != path) {
+        where += " (in " + holder + ", through an external link)";
     }
 
     const Hdf5Handle space(H5Dget_space(data.get()), H5Sclose);
@@ -119,7 +147,7 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset) {
         throw Error(where + " does not hold integers or floating-point numbers");
     }
     const std::uint64_t element_bytes = H5Tget_size(type.get());
-    check_storage(where, file_size, data.get(), space.get(), dims,
+    check_storage(where, holder_size, data.get(), space.get(), dims,
                   checked_multiply(path, checked_multiply(path, dims[0], dims[1]), element_bytes));
 
     Matrix points(dims[0], dims[1]);
@@ -174,7 +202,13 @@ bool has_hdf5_dataset(const std::string& path, const std::string& dataset) {
     if (!file.valid()) {
         throw Error(path + ": cannot open as HDF5" + hdf5_reason());
     }
-    return H5Lexists(file.get(), dataset.c_str(), H5P_DEFAULT) > 0;
+    std::string link_refusal;
+    const Hdf5Handle access = regular_link_access(link_refusal);
+    const bool exists = H5Lexists(file.get(), dataset.c_str(), access.get()) > 0;
+    if (!link_refusal.empty()) {
+        throw Error(link_refusal);
+    }
+    return exists;
 }
 
 }  // namespace vlattice::io
