@@ -81,3 +81,71 @@ TEST_CASE("an HDF5 dataset kept in external raw files is refused, naming it", "[
     CHECK_THROWS_WITH(read_vectors(dir.path("x.h5")),
                       Contains("x.h5: dataset 'train' keeps its data in external raw files"));
 }
+
+TEST_CASE("float64 .npy (numpy's default) and HDF5 are read as float32, several blocks included", "[inputs]") {
+    ScratchDir dir;
+    // 300,000 x 4 float64 is more than one 8 MiB read block; the HDF5 copy is chunked and compressed.
+    run_python("import h5py, numpy as np\n"
+               "x = np.random.default_rng(7).normal(size=(300000, 4)) * 1e30\n"
+               "np.save(" + quote(dir.path("x.npy")) + ", x)\n"
+               "with h5py.File(" + quote(dir.path("x.h5")) + ", 'w') as f:\n"
+               "    f.create_dataset('train', data=x, chunks=(1000, 4), compression='gzip')\n"
+               "x.astype('<f4').tofile(" + quote(dir.path("expected.raw")) + ")\n");
+    const std::string expected = read_file(dir.path("expected.raw"));
+    for (const std::string name : {"x.npy", "x.h5"}) {
+        INFO(name);
+        const Matrix points = read_vectors(dir.path(name));
+        REQUIRE(points.rows == 300000);
+        REQUIRE(points.cols == 4);
+        CHECK(std::string(reinterpret_cast<const char*>(points.data.data()), points.data.size() * sizeof(float)) ==
+              expected);
+    }
+    const CommandResult run = run_cli("compress " + quote(dir.path("x.npy")) + " -o " + quote(dir.path("x.vlat")) +
+                                      " -m 4 --iters 2 --device cpu --quiet");
+    INFO(run.output);
+    CHECK(run.exit_code == 0);
+}
+
+TEST_CASE("a float64 value beyond float32's range is named by row and column, not called Inf", "[inputs]") {
+    ScratchDir dir;
+    run_python("import h5py, numpy as np\n"
+               "x = np.ones((600, 6))\n"
+               "x[417, 5] = -1e300\n"
+               "np.save(" + quote(dir.path("x.npy")) + ", x)\n"
+               "with h5py.File(" + quote(dir.path("x.h5")) + ", 'w') as f:\n"
+               "    f.create_dataset('train', data=x, chunks=(64, 3), compression='gzip')\n"
+               "x[417, 5] = np.inf\n"
+               "np.save(" + quote(dir.path("inf.npy")) + ", x)\n");
+    const std::string beyond = "row 417 (0-based), column 5 (0-based) holds -1e+300, beyond float32's range";
+    CHECK_THROWS_WITH(read_vectors(dir.path("x.npy")), Contains(dir.path("x.npy") + ": " + beyond));
+    CHECK_THROWS_WITH(read_vectors(dir.path("x.h5")), Contains(dir.path("x.h5") + ": dataset 'train': " + beyond));
+    const CommandResult run = run_cli("compress " + quote(dir.path("x.h5")) + " -o " + quote(dir.path("x.vlat")) +
+                                      " --device cpu --quiet");
+    INFO(run.output);
+    CHECK(run.exit_code == 1);
+    CHECK_THAT(run.output, Contains(beyond) && !Contains("Inf"));
+    // An Inf the file really holds is still called one.
+    const Matrix inf = read_vectors(dir.path("inf.npy"));
+    CHECK_THROWS_WITH(check_finite(inf, "inf.npy"), Contains("row 417 (0-based), column 5 (0-based) is Inf"));
+}
+
+TEST_CASE(".i8bin and int8 .npy are read as vectors", "[inputs]") {
+    ScratchDir dir;
+    run_python("import numpy as np\n"
+               "x = np.arange(-128, 128, dtype=np.int8).reshape(32, 8)\n"
+               "with open(" + quote(dir.path("x.i8bin")) + ", 'wb') as f:\n"
+               "    np.array(x.shape, dtype='<u4').tofile(f)\n"
+               "    x.tofile(f)\n"
+               "np.save(" + quote(dir.path("x.npy")) + ", x)\n");
+    for (const std::string name : {"x.i8bin", "x.npy"}) {
+        INFO(name);
+        const Matrix points = read_vectors(dir.path(name));
+        REQUIRE(points.rows == 32);
+        REQUIRE(points.cols == 8);
+        for (std::size_t i = 0; i < points.data.size(); ++i) {
+            REQUIRE(points.data[i] == static_cast<float>(static_cast<int>(i) - 128));
+        }
+    }
+    write_file(dir.path("short.i8bin"), read_file(dir.path("x.i8bin")).substr(0, 100));
+    CHECK_THROWS_WITH(read_vectors(dir.path("short.i8bin")), Contains("truncated") && Contains("32 x 8 int8"));
+}

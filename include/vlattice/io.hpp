@@ -1,5 +1,6 @@
 // Vector file readers and writers. The format is chosen by the file's extension:
-//   .fvecs .bvecs .ivecs (TEXMEX)   .fbin .u8bin (big-ann)   .npy (float32, float16, uint8; C order)
+//   .fvecs .bvecs .ivecs (TEXMEX)   .fbin .u8bin .i8bin (big-ann)
+//   .npy (float32, float64, float16, uint8, int8; C order)
 //   .h5 .hdf5 (one dataset by name)
 // Every reader checks the sizes its header promises against the file's length before it allocates,
 // and every error names the file (and the row or field where there is one).

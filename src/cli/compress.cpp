@@ -30,8 +30,9 @@ const CommandHelp kHelp{
     "Learns M anchors for the vectors in INPUT with an annealed, outlier-robust\n"
     "k-means and stores each vector as the id of its anchor, plus, with --bits or a\n"
     "--target-bytes/--target-ratio budget, a scalar code of its residual from it.\n"
-    "INPUT: .fvecs .bvecs .ivecs .fbin .u8bin, .npy (float32, float16, uint8),\n"
-    ".h5/.hdf5 (the dataset named by --dataset).",
+    "INPUT: .fvecs .bvecs .ivecs .fbin .u8bin .i8bin, .npy (float32, float64,\n"
+    "float16, uint8, int8), .h5/.hdf5 (the dataset named by --dataset); float64 is\n"
+    "narrowed to float32, and a value beyond float32's range is refused.",
 };
 
 struct CompressArgs {

@@ -46,4 +46,8 @@ Matrix read_u8bin(const std::string& path) {
     return read_bigann<std::uint8_t>(path, "uint8");
 }
 
+Matrix read_i8bin(const std::string& path) {
+    return read_bigann<std::int8_t>(path, "int8");
+}
+
 }  // namespace vlattice::io

@@ -1,12 +1,17 @@
 // The element types vector files store, and reading them into float32 rows. Widening is a plain
-// loop the compiler vectorises; the staging buffer keeps memory at the matrix plus a few MiB.
+// loop the compiler vectorises, narrowing float64 one that also checks the range; the staging buffer
+// keeps memory at the matrix plus a few MiB.
 #pragma once
 
 #include "io/binary_file.hpp"
 #include "vlattice/half.hpp"
+#include "vlattice/types.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -20,6 +25,7 @@ struct Half {
 
 inline float to_float(float value) { return value; }
 inline float to_float(std::uint8_t value) { return static_cast<float>(value); }
+inline float to_float(std::int8_t value) { return static_cast<float>(value); }
 inline float to_float(std::int32_t value) { return static_cast<float>(value); }
 inline float to_float(Half value) { return half_to_float(value.bits); }
 
@@ -30,7 +36,43 @@ void widen(const T* source, std::size_t count, float* destination) {
     }
 }
 
+// float32 of `count` float64 values, the first at element `first` of a matrix of `cols` columns. A
+// finite value beyond float32's range is an Error naming `where`, its row and its column: a plain
+// cast would give Inf, which check_finite would then report as if the file held one.
+inline void narrow(const double* source, std::size_t count, std::uint64_t first, std::size_t cols, float* destination,
+                   const std::string& where) {
+    const auto text = [](double value) {
+        std::ostringstream out;
+        out << value;
+        return out.str();
+    };
+    for (std::size_t i = 0; i < count; ++i) {
+        destination[i] = static_cast<float>(source[i]);
+        if (std::isinf(destination[i]) && std::isfinite(source[i])) {
+            throw Error(where + ": row " + std::to_string((first + i) / cols) + " (0-based), column " +
+                        std::to_string((first + i) % cols) + " (0-based) holds " + text(source[i]) +
+                        ", beyond float32's range (magnitudes up to " +
+                        text(std::numeric_limits<float>::max()) + ")");
+        }
+    }
+}
+
 constexpr std::size_t kStagingBytes = std::size_t{8} << 20;
+
+// Reads `count` values of T from the file's current position through a staging buffer of a few MiB;
+// convert(values, how_many, index_of_the_first) turns each block into float32 in place.
+template <typename T, typename Convert>
+void read_converted(BinaryFile& file, std::size_t count, const std::string& what, Convert convert) {
+    const std::size_t block = kStagingBytes / sizeof(T);
+    std::vector<T> staging(std::min(block, count));
+    std::size_t done = 0;
+    while (done < count) {
+        const std::size_t now = std::min(staging.size(), count - done);
+        file.read(staging.data(), now * sizeof(T), what);
+        convert(staging.data(), now, done);
+        done += now;
+    }
+}
 
 // Reads `count` values of T from the file's current position into `destination` as float32.
 template <typename T>
@@ -38,15 +80,9 @@ void read_as_float(BinaryFile& file, std::size_t count, float* destination, cons
     if constexpr (std::is_same_v<T, float>) {
         file.read(destination, count * sizeof(float), what);
     } else {
-        const std::size_t block = kStagingBytes / sizeof(T);
-        std::vector<T> staging(std::min(block, count));
-        std::size_t done = 0;
-        while (done < count) {
-            const std::size_t now = std::min(staging.size(), count - done);
-            file.read(staging.data(), now * sizeof(T), what);
-            widen(staging.data(), now, destination + done);
-            done += now;
-        }
+        read_converted<T>(file, count, what, [&](const T* values, std::size_t now, std::size_t first) {
+            widen(values, now, destination + first);
+        });
     }
 }
 

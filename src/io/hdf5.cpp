@@ -1,6 +1,7 @@
 #include "io/hdf5.hpp"
 
 #include "io/binary_file.hpp"
+#include "io/elements.hpp"
 #include "io/hdf5_handle.hpp"
 #include "io/hdf5_links.hpp"
 
@@ -95,6 +96,35 @@ std::string holding_file(const std::string& where, hid_t dataset) {
     return name;
 }
 
+// Rows per block where float64 data is narrowed here: a few MiB of them, but whole chunks of a chunked
+// dataset, so that no chunk is decompressed twice.
+hsize_t rows_per_block(hid_t dataset, const hsize_t* dims) {
+    hsize_t rows = std::max<hsize_t>(1, kStagingBytes / (dims[1] * sizeof(double)));
+    const Hdf5Handle plist(H5Dget_create_plist(dataset), H5Pclose);
+    hsize_t chunk[2] = {0, 0};
+    if (H5Pget_layout(plist.get()) == H5D_CHUNKED && H5Pget_chunk(plist.get(), 2, chunk) == 2 && chunk[0] > 0) {
+        rows = (rows + chunk[0] - 1) / chunk[0] * chunk[0];
+    }
+    return std::min(rows, dims[0]);
+}
+
+// float64 is narrowed here rather than by libhdf5, which turns a value beyond float32's range into
+// Inf without saying where it was.
+void read_narrowed(hid_t dataset, hid_t space, const hsize_t* dims, Matrix& points, const std::string& where) {
+    const hsize_t block = rows_per_block(dataset, dims);
+    std::vector<double> staging(block * dims[1]);
+    for (hsize_t first = 0; first < dims[0]; first += block) {
+        const hsize_t start[2] = {first, 0};
+        const hsize_t count[2] = {std::min(block, dims[0] - first), dims[1]};
+        const Hdf5Handle memory(H5Screate_simple(2, count, nullptr), H5Sclose);
+        if (H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
+            H5Dread(dataset, H5T_NATIVE_DOUBLE, memory.get(), space, H5P_DEFAULT, staging.data()) < 0) {
+            throw Error(where + ": read failed" + hdf5_reason());
+        }
+        narrow(staging.data(), count[0] * count[1], first * dims[1], dims[1], points.row(first), where);
+    }
+}
+
 }  // namespace
 
 Matrix read_hdf5(const std::string& path, const std::string& dataset) {
@@ -110,8 +140,9 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset) {
     std::string link_refusal;
     const Hdf5Handle access = regular_link_access(link_refusal);
     if (H5Lexists(file.get(), dataset.c_str(), access.get()) <= 0) {
-        throw Error(!link_refusal.empty() ? link_refusal
-                                          : path + ": no dataset '" + dataset + "' (" + top_level_names(file.get()) + ")");
+        throw Error(!link_refusal.empty()
+                        ? link_refusal
+                        : path + ": no dataset '" + dataset + "' (" + top_level_names(file.get()) + ")");
     }
     const Hdf5Handle data(H5Dopen2(file.get(), dataset.c_str(), access.get()), H5Dclose);
     if (!data.valid()) {
@@ -151,7 +182,9 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset) {
                   checked_multiply(path, checked_multiply(path, dims[0], dims[1]), element_bytes));
 
     Matrix points(dims[0], dims[1]);
-    if (H5Dread(data.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, points.data.data()) < 0) {
+    if (type_class == H5T_FLOAT && element_bytes > sizeof(float)) {
+        read_narrowed(data.get(), space.get(), dims, points, where);
+    } else if (H5Dread(data.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, points.data.data()) < 0) {
         throw Error(where + ": read failed" + hdf5_reason());
     }
     return points;

@@ -13,7 +13,8 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicBytes = sizeof kMagic - 1;
-constexpr const char* kSupportedDescr = "'<f4' (float32), '<f2' (float16) or '|u1' (uint8)";
+constexpr const char* kSupportedDescr =
+    "'<f4' (float32), '<f8' (float64), '<f2' (float16), '|u1' (uint8) or '|i1' (int8)";
 
 // Reads the preamble and returns the header text; the file is left at the first data byte.
 std::string read_header_text(BinaryFile& file) {
@@ -46,8 +47,9 @@ std::string read_header_text(BinaryFile& file) {
     return text;
 }
 
+// Checks that the data after the header is exactly the header's shape of T, then allocates the matrix.
 template <typename T>
-Matrix read_data(BinaryFile& file, const NpyHeader& header, const char* type_name) {
+Matrix sized_matrix(BinaryFile& file, const NpyHeader& header, const char* type_name) {
     const std::uint64_t rows = header.shape[0];
     const std::uint64_t cols = header.shape[1];
     const std::uint64_t data_bytes = checked_multiply(file.path(), checked_multiply(file.path(), rows, cols), sizeof(T));
@@ -61,8 +63,22 @@ Matrix read_data(BinaryFile& file, const NpyHeader& header, const char* type_nam
         throw Error(file.path() + ": " + std::to_string(available - data_bytes) + " bytes after the data (" + promise +
                     "); the file is corrupt");
     }
-    Matrix points(rows, cols);
+    return Matrix(rows, cols);
+}
+
+template <typename T>
+Matrix read_data(BinaryFile& file, const NpyHeader& header, const char* type_name) {
+    Matrix points = sized_matrix<T>(file, header, type_name);
     read_as_float<T>(file, points.data.size(), points.data.data(), "the array data");
+    return points;
+}
+
+Matrix read_float64(BinaryFile& file, const NpyHeader& header) {
+    Matrix points = sized_matrix<double>(file, header, "float64");
+    read_converted<double>(file, points.data.size(), "the array data",
+                           [&](const double* values, std::size_t count, std::size_t first) {
+                               narrow(values, count, first, points.cols, points.data.data() + first, file.path());
+                           });
     return points;
 }
 
@@ -92,15 +108,19 @@ Matrix read_npy(const std::string& path) {
     if (header.descr == "<f4") {
         return read_data<float>(file, header, "float32");
     }
+    if (header.descr == "<f8") {
+        return read_float64(file, header);
+    }
     if (header.descr == "<f2") {
         return read_data<Half>(file, header, "float16");
     }
     if (header.descr == "|u1" || header.descr == "<u1") {
         return read_data<std::uint8_t>(file, header, "uint8");
     }
-    const std::string hint = header.descr == "<f8" ? " (float64: save x.astype(np.float32) instead)" : "";
-    throw Error(path + ": .npy header field 'descr' is '" + header.descr + "'" + hint + "; supported: " +
-                kSupportedDescr);
+    if (header.descr == "|i1" || header.descr == "<i1") {
+        return read_data<std::int8_t>(file, header, "int8");
+    }
+    throw Error(path + ": .npy header field 'descr' is '" + header.descr + "'; supported: " + kSupportedDescr);
 }
 
 void write_npy(const std::string& path, const Matrix& points) {

@@ -1,4 +1,5 @@
-// NumPy .npy files: versions 1.0, 2.0 and 3.0, C-order 2-D arrays of float32, float16 or uint8.
+// NumPy .npy files: versions 1.0, 2.0 and 3.0, C-order 2-D arrays of float32, float64 (narrowed
+// to float32, refused beyond its range), float16, uint8 or int8.
 #pragma once
 
 #include "vlattice/types.hpp"

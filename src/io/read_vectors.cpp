@@ -17,7 +17,7 @@ namespace vlattice {
 
 namespace {
 
-constexpr const char* kReadable = ".fvecs .bvecs .ivecs .fbin .u8bin .npy .h5 .hdf5";
+constexpr const char* kReadable = ".fvecs .bvecs .ivecs .fbin .u8bin .i8bin .npy .h5 .hdf5";
 constexpr const char* kWritable = ".fvecs .npy .h5 .hdf5";
 
 // Lower-cased, so that DATA.FVECS reads like data.fvecs.
@@ -76,6 +76,9 @@ Matrix read_vectors(const std::string& path, const ReadOptions& options) {
     }
     if (extension == ".u8bin") {
         return io::read_u8bin(path);
+    }
+    if (extension == ".i8bin") {
+        return io::read_i8bin(path);
     }
     if (extension == ".npy") {
         return io::read_npy(path);
