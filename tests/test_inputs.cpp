@@ -5,6 +5,7 @@
 #include "vlattice/io.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
 
@@ -148,4 +149,105 @@ TEST_CASE(".i8bin and int8 .npy are read as vectors", "[inputs]") {
     }
     write_file(dir.path("short.i8bin"), read_file(dir.path("x.i8bin")).substr(0, 100));
     CHECK_THROWS_WITH(read_vectors(dir.path("short.i8bin")), Contains("truncated") && Contains("32 x 8 int8"));
+}
+
+namespace {
+
+// 500 x 8 train, 20 queries and their exact 10 nearest neighbours (numpy, brute force) as HDF5
+// int32 `neighbors` (also with a row too many and with only 5 ids per query) and as int32 and int64
+// .npy; a .vlat with 8-bit residual codes, which finds them.
+struct SmallSearch {
+    ScratchDir dir;
+    std::string data = dir.path("data.h5");
+    std::string vlat = dir.path("data.vlat");
+    SmallSearch() {
+        run_python("import h5py, numpy as np\n"
+                   "rng = np.random.default_rng(5)\n"
+                   "x = rng.normal(size=(500, 8)).astype('<f4')\n"
+                   "q = rng.normal(size=(20, 8)).astype('<f4')\n"
+                   "d = ((q[:, None, :].astype('<f8') - x[None, :, :]) ** 2).sum(axis=2)\n"
+                   "ids = np.argsort(d, axis=1, kind='stable')[:, :10]\n"
+                   "with h5py.File(" + quote(data) + ", 'w') as f:\n"
+                   "    f['train'] = x\n"
+                   "    f['test'] = q\n"
+                   "    f['neighbors'] = ids.astype('<i4')\n"
+                   "    f['neighbors_21_rows'] = np.vstack([ids, ids[:1]]).astype('<i4')\n"
+                   "    f['neighbors_5_ids'] = ids[:, :5].astype('<i4')\n"
+                   "np.save(" + quote(dir.path("gt32.npy")) + ", ids.astype(np.int32))\n"
+                   "np.save(" + quote(dir.path("gt64.npy")) + ", ids.astype(np.int64))\n"
+                   "np.save(" + quote(dir.path("gt-complex.npy")) + ", ids.astype(np.complex64))\n");
+        const CommandResult made = run_cli("compress " + quote(data) + " -o " + quote(vlat) +
+                                           " -m 16 --iters 5 --bits 8 --device cpu --quiet");
+        INFO(made.output);
+        REQUIRE(made.exit_code == 0);
+    }
+    CommandResult query(const std::string& options) const {
+        return run_cli("query " + quote(vlat) + " --queries " + quote(data) + " --nprobe all --device cpu " + options);
+    }
+    nlohmann::json query_json(const std::string& options) const {
+        const CommandResult run = query(options + " --json");
+        INFO(run.output);
+        REQUIRE(run.exit_code == 0);
+        return nlohmann::json::parse(run.output);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("int32 and int64 .npy ground truths are read as ids, and one that cannot be read fails", "[inputs][query]") {
+    const SmallSearch s;
+    const nlohmann::json from_hdf5 = s.query_json("--ground-truth " + quote(s.data));
+    REQUIRE(from_hdf5["recall"].contains("10-recall@10"));
+    CHECK(from_hdf5["recall"]["10-recall@10"].get<double>() >= 0.9);
+    for (const std::string name : {"gt32.npy", "gt64.npy"}) {
+        INFO(name);
+        const nlohmann::json from_npy = s.query_json("--ground-truth " + quote(s.dir.path(name)));
+        CHECK(from_npy["recall"] == from_hdf5["recall"]);
+    }
+    const CommandResult complex = s.query("--ground-truth " + quote(s.dir.path("gt-complex.npy")));
+    INFO(complex.output);
+    CHECK(complex.exit_code == 1);
+    CHECK_THAT(complex.output, Contains("gt-complex.npy: .npy header field 'descr' is '<c8'"));
+    const CommandResult as_json = s.query("--json --ground-truth " + quote(s.dir.path("gt-complex.npy")));
+    CHECK(as_json.exit_code == 1);
+}
+
+TEST_CASE("query refuses a ground truth with another number of rows than queries, naming both", "[inputs][query]") {
+    const SmallSearch s;
+    const std::string more_rows = quote(s.data + ":neighbors_21_rows");
+    const CommandResult more = s.query("--ground-truth " + more_rows);
+    INFO(more.output);
+    CHECK(more.exit_code == 1);
+    CHECK_THAT(more.output, Contains("data.h5:neighbors_21_rows: 21 rows of true neighbours for 20 queries"));
+    // --limit keeps the first queries and their rows of a ground truth that matches all of them.
+    const nlohmann::json limited = s.query_json("--limit 5 --ground-truth " + quote(s.data));
+    CHECK(limited["queries"] == 5);
+    CHECK(limited["recall"].contains("10-recall@10"));
+    const CommandResult limited_more = s.query("--limit 5 --ground-truth " + more_rows);
+    CHECK(limited_more.exit_code == 1);
+    CHECK_THAT(limited_more.output, Contains("21 rows of true neighbours for 20 queries"));
+}
+
+TEST_CASE("query says which recalls a ground truth with fewer ids than k leaves out", "[inputs][query]") {
+    const SmallSearch s;
+    const std::string five = quote(s.data + ":neighbors_5_ids");
+    const nlohmann::json found = s.query_json("--k 10 --ground-truth " + five);
+    CHECK(found["recall"].contains("1-recall@1"));
+    CHECK_FALSE(found["recall"].contains("10-recall@10"));
+    REQUIRE(found.contains("recall_left_out"));
+    CHECK(found["recall_left_out"].value("10-recall@10", "") == "the ground truth has 5 ids per query");
+    const CommandResult text = s.query("--k 10 --ground-truth " + five);
+    INFO(text.output);
+    CHECK(text.exit_code == 0);
+    CHECK_THAT(text.output, Contains("note: 10-recall@10 left out: the ground truth has 5 ids per query") &&
+                                Contains("1-recall@1"));
+}
+
+TEST_CASE("query --k beyond the file's vectors is refused with the range", "[inputs][query]") {
+    const SmallSearch s;
+    const CommandResult huge = s.query("--k 99999999999");
+    INFO(huge.output);
+    CHECK(huge.exit_code == 2);
+    CHECK_THAT(huge.output, Contains("--k must be at most the number of vectors in " + s.vlat + " (500), got 99999999999"));
+    CHECK(s.query("--k 500").exit_code == 0);
 }

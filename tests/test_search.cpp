@@ -161,12 +161,12 @@ TEST_CASE("planted neighbours: 8-bit codes find every query's own point, anchors
         }
     }
     Matrix queries(200, d);
-    Matrix truth(200, 1);
+    IdMatrix truth(200, 1);
     std::uniform_int_distribution<std::size_t> any(0, x.rows - 1);
     for (std::size_t q = 0; q < queries.rows; ++q) {
         const std::size_t i = any(rng);
         std::copy(x.row(i), x.row(i) + d, queries.row(q));
-        truth.row(q)[0] = static_cast<float>(i);
+        truth.row(q)[0] = static_cast<std::int64_t>(i);
     }
     const VlatFile with_codes = compressed(x, 64, 8, rng);
     CHECK(recall_at(search(with_codes, queries, {10, 0}), truth, 1) == 1.0);
@@ -180,7 +180,7 @@ TEST_CASE("recall_at counts the true neighbours among the first k found", "[sear
     found.k = 3;
     found.ids = {4, 7, 9, 1, -1, -1};
     found.distances = {0, 1, 2, 0, INFINITY, INFINITY};
-    Matrix truth(2, 3);
+    IdMatrix truth(2, 3);
     truth.data = {7, 4, 5, 1, 2, 3};
     CHECK(recall_at(found, truth, 1) == Approx(0.5));  // query 0 finds 4 first, not 7
     CHECK(recall_at(found, truth, 3) == Approx(3.0 / 6.0));

@@ -20,6 +20,15 @@ struct ReadOptions {
 // Reads the whole file as float32 rows (narrower element types are widened).
 Matrix read_vectors(const std::string& path, const ReadOptions& options = {});
 
+// Vector ids, one row per query: a ground truth's true neighbours. Integers are read exactly (.ivecs;
+// .npy int32, int64, uint32, uint64; an HDF5 integer dataset, `neighbors` in the ann-benchmarks
+// layout); any other file read_vectors reads is taken when every value is a whole number >= 0.
+// Throws Error naming the file and, for a value that is no id, its row and column.
+IdMatrix read_ids(const std::string& path, const ReadOptions& options = {});
+
+// Throws Error naming `name`, the row and the column of the first id outside [0, n).
+void check_vector_ids(const IdMatrix& ids, std::uint64_t n, const std::string& name);
+
 // Whether the HDF5 file at `path` has a dataset (or any object) at `dataset`; throws Error when the
 // file cannot be opened as HDF5.
 bool has_hdf5_dataset(const std::string& path, const std::string& dataset);

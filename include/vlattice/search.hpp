@@ -42,10 +42,10 @@ void check_search(const VlatFile& file, const Matrix& queries, const SearchOptio
 // or k is 0. Queries of an angular file must already be normalised (load_points does it).
 Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOptions& options);
 
-// k-recall@k of `found` against the first k columns of `truth` (ids as read_vectors returns them,
-// float32, one row per query): the share of the true k nearest among the first k found, averaged
+// k-recall@k of `found` against the first k columns of `truth` (ids as read_ids returns them, one
+// row per query): the share of the true k nearest among the first k found, averaged
 // over the queries. Throws Error on shapes that do not fit.
-double recall_at(const Neighbors& found, const Matrix& truth, std::size_t k);
+double recall_at(const Neighbors& found, const IdMatrix& truth, std::size_t k);
 
 // Writes an HDF5 file (.h5/.hdf5) with datasets `neighbors` (int64, queries x k) and `distances`
 // (float32), under a temporary name renamed into place. Throws Error for another extension.

@@ -268,7 +268,7 @@ nlohmann::json run_job(const Job& job, std::size_t index, std::size_t count, con
     nlohmann::json recall = nullptr;
     if (has_hdf5_dataset(job.file, "test") && has_hdf5_dataset(job.file, "neighbors")) {
         const Matrix test = load_points(job.file, ReadOptions{"test"}, metric).points;
-        const Matrix neighbors = read_vectors(job.file, ReadOptions{"neighbors"});
+        const IdMatrix neighbors = read_ids(job.file, ReadOptions{"neighbors"});
         SearchOptions exhaustive;
         exhaustive.k = kRecallAt;
         recall = recall_at(search(vlat, test, exhaustive), neighbors, kRecallAt);

@@ -35,7 +35,8 @@ const CommandHelp kHelp{
     "nearest anchors are ranked by their squared L2 distance to their reconstruction\n"
     "(anchor plus decoded residual). --nprobe all scores every vector (exhaustive).\n"
     "Prints queries per second and, with --ground-truth (ids, one row per query, as\n"
-    "an ann-benchmarks file's `neighbors`), r-recall@r for r = 1, 10, 100 up to k.\n"
+    "an ann-benchmarks file's `neighbors`), r-recall@r for r = 1, 10, 100 up to k;\n"
+    "an r beyond the ground truth's ids per query is left out, with a note saying so.\n"
     "Queries of a file made with --metric angular are normalised first.",
 };
 
@@ -60,11 +61,14 @@ void add_options(po::options_description& options, QueryArgs& a) {
     options.add_options()
         ("queries", po::value(&a.queries)->required()->value_name("FILE"), "query vectors, any format compress reads")
         ("dataset", po::value(&a.dataset)->default_value("test")->value_name("NAME"), "dataset of an HDF5 --queries")
-        ("k", po::value(&a.k)->default_value(a.k)->value_name("K"), "neighbours per query")
+        ("k", po::value(&a.k)->default_value(a.k)->value_name("K"),
+         "neighbours per query, from 1 to the number of vectors in IN.vlat")
         ("nprobe", po::value(&a.nprobe)->default_value("16")->value_name("P"),
          "anchors visited per query, or `all` for exhaustive search")
         ("ground-truth", po::value(&a.ground_truth)->value_name("FILE[:DATASET]"),
-         "true neighbour ids per query (an HDF5 file's dataset, `neighbors` by default; or .ivecs, .npy ...)")
+         "true neighbour ids, one row per query of --queries, in their order: an HDF5 file's dataset "
+         "(`neighbors` by default), .ivecs, .npy of int32 or int64 (as numpy and FAISS write them), or any "
+         "vector file of whole numbers")
         ("limit", po::value(&a.limit)->default_value(0)->value_name("N"), "use only the first N queries (0: all)")
         ("output,o", po::value(&a.output)->value_name("FILE.hdf5"),
          "write datasets `neighbors` (int64, -1 where fewer than k were visited) and `distances` (float32)")
@@ -104,25 +108,30 @@ std::pair<std::string, std::string> split_ground_truth(const std::string& text) 
     return {text, "neighbors"};
 }
 
-Matrix first_rows(Matrix matrix, std::size_t count) {
-    if (count > 0 && count < matrix.rows) {
-        matrix.rows = count;
-        matrix.data.resize(count * matrix.cols);
+// The first `count` rows (all of them for 0): of the queries (Matrix) or of their ground truth (IdMatrix).
+template <class Table>
+Table first_rows(Table table, std::size_t count) {
+    if (count > 0 && count < table.rows) {
+        table.rows = count;
+        table.data.resize(count * table.cols);
     }
-    return matrix;
+    return table;
 }
 
-// Ground truth holds vector ids; anything else (say, the vectors themselves) would score as nonsense.
-void check_vector_ids(const Matrix& truth, std::uint64_t n, const std::string& name) {
-    for (std::size_t q = 0; q < truth.rows; ++q) {
-        for (std::size_t r = 0; r < truth.cols; ++r) {
-            const float id = truth.row(q)[r];
-            if (!(id >= 0.0f && id < static_cast<float>(n) && id == std::floor(id))) {
-                throw Error(name + ": row " + std::to_string(q) + ", column " + std::to_string(r) + " holds " +
-                            std::to_string(id) + ", not a vector id in [0, " + std::to_string(n) + ")");
-            }
-        }
+// The true neighbours of every query of --queries (one row each, so that row q is query q's),
+// cut to the queries --limit keeps; every id must name a vector of the file.
+IdMatrix read_ground_truth(const std::string& path, const std::string& dataset, const std::string& name,
+                           std::size_t query_count, std::size_t kept, std::uint64_t n) {
+    ReadOptions read;
+    read.dataset = dataset;
+    IdMatrix truth = read_ids(path, read);
+    if (truth.rows != query_count) {
+        throw Error(name + ": " + std::to_string(truth.rows) + " rows of true neighbours for " +
+                    std::to_string(query_count) + " queries; a ground truth has one row per query, in their order");
     }
+    truth = first_rows(std::move(truth), kept);
+    check_vector_ids(truth, n, name);
+    return truth;
 }
 
 int query(int argc, char** argv) {
@@ -151,27 +160,24 @@ int query(int argc, char** argv) {
     }
 
     const VlatFile file = read_vlat(args.input);
+    require_option(static_cast<std::uint64_t>(args.k) <= file.n, "--k",
+                   ("at most the number of vectors in " + args.input + " (" + std::to_string(file.n) + ")").c_str(),
+                   args.k);
     ReadOptions query_read;
     query_read.dataset = args.dataset;
-    const Matrix queries = first_rows(load_points(args.queries, query_read, file.metric).points,
-                                        static_cast<std::size_t>(args.limit));
+    Matrix queries = load_points(args.queries, query_read, file.metric).points;
+    const std::size_t query_count = queries.rows;
+    queries = first_rows(std::move(queries), static_cast<std::size_t>(args.limit));
     if (queries.cols != file.d) {
         throw Error(args.queries + ": the queries have " + std::to_string(queries.cols) + " dimensions, " + args.input +
                     " has " + std::to_string(file.d));
     }
-    Matrix truth;
+    IdMatrix truth;
     std::string truth_name;
     if (!args.ground_truth.empty()) {
         const auto [path, dataset] = split_ground_truth(args.ground_truth);
         truth_name = is_hdf5_path(path) ? path + ":" + dataset : path;
-        ReadOptions truth_read;
-        truth_read.dataset = dataset;
-        truth = first_rows(read_vectors(path, truth_read), queries.rows);
-        if (truth.rows != queries.rows) {
-            throw Error(truth_name + ": " + std::to_string(truth.rows) + " rows of true neighbours for " +
-                        std::to_string(queries.rows) + " queries");
-        }
-        check_vector_ids(truth, file.n, truth_name);
+        truth = read_ground_truth(path, dataset, truth_name, query_count, queries.rows, file.n);
     }
     const GpuChoice gpu = choose_gpu(device, args.gpu);
     if (!gpu.note.empty() && !args.json) {
@@ -207,9 +213,20 @@ int query(int argc, char** argv) {
     if (!truth_name.empty()) {
         report["ground_truth"] = truth_name;
         for (const std::size_t r : {1, 10, 100}) {
-            if (r <= search_options.k && r <= truth.cols) {
-                report["recall"][std::to_string(r) + "-recall@" + std::to_string(r)] = recall_at(found, truth, r);
+            const std::string name = std::to_string(r) + "-recall@" + std::to_string(r);
+            if (r > search_options.k) {
+                continue;
             }
+            if (r > truth.cols) {
+                // Said rather than silently dropped: the user asked for a k this recall belongs to.
+                const std::string why = "the ground truth has " + std::to_string(truth.cols) + " ids per query";
+                report["recall_left_out"][name] = why;
+                if (!args.json) {
+                    print_notice(kHelp.name, "note", name + " left out: " + why);
+                }
+                continue;
+            }
+            report["recall"][name] = recall_at(found, truth, r);
         }
     }
     if (args.json) {

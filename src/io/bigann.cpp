@@ -32,7 +32,7 @@ Matrix read_bigann(const std::string& path, const char* type_name) {
                     " the header promises; is the extension right?");
     }
     Matrix points(rows, cols);
-    read_as_float<T>(file, points.data.size(), points.data.data(), "the vectors");
+    read_as<T>(file, points.data.size(), points.data.data(), "the vectors");
     return points;
 }
 

@@ -1,4 +1,4 @@
-// The element types vector files store, and reading them into float32 rows. Widening is a plain
+// The element types vector files store, and reading them into float32 rows (or int64 ids). Widening is a plain
 // loop the compiler vectorises, narrowing float64 one that also checks the range; the staging buffer
 // keeps memory at the matrix plus a few MiB.
 #pragma once
@@ -33,6 +33,15 @@ template <typename T>
 void widen(const T* source, std::size_t count, float* destination) {
     for (std::size_t i = 0; i < count; ++i) {
         destination[i] = to_float(source[i]);
+    }
+}
+
+// Integers as vector ids. A uint64 beyond int64 wraps negative, which the id checks then refuse.
+template <typename T>
+void widen(const T* source, std::size_t count, std::int64_t* destination) {
+    static_assert(std::is_integral_v<T>, "ids are read exactly from integers only");
+    for (std::size_t i = 0; i < count; ++i) {
+        destination[i] = static_cast<std::int64_t>(source[i]);
     }
 }
 
@@ -74,11 +83,12 @@ void read_converted(BinaryFile& file, std::size_t count, const std::string& what
     }
 }
 
-// Reads `count` values of T from the file's current position into `destination` as float32.
-template <typename T>
-void read_as_float(BinaryFile& file, std::size_t count, float* destination, const std::string& what) {
-    if constexpr (std::is_same_v<T, float>) {
-        file.read(destination, count * sizeof(float), what);
+// Reads `count` values of T from the file's current position into `destination`: float32 for vectors,
+// int64 for ids.
+template <typename T, typename Out>
+void read_as(BinaryFile& file, std::size_t count, Out* destination, const std::string& what) {
+    if constexpr (std::is_same_v<T, Out>) {
+        file.read(destination, count * sizeof(Out), what);
     } else {
         read_converted<T>(file, count, what, [&](const T* values, std::size_t now, std::size_t first) {
             widen(values, now, destination + first);

@@ -4,8 +4,11 @@
 #include "io/elements.hpp"
 #include "io/hdf5_handle.hpp"
 #include "io/hdf5_links.hpp"
+#include "io/ids.hpp"
 
 #include <hdf5.h>
+
+#include <functional>
 
 namespace vlattice::io {
 
@@ -125,9 +128,29 @@ void read_narrowed(hid_t dataset, hid_t space, const hsize_t* dims, Matrix& poin
     }
 }
 
-}  // namespace
+// An open 2-D numeric dataset whose shape and storage have been checked.
+struct MatrixDataset {
+    hid_t data;
+    hid_t space;
+    const hsize_t* dims;  // rows, columns
+    H5T_class_t type_class;
+    std::string where;    // "FILE: dataset 'NAME'", for errors
+};
 
-Matrix read_hdf5(const std::string& path, const std::string& dataset) {
+Matrix read_floats(const MatrixDataset& d) {
+    Matrix points(d.dims[0], d.dims[1]);
+    const Hdf5Handle type(H5Dget_type(d.data), H5Tclose);
+    if (d.type_class == H5T_FLOAT && H5Tget_size(type.get()) > sizeof(float)) {
+        read_narrowed(d.data, d.space, d.dims, points, d.where);
+    } else if (H5Dread(d.data, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, points.data.data()) < 0) {
+        throw Error(d.where + ": read failed" + hdf5_reason());
+    }
+    return points;
+}
+
+// Opens `dataset` of `path`, checks it, and hands it to `read`: what the vector and the id readers share.
+void read_matrix_dataset(const std::string& path, const std::string& dataset,
+                         const std::function<void(const MatrixDataset&)>& read) {
     const std::uint64_t file_size = nonempty_file_size(path);
     // libhdf5 prints its whole error stack to stderr by default; we report errors ourselves.
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
@@ -180,14 +203,30 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset) {
     const std::uint64_t element_bytes = H5Tget_size(type.get());
     check_storage(where, holder_size, data.get(), space.get(), dims,
                   checked_multiply(path, checked_multiply(path, dims[0], dims[1]), element_bytes));
+    read({data.get(), space.get(), dims, type_class, where});
+}
 
-    Matrix points(dims[0], dims[1]);
-    if (type_class == H5T_FLOAT && element_bytes > sizeof(float)) {
-        read_narrowed(data.get(), space.get(), dims, points, where);
-    } else if (H5Dread(data.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, points.data.data()) < 0) {
-        throw Error(where + ": read failed" + hdf5_reason());
-    }
+}  // namespace
+
+Matrix read_hdf5(const std::string& path, const std::string& dataset) {
+    Matrix points;
+    read_matrix_dataset(path, dataset, [&](const MatrixDataset& d) { points = read_floats(d); });
     return points;
+}
+
+IdMatrix read_hdf5_ids(const std::string& path, const std::string& dataset) {
+    IdMatrix ids;
+    read_matrix_dataset(path, dataset, [&](const MatrixDataset& d) {
+        if (d.type_class != H5T_INTEGER) {
+            ids = whole_ids(read_floats(d), d.where);
+            return;
+        }
+        ids = IdMatrix(d.dims[0], d.dims[1]);
+        if (H5Dread(d.data, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ids.data.data()) < 0) {
+            throw Error(d.where + ": read failed" + hdf5_reason());
+        }
+    });
+    return ids;
 }
 
 std::string read_hdf5_text_attribute(const std::string& path, const std::string& name) {

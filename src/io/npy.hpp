@@ -10,6 +10,10 @@ namespace vlattice::io {
 
 Matrix read_npy(const std::string& path);
 
+// Vector ids: int32, int64, uint32 or uint64 read exactly; the types read_npy reads when every value
+// is a whole number.
+IdMatrix read_npy_ids(const std::string& path);
+
 // Writes a version 1.0 float32 file through AtomicFile.
 void write_npy(const std::string& path, const Matrix& points);
 

@@ -5,6 +5,7 @@
 #include "io/bigann.hpp"
 #include "io/hdf5.hpp"
 #include "io/hdf5_writer.hpp"
+#include "io/ids.hpp"
 #include "io/npy.hpp"
 #include "io/texmex.hpp"
 
@@ -87,6 +88,20 @@ Matrix read_vectors(const std::string& path, const ReadOptions& options) {
         return io::read_hdf5(path, options.dataset);
     }
     throw_unsupported(path, extension, kReadable);
+}
+
+IdMatrix read_ids(const std::string& path, const ReadOptions& options) {
+    const std::string extension = extension_of(path);
+    if (extension == ".ivecs") {
+        return io::read_ivecs_ids(path);
+    }
+    if (extension == ".npy") {
+        return io::read_npy_ids(path);
+    }
+    if (is_hdf5_extension(extension)) {
+        return io::read_hdf5_ids(path, options.dataset);
+    }
+    return io::whole_ids(read_vectors(path, options), path);
 }
 
 bool has_hdf5_dataset(const std::string& path, const std::string& dataset) {

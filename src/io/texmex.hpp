@@ -11,6 +11,8 @@ namespace vlattice::io {
 Matrix read_fvecs(const std::string& path);
 Matrix read_bvecs(const std::string& path);
 Matrix read_ivecs(const std::string& path);
+// An .ivecs file of vector ids (a ground truth), read exactly.
+IdMatrix read_ivecs_ids(const std::string& path);
 
 // Writes through AtomicFile.
 void write_fvecs(const std::string& path, const Matrix& points);
