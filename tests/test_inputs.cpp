@@ -2,6 +2,7 @@
 // too large for the machine): each is read correctly or refused at once, naming the file and the spot.
 #include "support.hpp"
 
+#include "vlattice/format.hpp"
 #include "vlattice/io.hpp"
 
 #include <catch2/catch.hpp>
@@ -250,4 +251,95 @@ TEST_CASE("query --k beyond the file's vectors is refused with the range", "[inp
     CHECK(huge.exit_code == 2);
     CHECK_THAT(huge.output, Contains("--k must be at most the number of vectors in " + s.vlat + " (500), got 99999999999"));
     CHECK(s.query("--k 500").exit_code == 0);
+}
+
+namespace {
+
+// The CLI under an address-space limit (ulimit -v, in KiB), so that memory runs out at the same point
+// on every machine. One thread: OpenBLAS and OpenMP then reserve the least.
+CommandResult run_cli_within(std::uint64_t kib, const std::string& arguments) {
+    return run_command("ulimit -v " + std::to_string(kib) + " && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 timeout 60 " +
+                       cli_command() + " " + arguments);
+}
+
+// A gzip-compressed float32 HDF5 dataset of rows x cols zeros, a few MB on disk whatever its size in
+// memory: one compressed chunk of chunk_rows rows, written to every chunk position as it is.
+void write_zeros_h5(const std::string& path, std::size_t rows, std::size_t cols, std::size_t chunk_rows) {
+    run_python("import h5py, zlib\n"
+               "rows, cols, chunk_rows = " + std::to_string(rows) + ", " + std::to_string(cols) + ", " +
+               std::to_string(chunk_rows) + "\n"
+               "chunk = zlib.compress(bytes(chunk_rows * cols * 4), 9)\n"
+               "with h5py.File(" + quote(path) + ", 'w') as f:\n"
+               "    d = f.create_dataset('train', (rows, cols), dtype='<f4', chunks=(chunk_rows, cols),\n"
+               "                         compression='gzip')\n"
+               "    for first in range(0, rows, chunk_rows):\n"
+               "        d.id.write_direct_chunk((first, 0), chunk)\n");
+}
+
+}  // namespace
+
+TEST_CASE("a compressed HDF5 dataset larger than memory is refused naming the file, the dataset and the size",
+          "[inputs][memory]") {
+    ScratchDir dir;
+    write_zeros_h5(dir.path("bomb.h5"), 2000000, 4096, 20000);
+    const CommandResult run =
+        run_cli_within(8u << 20, "compress " + quote(dir.path("bomb.h5")) + " -o " + quote(dir.path("out.vlat")) +
+                                     " --device cpu --threads 1");
+    INFO(run.output);
+    CHECK(run.exit_code == 1);
+    CHECK_THAT(run.output, Contains(dir.path("bomb.h5") + ": dataset 'train': 2,000,000 x 4,096 float32 needs 32.8 GB "
+                                    "(32,768,000,000 bytes) of memory, more than the address-space limit (ulimit -v) "
+                                    "allows (8.6 GB)"));
+    CHECK_FALSE(std::filesystem::exists(dir.path("out.vlat")));
+}
+
+TEST_CASE("memory that runs out anyway is reported with the step that needed it", "[inputs][memory]") {
+    ScratchDir dir;
+    // 512,000 x 1,000 float32 is exactly the 2,048,000,000-byte limit: allowed by the check, and
+    // bound to fail, since the program itself already takes some of it.
+    write_zeros_h5(dir.path("edge.h5"), 512000, 1000, 32000);
+    const CommandResult run = run_cli_within(2000000, "compress " + quote(dir.path("edge.h5")) + " -o " +
+                                                          quote(dir.path("out.vlat")) + " --device cpu --threads 1");
+    INFO(run.output);
+    CHECK(run.exit_code == 1);
+    CHECK_THAT(run.output, Contains("vlattice compress: error: ran out of memory while reading INPUT " +
+                                    dir.path("edge.h5")));
+}
+
+TEST_CASE("decompress of a .vlat standing for more vectors than memory holds names the file and the size",
+          "[inputs][memory]") {
+    ScratchDir dir;
+    // One anchor: the ids take no bits, so 2,000,000 vectors of 4,096 dimensions fit in a small file.
+    VlatFile file;
+    file.n = 2000000;
+    file.d = 4096;
+    file.anchors = Matrix(1, 4096);
+    file.assignments.assign(file.n, 0);
+    file.metadata_json = "{}";
+    write_vlat(dir.path("many.vlat"), file);
+    const CommandResult run =
+        run_cli_within(8u << 20, "decompress " + quote(dir.path("many.vlat")) + " -o " + quote(dir.path("out.npy")) +
+                                     " --device cpu");
+    INFO(run.output);
+    CHECK(run.exit_code == 1);
+    CHECK_THAT(run.output, Contains(dir.path("many.vlat") + ": decoding 2,000,000 x 4,096 float32 needs 32.8 GB"));
+    CHECK_FALSE(std::filesystem::exists(dir.path("out.npy")));
+}
+
+TEST_CASE("query --k whose results would not fit in memory names --k, the queries and the size", "[inputs][memory]") {
+    ScratchDir dir;
+    run_python("import numpy as np\n"
+               "x = np.random.default_rng(3).normal(size=(100000, 2)).astype('<f4')\n"
+               "with open(" + quote(dir.path("x.fbin")) + ", 'wb') as f:\n"
+               "    np.array(x.shape, dtype='<u4').tofile(f)\n"
+               "    x.tofile(f)\n");
+    const std::string vlat = dir.path("x.vlat");
+    REQUIRE(run_cli("compress " + quote(dir.path("x.fbin")) + " -o " + quote(vlat) +
+                    " -m 2 --iters 1 --device cpu --quiet").exit_code == 0);
+    const CommandResult run = run_cli_within(2000000, "query " + quote(vlat) + " --queries " + quote(dir.path("x.fbin")) +
+                                                          " --limit 3000 --k 100000 --nprobe all --device cpu");
+    INFO(run.output);
+    CHECK(run.exit_code == 1);
+    CHECK_THAT(run.output, Contains("--k 100000 for 3,000 queries: 3,000 x 100,000 neighbours (ids and distances) "
+                                    "needs 3.6 GB (3,600,000,000 bytes) of memory"));
 }

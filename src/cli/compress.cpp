@@ -1,4 +1,5 @@
 // vlattice compress INPUT -o OUT.vlat: load, anneal, write the .vlat (and the run report).
+#include "activity.hpp"
 #include "anneal_options.hpp"
 #include "coding_options.hpp"
 #include "commands.hpp"
@@ -128,11 +129,14 @@ int compress(int argc, char** argv) {
     config.anchors = budget_anchors;
 
     ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), config.max_iters, loaded.points.rows);
-    const FitResult result =
-        fit(loaded.points, config, *choice.backend, [&](const IterationRecord& record) { progress.update(record); });
+    const FitResult result = during("fitting " + std::to_string(config.anchors) + " anchors", [&] {
+        return fit(loaded.points, config, *choice.backend,
+                   [&](const IterationRecord& record) { progress.update(record); });
+    });
     progress.finish();
 
     start = std::chrono::steady_clock::now();
+    const Activity writing("coding the vectors and writing -o " + args.output);
     const std::vector<std::uint8_t> widths = residual_widths(coding, loaded.points, result);
     nlohmann::json metadata = run_metadata(config, result, context.input);
     metadata["residuals"] = coding_json(coding, widths);

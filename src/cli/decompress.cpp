@@ -1,5 +1,6 @@
 // vlattice decompress IN.vlat -o OUT: write the vectors the file stands for, and with --reference
 // measure how far they are from the original.
+#include "activity.hpp"
 #include "commands.hpp"
 #include "options.hpp"
 
@@ -7,6 +8,7 @@
 #include "vlattice/device.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/io.hpp"
+#include "vlattice/memory.hpp"
 #include "vlattice/pipeline.hpp"
 #ifdef VLATTICE_HAVE_CUDA
 #include "vlattice/cuda_search.hpp"
@@ -69,23 +71,29 @@ int decompress(int argc, char** argv) {
     check_vectors_output(args.output);
 
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
-    const VlatFile file = read_vlat(args.input);
+    const VlatFile file = during("reading " + args.input, [&] { return read_vlat(args.input); });
     const GpuChoice gpu = choose_gpu(device, args.gpu);
     if (!gpu.note.empty() && !args.quiet) {
         print_notice(kHelp.name, "note", gpu.note);
     }
+    // With one anchor the ids take no bits, so a small file can stand for more vectors than memory holds.
+    check_memory(args.input + ": decoding " + count_text(file.n) + " x " + count_text(file.d) + " float32",
+                 table_bytes(file.n, file.d, sizeof(float)));
+    const Matrix reconstruction = during("decoding the vectors", [&] {
 #ifdef VLATTICE_HAVE_CUDA
-    const Matrix reconstruction = gpu.use ? reconstruct_cuda(file, args.gpu) : reconstruct(file);
+        return gpu.use ? reconstruct_cuda(file, args.gpu) : reconstruct(file);
 #else
-    const Matrix reconstruction = reconstruct(file);
+        return reconstruct(file);
 #endif
+    });
     // The reference is read and compared before anything is written, so a bad reference leaves the
     // output as it was.
     std::optional<double> mse;
     if (!args.reference.empty()) {
         ReadOptions read_options;
         read_options.dataset = args.dataset;
-        const LoadedPoints original = load_points(args.reference, read_options, file.metric);
+        const LoadedPoints original = during("reading --reference " + args.reference,
+                                             [&] { return load_points(args.reference, read_options, file.metric); });
         if (original.points.rows != reconstruction.rows || original.points.cols != reconstruction.cols) {
             throw Error("--reference " + args.reference + " holds " + std::to_string(original.points.rows) + " x " +
                         std::to_string(original.points.cols) + " vectors, but " + args.input + " stands for " +
@@ -93,7 +101,7 @@ int decompress(int argc, char** argv) {
         }
         mse = mean_squared_error(reconstruction, original.points);
     }
-    write_vectors(args.output, reconstruction);
+    during("writing -o " + args.output, [&] { write_vectors(args.output, reconstruction); });
 
     if (!args.quiet) {
         std::printf("wrote %s: %zu x %zu (decoded on the %s)\n", args.output.c_str(), reconstruction.rows,

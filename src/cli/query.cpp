@@ -1,11 +1,13 @@
 // vlattice query IN.vlat --queries FILE: k-NN over the compressed set, with recall when the true
 // neighbours are known.
+#include "activity.hpp"
 #include "commands.hpp"
 #include "options.hpp"
 
 #include "vlattice/device.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/io.hpp"
+#include "vlattice/memory.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/search.hpp"
 #ifdef VLATTICE_HAVE_CUDA
@@ -124,7 +126,7 @@ IdMatrix read_ground_truth(const std::string& path, const std::string& dataset, 
                            std::size_t query_count, std::size_t kept, std::uint64_t n) {
     ReadOptions read;
     read.dataset = dataset;
-    IdMatrix truth = read_ids(path, read);
+    IdMatrix truth = during("reading --ground-truth " + name, [&] { return read_ids(path, read); });
     if (truth.rows != query_count) {
         throw Error(name + ": " + std::to_string(truth.rows) + " rows of true neighbours for " +
                     std::to_string(query_count) + " queries; a ground truth has one row per query, in their order");
@@ -159,19 +161,24 @@ int query(int argc, char** argv) {
         omp_set_num_threads(args.threads);
     }
 
-    const VlatFile file = read_vlat(args.input);
+    const VlatFile file = during("reading " + args.input, [&] { return read_vlat(args.input); });
     require_option(static_cast<std::uint64_t>(args.k) <= file.n, "--k",
                    ("at most the number of vectors in " + args.input + " (" + std::to_string(file.n) + ")").c_str(),
                    args.k);
     ReadOptions query_read;
     query_read.dataset = args.dataset;
-    Matrix queries = load_points(args.queries, query_read, file.metric).points;
+    Matrix queries =
+        during("reading --queries " + args.queries, [&] { return load_points(args.queries, query_read, file.metric); })
+            .points;
     const std::size_t query_count = queries.rows;
     queries = first_rows(std::move(queries), static_cast<std::size_t>(args.limit));
     if (queries.cols != file.d) {
         throw Error(args.queries + ": the queries have " + std::to_string(queries.cols) + " dimensions, " + args.input +
                     " has " + std::to_string(file.d));
     }
+    check_memory("--k " + std::to_string(args.k) + " for " + count_text(queries.rows) + " queries: " +
+                     count_text(queries.rows) + " x " + count_text(search_options.k) + " neighbours (ids and distances)",
+                 table_bytes(queries.rows, search_options.k, sizeof(std::int64_t) + sizeof(float)));
     IdMatrix truth;
     std::string truth_name;
     if (!args.ground_truth.empty()) {
@@ -185,15 +192,16 @@ int query(int argc, char** argv) {
     }
 
     const auto start = std::chrono::steady_clock::now();
+    const Neighbors found = during("searching", [&] {
 #ifdef VLATTICE_HAVE_CUDA
-    const Neighbors found = gpu.use ? search_cuda(file, queries, search_options, args.gpu)
-                                    : search(file, queries, search_options);
+        return gpu.use ? search_cuda(file, queries, search_options, args.gpu) : search(file, queries, search_options);
 #else
-    const Neighbors found = search(file, queries, search_options);
+        return search(file, queries, search_options);
 #endif
+    });
     const double seconds = seconds_since(start);
     if (!args.output.empty()) {
-        write_search_results(args.output, found);
+        during("writing -o " + args.output, [&] { write_search_results(args.output, found); });
     }
 
     const std::size_t m = file.anchors.rows;
@@ -230,6 +238,7 @@ int query(int argc, char** argv) {
         }
     }
     if (args.json) {
+        const Activity printing("printing the neighbours as JSON");
         report["ids"] = nlohmann::json::array();
         report["distances"] = nlohmann::json::array();
         for (std::size_t q = 0; q < found.queries; ++q) {

@@ -31,7 +31,7 @@ Matrix read_bigann(const std::string& path, const char* type_name) {
         throw Error(path + ": " + std::to_string(file.size() - expected) + " bytes after the " + promise +
                     " the header promises; is the extension right?");
     }
-    Matrix points(rows, cols);
+    Matrix points = allocate_table<Matrix>(path, rows, cols);
     read_as<T>(file, points.data.size(), points.data.data(), "the vectors");
     return points;
 }

@@ -5,6 +5,7 @@
 
 #include "io/binary_file.hpp"
 #include "vlattice/half.hpp"
+#include "vlattice/memory.hpp"
 #include "vlattice/types.hpp"
 
 #include <algorithm>
@@ -28,6 +29,17 @@ inline float to_float(std::uint8_t value) { return static_cast<float>(value); }
 inline float to_float(std::int8_t value) { return static_cast<float>(value); }
 inline float to_float(std::int32_t value) { return static_cast<float>(value); }
 inline float to_float(Half value) { return half_to_float(value.bits); }
+
+// A zeroed rows x cols Table (Matrix, or IdMatrix for ids), once it is known to fit the memory a run
+// can have: a header or a compressed dataset may promise far more than the file's size.
+template <class Table>
+Table allocate_table(const std::string& where, std::uint64_t rows, std::uint64_t cols) {
+    using Value = typename decltype(Table::data)::value_type;
+    const char* type = std::is_same_v<Value, float> ? "float32" : "int64 ids";
+    check_memory(where + ": " + count_text(rows) + " x " + count_text(cols) + " " + type,
+                 table_bytes(rows, cols, sizeof(Value)));
+    return Table(rows, cols);
+}
 
 template <typename T>
 void widen(const T* source, std::size_t count, float* destination) {

@@ -138,7 +138,7 @@ struct MatrixDataset {
 };
 
 Matrix read_floats(const MatrixDataset& d) {
-    Matrix points(d.dims[0], d.dims[1]);
+    Matrix points = allocate_table<Matrix>(d.where, d.dims[0], d.dims[1]);
     const Hdf5Handle type(H5Dget_type(d.data), H5Tclose);
     if (d.type_class == H5T_FLOAT && H5Tget_size(type.get()) > sizeof(float)) {
         read_narrowed(d.data, d.space, d.dims, points, d.where);
@@ -221,7 +221,7 @@ IdMatrix read_hdf5_ids(const std::string& path, const std::string& dataset) {
             ids = whole_ids(read_floats(d), d.where);
             return;
         }
-        ids = IdMatrix(d.dims[0], d.dims[1]);
+        ids = allocate_table<IdMatrix>(d.where, d.dims[0], d.dims[1]);
         if (H5Dread(d.data, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ids.data.data()) < 0) {
             throw Error(d.where + ": read failed" + hdf5_reason());
         }

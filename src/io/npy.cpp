@@ -65,7 +65,7 @@ Table sized_table(BinaryFile& file, const NpyHeader& header, const char* type_na
         throw Error(file.path() + ": " + std::to_string(available - data_bytes) + " bytes after the data (" + promise +
                     "); the file is corrupt");
     }
-    return Table(rows, cols);
+    return allocate_table<Table>(file.path(), rows, cols);
 }
 
 template <typename T, typename Table = Matrix>

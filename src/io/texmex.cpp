@@ -62,7 +62,7 @@ Table read_texmex(const std::string& path) {
     const std::size_t rows = file.size() / row_bytes;
     const std::size_t cols = static_cast<std::size_t>(dim);
 
-    Table points(rows, cols);
+    Table points = allocate_table<Table>(path, rows, cols);
     const std::size_t rows_per_block = std::max<std::size_t>(1, kStagingBytes / row_bytes);
     std::vector<char> staging(std::min(rows_per_block, rows) * row_bytes);
     // Values sit 4 bytes into each row, so they are copied out rather than read in place.
