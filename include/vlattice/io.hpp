@@ -20,6 +20,10 @@ struct ReadOptions {
 // Reads the whole file as float32 rows (narrower element types are widened).
 Matrix read_vectors(const std::string& path, const ReadOptions& options = {});
 
+// Throws Error naming `path` unless it is a regular, non-empty file: the check every reader makes
+// before it opens one (a named pipe would block the open), for a command to make before any work.
+void check_input_file(const std::string& path);
+
 // Vector ids, one row per query: a ground truth's true neighbours. Integers are read exactly (.ivecs;
 // .npy int32, int64, uint32, uint64; an HDF5 integer dataset, `neighbors` in the ann-benchmarks
 // layout); any other file read_vectors reads is taken when every value is a whole number >= 0.

@@ -6,6 +6,7 @@
 #include "anneal_options.hpp"
 #include "coding_options.hpp"
 #include "commands.hpp"
+#include "device_note.hpp"
 #include "options.hpp"
 #include "progress.hpp"
 
@@ -88,7 +89,7 @@ void add_options(po::options_description& options, BatchArgs& a) {
     options.add_options()
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
          "auto (the GPU when one is usable, else the CPU), cpu, or cuda")
-        ("quiet", po::bool_switch(&a.quiet), "print nothing but errors");
+        ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors");
 }
 
 std::string text_field(const nlohmann::json& entry, const char* key, const std::string& fallback,
@@ -244,9 +245,7 @@ nlohmann::json run_job(const Job& job, std::size_t index, std::size_t count, con
     }
     config.anchors = anchors_for(coding, loaded.points.rows, config.anchors);
     BackendChoice choice = make_backend(device, anneal.gpu, config.threads);
-    if (!choice.note.empty() && !args.quiet && index == 0) {
-        print_notice(kHelp.name, "note", choice.note);
-    }
+    print_device_note(kHelp.name, choice.note, args.quiet);
     ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), config.max_iters, loaded.points.rows);
     const FitResult result =
         fit(loaded.points, config, *choice.backend, [&](const IterationRecord& record) { progress.update(record); });

@@ -3,6 +3,8 @@
 #include "anneal_options.hpp"
 #include "coding_options.hpp"
 #include "commands.hpp"
+#include "device_note.hpp"
+#include "input_files.hpp"
 #include "options.hpp"
 #include "progress.hpp"
 
@@ -63,7 +65,7 @@ void add_options(po::options_description& options, CompressArgs& a) {
          "f32, or f16 (half the anchor bytes; anchors rounded to half precision)")
         ("report", po::value(&a.report)->value_name("FILE"),
          "also write a JSON run report: config, every iteration, seconds per phase")
-        ("quiet", po::bool_switch(&a.quiet), "print nothing but errors");
+        ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors");
 }
 
 void print_summary(const RunInput& input, const AnnealConfig& config, const FitResult& result,
@@ -106,11 +108,9 @@ int compress(int argc, char** argv) {
     if (!args.report.empty()) {
         report_file.emplace(args.report);
     }
+    check_inputs({{"INPUT", args.input}});
 
     BackendChoice choice = make_backend(device, args.anneal.gpu, config.threads);
-    if (!choice.note.empty() && !args.quiet) {
-        print_notice(kHelp.name, "note", choice.note);
-    }
 
     ReportContext context;
     context.backend = choice.backend->name();
@@ -118,6 +118,7 @@ int compress(int argc, char** argv) {
     auto start = std::chrono::steady_clock::now();
     const LoadedPoints loaded = load_input(kHelp.name, args.input, args.anneal, metric, args.quiet);
     context.load_seconds = seconds_since(start);
+    print_device_note(kHelp.name, choice.note, args.quiet);
     context.input = {args.input, loaded.points.rows, loaded.points.cols, metric};
     const CodingRequest coding = coding_request(values, args.coding, loaded.points.cols);
     const std::size_t budget_anchors = anchors_for(coding, loaded.points.rows, config.anchors);

@@ -2,6 +2,8 @@
 // measure how far they are from the original.
 #include "activity.hpp"
 #include "commands.hpp"
+#include "device_note.hpp"
+#include "input_files.hpp"
 #include "options.hpp"
 
 #include "vlattice/codec.hpp"
@@ -56,7 +58,7 @@ void add_options(po::options_description& options, DecompressArgs& a) {
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
          "where to decode: auto (the GPU when one is usable, else the CPU), cpu, or cuda")
         ("gpu", po::value(&a.gpu)->default_value(0)->value_name("N"), "which GPU")
-        ("quiet", po::bool_switch(&a.quiet), "print nothing but errors and the error asked for by --reference");
+        ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors and the error asked for by --reference");
 }
 
 int decompress(int argc, char** argv) {
@@ -71,11 +73,10 @@ int decompress(int argc, char** argv) {
     check_vectors_output(args.output);
 
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
+    check_inputs({{"INPUT", args.input}, {"--reference", args.reference}});
     const VlatFile file = during("reading " + args.input, [&] { return read_vlat(args.input); });
     const GpuChoice gpu = choose_gpu(device, args.gpu);
-    if (!gpu.note.empty() && !args.quiet) {
-        print_notice(kHelp.name, "note", gpu.note);
-    }
+    print_device_note(kHelp.name, gpu.note, args.quiet);
     // With one anchor the ids take no bits, so a small file can stand for more vectors than memory holds.
     check_memory(args.input + ": decoding " + count_text(file.n) + " x " + count_text(file.d) + " float32",
                  table_bytes(file.n, file.d, sizeof(float)));

@@ -2,6 +2,8 @@
 // neighbours are known.
 #include "activity.hpp"
 #include "commands.hpp"
+#include "device_note.hpp"
+#include "input_files.hpp"
 #include "options.hpp"
 
 #include "vlattice/device.hpp"
@@ -57,6 +59,7 @@ struct QueryArgs {
     int gpu = 0;
     int threads = 0;
     bool json = false;
+    bool quiet = false;
 };
 
 void add_options(po::options_description& options, QueryArgs& a) {
@@ -78,7 +81,9 @@ void add_options(po::options_description& options, QueryArgs& a) {
          "auto (the GPU when one is usable, else the CPU), cpu, or cuda; both give the same answer")
         ("gpu", po::value(&a.gpu)->default_value(0)->value_name("N"), "which GPU")
         ("threads", po::value(&a.threads)->default_value(0)->value_name("N"), "CPU threads (0: every core)")
-        ("json", po::bool_switch(&a.json), "print one JSON object: settings, timing, recall, ids and distances");
+        ("json", po::bool_switch(&a.json), "print one JSON object: settings, timing, recall, ids and distances")
+        ("quiet,q", po::bool_switch(&a.quiet),
+         "print nothing but errors and the recall asked for by --ground-truth (--json still prints the JSON)");
 }
 
 std::size_t parse_nprobe(const std::string& text) {
@@ -136,6 +141,12 @@ IdMatrix read_ground_truth(const std::string& path, const std::string& dataset, 
     return truth;
 }
 
+void print_recall(const nlohmann::json& recall) {
+    for (const auto& [name, value] : recall.items()) {
+        std::printf("recall      %s %.4f\n", name.c_str(), value.get<double>());
+    }
+}
+
 int query(int argc, char** argv) {
     QueryArgs args;
     po::variables_map values;
@@ -147,9 +158,10 @@ int query(int argc, char** argv) {
     require_option(args.limit >= 0, "--limit", ">= 0", args.limit);
     require_option(args.threads >= 0, "--threads", ">= 0", args.threads);
     require_option(args.gpu >= 0, "--gpu", ">= 0", args.gpu);
-    check_outputs({{"-o", args.output}}, {{"INPUT", args.input},
-                                                   {"--queries", args.queries},
-                                                   {"--ground-truth", split_ground_truth(args.ground_truth).first}});
+    const std::vector<NamedPath> inputs = {{"INPUT", args.input},
+                                           {"--queries", args.queries},
+                                           {"--ground-truth", split_ground_truth(args.ground_truth).first}};
+    check_outputs({{"-o", args.output}}, inputs);
     if (!args.output.empty()) {
         check_search_results_output(args.output);
     }
@@ -157,6 +169,7 @@ int query(int argc, char** argv) {
     search_options.k = static_cast<std::size_t>(args.k);
     search_options.nprobe = parse_nprobe(args.nprobe);
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
+    check_inputs(inputs);
     if (args.threads > 0) {
         omp_set_num_threads(args.threads);
     }
@@ -187,9 +200,9 @@ int query(int argc, char** argv) {
         truth = read_ground_truth(path, dataset, truth_name, query_count, queries.rows, file.n);
     }
     const GpuChoice gpu = choose_gpu(device, args.gpu);
-    if (!gpu.note.empty() && !args.json) {
-        print_notice(kHelp.name, "note", gpu.note);
-    }
+    // Notes would not be JSON: --json prints nothing else on stdout, and keeps stderr for errors.
+    const bool quiet = args.quiet || args.json;
+    print_device_note(kHelp.name, gpu.note, quiet);
 
     const auto start = std::chrono::steady_clock::now();
     const Neighbors found = during("searching", [&] {
@@ -229,7 +242,7 @@ int query(int argc, char** argv) {
                 // Said rather than silently dropped: the user asked for a k this recall belongs to.
                 const std::string why = "the ground truth has " + std::to_string(truth.cols) + " ids per query";
                 report["recall_left_out"][name] = why;
-                if (!args.json) {
+                if (!quiet) {
                     print_notice(kHelp.name, "note", name + " left out: " + why);
                 }
                 continue;
@@ -255,15 +268,17 @@ int query(int argc, char** argv) {
         std::cout << report.dump() << '\n';
         return 0;
     }
+    if (args.quiet) {
+        print_recall(report["recall"]);
+        return 0;
+    }
     std::printf("queries     %zu x %zu from %s\n", queries.rows, queries.cols, args.queries.c_str());
     std::printf("search      k = %zu, nprobe %zu of %zu anchors, %s\n", search_options.k, probed, m, gpu.use ? "cuda" : "cpu");
     std::printf("visited     %.1f vectors per query (%.2f %% of %llu)\n", report["visited_per_query"].get<double>(),
                 100.0 * report["visited_per_query"].get<double>() / static_cast<double>(file.n),
                 static_cast<unsigned long long>(file.n));
     std::printf("speed       %.1f queries per second (%.4f s)\n", report["queries_per_second"].get<double>(), seconds);
-    for (const auto& [name, value] : report["recall"].items()) {
-        std::printf("recall      %s %.4f\n", name.c_str(), value.get<double>());
-    }
+    print_recall(report["recall"]);
     for (std::size_t q = 0; q < std::min(kShownQueries, found.queries); ++q) {
         std::printf("query %zu:", q);
         for (std::size_t r = 0; r < std::min<std::size_t>(found.k, 10); ++r) {

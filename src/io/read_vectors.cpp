@@ -3,6 +3,7 @@
 #include "vlattice/io.hpp"
 
 #include "io/bigann.hpp"
+#include "io/binary_file.hpp"
 #include "io/hdf5.hpp"
 #include "io/hdf5_writer.hpp"
 #include "io/ids.hpp"
@@ -88,6 +89,10 @@ Matrix read_vectors(const std::string& path, const ReadOptions& options) {
         return io::read_hdf5(path, options.dataset);
     }
     throw_unsupported(path, extension, kReadable);
+}
+
+void check_input_file(const std::string& path) {
+    io::nonempty_file_size(path);
 }
 
 IdMatrix read_ids(const std::string& path, const ReadOptions& options) {
