@@ -35,7 +35,8 @@ struct Files {
                    "    f['train'] = x\n"
                    "    f['test'] = q\n"
                    "    f['neighbors'] = np.argsort(d, axis=1)[:, :10].astype('<i4')\n");
-        const CommandResult made = run_cli("compress " + quote(data) + " -o " + quote(vlat) + " -m 8 --device cpu --quiet");
+        const CommandResult made =
+            run_cli("compress " + quote(data) + " -o " + quote(vlat) + " -m 8 --device cpu --quiet");
         INFO(made.output);
         REQUIRE(made.exit_code == 0);
     }
@@ -68,13 +69,14 @@ TEST_CASE("every command that prints takes -q and --quiet", "[cli][notes]") {
         run_cli("compress " + quote(f.data) + " -o " + quote(f.dir.path("q.vlat")) + " -m 8 -q");
     CHECK(compress.exit_code == 0);
     CHECK(compress.output.empty());
-    const CommandResult decompress = run_cli("decompress " + quote(f.vlat) + " -o " + quote(f.dir.path("q.npy")) + " -q");
+    const CommandResult decompress =
+        run_cli("decompress " + quote(f.vlat) + " -o " + quote(f.dir.path("q.npy")) + " -q");
     CHECK(decompress.exit_code == 0);
     CHECK(decompress.output.empty());
     // The recall asked for by --ground-truth is all that query --quiet prints.
     for (const std::string quiet : {"-q", "--quiet"}) {
-        const CommandResult query =
-            run_cli("query " + quote(f.vlat) + " --queries " + quote(f.data) + " --ground-truth " + quote(f.data) + " " + quiet);
+        const CommandResult query = run_cli("query " + quote(f.vlat) + " --queries " + quote(f.data) +
+                                            " --ground-truth " + quote(f.data) + " " + quiet);
         INFO(query.output);
         CHECK(query.exit_code == 0);
         CHECK(query.output.rfind("recall      1-recall@1 ", 0) == 0);
@@ -101,7 +103,8 @@ TEST_CASE("the no-GPU note comes once a run has its inputs, once per process, an
           "[cli][notes]") {
     const Files f;
     const std::string note = "note: no usable GPU";
-    const CommandResult compress = run_cli("compress " + quote(f.data) + " -o " + quote(f.dir.path("n.vlat")) + " -m 8");
+    const CommandResult compress =
+        run_cli("compress " + quote(f.data) + " -o " + quote(f.dir.path("n.vlat")) + " -m 8");
     INFO(compress.output);
     CHECK(compress.exit_code == 0);
     CHECK(count_of(compress.output, note) == expected_notes());

@@ -249,7 +249,8 @@ TEST_CASE("query --k beyond the file's vectors is refused with the range", "[inp
     const CommandResult huge = s.query("--k 99999999999");
     INFO(huge.output);
     CHECK(huge.exit_code == 2);
-    CHECK_THAT(huge.output, Contains("--k must be at most the number of vectors in " + s.vlat + " (500), got 99999999999"));
+    CHECK_THAT(huge.output,
+               Contains("--k must be at most the number of vectors in " + s.vlat + " (500), got 99999999999"));
     CHECK(s.query("--k 500").exit_code == 0);
 }
 
@@ -336,8 +337,9 @@ TEST_CASE("query --k whose results would not fit in memory names --k, the querie
     const std::string vlat = dir.path("x.vlat");
     REQUIRE(run_cli("compress " + quote(dir.path("x.fbin")) + " -o " + quote(vlat) +
                     " -m 2 --iters 1 --device cpu --quiet").exit_code == 0);
-    const CommandResult run = run_cli_within(2000000, "query " + quote(vlat) + " --queries " + quote(dir.path("x.fbin")) +
-                                                          " --limit 3000 --k 100000 --nprobe all --device cpu");
+    const CommandResult run =
+        run_cli_within(2000000, "query " + quote(vlat) + " --queries " + quote(dir.path("x.fbin")) +
+                                    " --limit 3000 --k 100000 --nprobe all --device cpu");
     INFO(run.output);
     CHECK(run.exit_code == 1);
     CHECK_THAT(run.output, Contains("--k 100000 for 3,000 queries: 3,000 x 100,000 neighbours (ids and distances) "

@@ -189,8 +189,9 @@ int query(int argc, char** argv) {
         throw Error(args.queries + ": the queries have " + std::to_string(queries.cols) + " dimensions, " + args.input +
                     " has " + std::to_string(file.d));
     }
-    check_memory("--k " + std::to_string(args.k) + " for " + count_text(queries.rows) + " queries: " +
-                     count_text(queries.rows) + " x " + count_text(search_options.k) + " neighbours (ids and distances)",
+    const std::string results = count_text(queries.rows) + " x " + count_text(search_options.k);
+    check_memory("--k " + std::to_string(args.k) + " for " + count_text(queries.rows) + " queries: " + results +
+                     " neighbours (ids and distances)",
                  table_bytes(queries.rows, search_options.k, sizeof(std::int64_t) + sizeof(float)));
     IdMatrix truth;
     std::string truth_name;
