@@ -180,7 +180,7 @@ Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOption
     return out;
 }
 
-double recall_at(const Neighbors& found, const Matrix& truth, std::size_t k) {
+double recall_at(const Neighbors& found, const IdMatrix& truth, std::size_t k) {
     if (k == 0 || k > found.k || truth.rows != found.queries || truth.cols < k || found.queries == 0) {
         throw Error("recall@" + std::to_string(k) + " needs 1 <= k <= " + std::to_string(found.k) +
                     " neighbours found per query and a ground truth of " + std::to_string(found.queries) +
@@ -189,26 +189,14 @@ double recall_at(const Neighbors& found, const Matrix& truth, std::size_t k) {
     }
     std::size_t hits = 0;
     for (std::size_t q = 0; q < found.queries; ++q) {
-        std::vector<float> expected(truth.row(q), truth.row(q) + k);
+        std::vector<std::int64_t> expected(truth.row(q), truth.row(q) + k);
         std::sort(expected.begin(), expected.end());
         for (std::size_t r = 0; r < k; ++r) {
             const std::int64_t id = found.ids[q * found.k + r];
-            hits += id >= 0 && std::binary_search(expected.begin(), expected.end(), static_cast<float>(id)) ? 1 : 0;
+            hits += id >= 0 && std::binary_search(expected.begin(), expected.end(), id) ? 1 : 0;
         }
     }
     return static_cast<double>(hits) / static_cast<double>(found.queries * k);
-}
-
-void check_neighbor_ids(const Matrix& truth, std::uint64_t n, const std::string& name) {
-    for (std::size_t q = 0; q < truth.rows; ++q) {
-        for (std::size_t r = 0; r < truth.cols; ++r) {
-            const float id = truth.row(q)[r];
-            if (!(id >= 0.0f && id < static_cast<float>(n) && id == std::floor(id))) {
-                throw Error(name + ": row " + std::to_string(q) + ", column " + std::to_string(r) + " holds " +
-                            std::to_string(id) + ", not a vector id in [0, " + std::to_string(n) + ")");
-            }
-        }
-    }
 }
 
 }  // namespace vlattice

@@ -459,8 +459,8 @@ TEST_CASE("batch: a re-run with other options or another input redoes the job an
 TEST_CASE("batch: neighbour ids outside the training set fail the job, as query refuses them", "[cli][batch]") {
     ScratchDir dir;
     for (const auto& [bad, id] : {std::pair<std::string, std::string>{"np.full((q, 10), 7)", ""},
-                                  {"np.where(np.arange(q * 10).reshape(q, 10) == 23, n, 1)", "300.000000"},
-                                  {"np.where(np.arange(q * 10).reshape(q, 10) == 23, -1, 1)", "-1.000000"}}) {
+                                  {"np.where(np.arange(q * 10).reshape(q, 10) == 23, n, 1)", "300"},
+                                  {"np.where(np.arange(q * 10).reshape(q, 10) == 23, -1, 1)", "-1"}}) {
         make_custom_ann_file(dir.path("x.hdf5"), 300, 4, 5, 4, bad);
         const std::string out = dir.path("out" + id);
         const CommandResult run = run_cli("batch " + quote(dir.path("x.hdf5")) + " -o " + quote(out) + kRun);
@@ -473,7 +473,7 @@ TEST_CASE("batch: neighbour ids outside the training set fail the job, as query 
         const nlohmann::json row = row_named(summary(out), "x");
         CHECK(row["status"] == "failed");
         CHECK_THAT(row["error"].get<std::string>(),
-                   Contains(dir.path("x.hdf5") + ":neighbors: row 2, column 3 holds " + id +
+                   Contains(dir.path("x.hdf5") + ":neighbors: row 2 (0-based), column 3 (0-based) holds " + id +
                             ", not a vector id in [0, 300)"));
     }
 }

@@ -199,7 +199,7 @@ TEST_CASE("query rejects bad input, naming what is wrong", "[cli][codes]") {
     fails(queries + " --gpu -1", 2, "--gpu must be a whole number in [0, 2^31), got '-1'");
     fails(queries + " --dataset neighbors", 1, "the queries have 100 dimensions");
     fails(queries + " --ground-truth " + quote(ann.path + ":nothing"), 1, "nothing");
-    fails(queries + " --ground-truth " + quote(ann.path + ":train"), 1, "not a vector id in [0, 3000)");
+    fails(queries + " --ground-truth " + quote(ann.path + ":train"), 1, "not a vector id (a whole number >= 0)");
     fails(queries + " --dataset train --ground-truth " + quote(ann.path + ":neighbors"), 1,
           "100 rows of true neighbours for 3000 queries");
     fails(queries + " -o " + quote(ann.dir.path("found.npy")), 1, "written as HDF5");

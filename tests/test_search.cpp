@@ -175,12 +175,12 @@ TEST_CASE("planted neighbours: 8-bit codes find every query's own point, anchors
         }
     }
     Matrix queries(200, d);
-    Matrix truth(200, 1);
+    IdMatrix truth(200, 1);
     std::uniform_int_distribution<std::size_t> any(0, x.rows - 1);
     for (std::size_t q = 0; q < queries.rows; ++q) {
         const std::size_t i = any(rng);
         std::copy(x.row(i), x.row(i) + d, queries.row(q));
-        truth.row(q)[0] = static_cast<float>(i);
+        truth.row(q)[0] = static_cast<std::int64_t>(i);
     }
     const VlatFile with_codes = compressed(x, 64, 8, rng);
     CHECK(recall_at(search(with_codes, queries, {10, 0}), truth, 1) == 1.0);
@@ -194,7 +194,7 @@ TEST_CASE("recall_at counts the true neighbours among the first k found", "[sear
     found.k = 3;
     found.ids = {4, 7, 9, 1, -1, -1};
     found.distances = {0, 1, 2, 0, INFINITY, INFINITY};
-    Matrix truth(2, 3);
+    IdMatrix truth(2, 3);
     truth.data = {7, 4, 5, 1, 2, 3};
     CHECK(recall_at(found, truth, 1) == Approx(0.5));  // query 0 finds 4 first, not 7
     CHECK(recall_at(found, truth, 3) == Approx(3.0 / 6.0));
@@ -333,7 +333,7 @@ TEST_CASE("ip search with 8-bit codes finds each query's largest true inner prod
         error = std::max(error, std::abs(static_cast<double>(x.data[e]) - static_cast<double>(y.data[e])));
     }
     std::vector<std::size_t> clear;
-    std::vector<float> best_ids;
+    std::vector<std::int64_t> best_ids;
     for (std::size_t q = 0; q < queries.rows; ++q) {
         double best = -INFINITY;
         double second = -INFINITY;
@@ -357,14 +357,14 @@ TEST_CASE("ip search with 8-bit codes finds each query's largest true inner prod
         }
         if (best - second > 2.0 * norm1 * error + 1e-3 * std::abs(best)) {
             clear.push_back(q);
-            best_ids.push_back(static_cast<float>(best_id));
+            best_ids.push_back(static_cast<std::int64_t>(best_id));
         }
     }
     INFO(clear.size() << " of " << queries.rows << " queries have one clear answer; code error " << error);
     REQUIRE(clear.size() >= queries.rows / 2);
     std::vector<std::uint32_t> rows(clear.begin(), clear.end());
     const Matrix clear_queries = select_rows(queries, rows);
-    Matrix truth(clear.size(), 1);
+    IdMatrix truth(clear.size(), 1);
     truth.data = best_ids;
     CHECK(recall_at(search(with_codes, clear_queries, {10, 0}), truth, 1) == 1.0);
     VlatFile anchors_only = compressed(x, 64, 0, rng);

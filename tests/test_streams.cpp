@@ -82,7 +82,7 @@ TEST_CASE("compress - reads standard input in the format --input-format names", 
     const CommandResult unknown = run_cli("compress " + quote(sample.npy) + " --input-format npz -o " + quote(piped));
     CHECK(unknown.exit_code == 2);
     CHECK_THAT(unknown.output,
-               Contains("unknown format 'npz'") && Contains("fvecs bvecs ivecs fbin u8bin npy h5 hdf5"));
+               Contains("unknown format 'npz'") && Contains("fvecs bvecs ivecs fbin u8bin i8bin npy h5 hdf5"));
     const CommandResult empty = run_command(cli_command() + " compress - --input-format npy -o " + quote(piped) +
                                             " --device cpu < /dev/null");
     CHECK(empty.exit_code == 1);

@@ -1,6 +1,7 @@
 // Vector file readers and writers. The format is chosen by the file's extension, or by a format
 // named the same way without the dot (npy), which a stream with no name to go by needs:
-//   .fvecs .bvecs .ivecs (TEXMEX)   .fbin .u8bin (big-ann)   .npy (float32, float16, uint8; C order)
+//   .fvecs .bvecs .ivecs (TEXMEX)   .fbin .u8bin .i8bin (big-ann)
+//   .npy (float32, float64, float16, uint8, int8; C order)
 //   .h5 .hdf5 (one dataset by name)
 // Every reader checks the sizes its header promises against the file's length before it allocates,
 // and every error names the file (and the row or field where there is one).
@@ -21,6 +22,19 @@ struct ReadOptions {
 
 // Reads the whole file as float32 rows (narrower element types are widened).
 Matrix read_vectors(const std::string& path, const ReadOptions& options = {});
+
+// Throws Error naming `path` unless it is a regular, non-empty file: the check every reader makes
+// before it opens one (a named pipe would block the open), for a command to make before any work.
+void check_input_file(const std::string& path);
+
+// Vector ids, one row per query: a ground truth's true neighbours. Integers are read exactly (.ivecs;
+// .npy int32, int64, uint32, uint64; an HDF5 integer dataset, `neighbors` in the ann-benchmarks
+// layout); any other file read_vectors reads is taken when every value is a whole number >= 0.
+// Throws Error naming the file and, for a value that is no id, its row and column.
+IdMatrix read_ids(const std::string& path, const ReadOptions& options = {});
+
+// Throws Error naming `name`, the row and the column of the first id outside [0, n).
+void check_vector_ids(const IdMatrix& ids, std::uint64_t n, const std::string& name);
 
 // Whether the HDF5 file at `path` has a dataset (or any object) at `dataset`; throws Error when the
 // file cannot be opened as HDF5.

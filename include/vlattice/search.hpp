@@ -48,18 +48,13 @@ void check_search(const VlatFile& file, const Matrix& queries, const SearchOptio
 // (load_points does it).
 Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOptions& options);
 
-// k-recall@k of `found` against the first k columns of `truth` (ids as read_vectors returns them,
-// float32, one row per query): the share of the true k nearest among the first k found, averaged
+// k-recall@k of `found` against the first k columns of `truth` (ids as read_ids returns them, one
+// row per query): the share of the true k nearest among the first k found, averaged
 // over the queries. Throws Error on shapes that do not fit.
-double recall_at(const Neighbors& found, const Matrix& truth, std::size_t k);
+double recall_at(const Neighbors& found, const IdMatrix& truth, std::size_t k);
 
 // What Neighbors::distances hold for a file of `metric`: "inner_product" for ip, else "squared_l2".
 const char* distance_name(Metric metric);
-
-// Throws Error naming `name`, the row and the column of the first entry of `truth` that is not a
-// vector id in [0, n): ground truth holds ids, and anything else (say, the vectors themselves, or
-// ids of another set) would score as a plausible but meaningless recall.
-void check_neighbor_ids(const Matrix& truth, std::uint64_t n, const std::string& name);
 
 // Writes an HDF5 file (.h5/.hdf5) with datasets `neighbors` (int64, queries x k) and `distances`
 // (float32), and the text attribute `distance` (distance_name(metric)), under a temporary name

@@ -37,6 +37,19 @@ struct Matrix {
     const float* row(std::size_t i) const { return data.data() + i * cols; }
 };
 
+// Row-major vector ids, one row per query: the true neighbours a ground truth lists.
+struct IdMatrix {
+    std::size_t rows = 0;
+    std::size_t cols = 0;
+    std::vector<std::int64_t> data;
+
+    IdMatrix() = default;
+    IdMatrix(std::size_t r, std::size_t c) : rows(r), cols(c), data(r * c, 0) {}
+
+    std::int64_t* row(std::size_t i) { return data.data() + i * cols; }
+    const std::int64_t* row(std::size_t i) const { return data.data() + i * cols; }
+};
+
 // The listed rows of `from`, in list order (each id below from.rows).
 Matrix select_rows(const Matrix& from, const std::vector<std::uint32_t>& rows);
 

@@ -1,5 +1,6 @@
 #include "anneal_options.hpp"
 
+#include "activity.hpp"
 #include "number_options.hpp"
 
 #include "vlattice/io.hpp"
@@ -117,7 +118,7 @@ LoadedPoints load_input(const std::string& command, const std::string& path, con
     ReadOptions options;
     options.dataset = args.dataset;
     options.format = args.input_format;
-    LoadedPoints loaded = load_points(path, options, metric);
+    LoadedPoints loaded = during("reading INPUT " + path, [&] { return load_points(path, options, metric); });
     if (loaded.zero_rows > 0 && !quiet) {
         print_notice(command, "warning",
                      std::to_string(loaded.zero_rows) + " vectors are all zero; with --metric angular they have no "

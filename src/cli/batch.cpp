@@ -9,6 +9,7 @@
 #include "batch_resume.hpp"
 #include "batch_summary.hpp"
 #include "commands.hpp"
+#include "device_note.hpp"
 #include "folder_lock.hpp"
 #include "options.hpp"
 
@@ -67,7 +68,7 @@ void add_options(po::options_description& options, BatchArgs& a) {
     options.add_options()
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
          "auto (the GPU when one is usable, else the CPU), cpu, or cuda")
-        ("quiet", po::bool_switch(&a.quiet), "print nothing but errors");
+        ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors");
 }
 
 // Checks every output against the inputs and the others, and sweeps what killed runs left for them.

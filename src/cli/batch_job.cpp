@@ -1,6 +1,7 @@
 #include "batch_job.hpp"
 
 #include "batch_resume.hpp"
+#include "device_note.hpp"
 #include "progress.hpp"
 
 #include "vlattice/anneal.hpp"
@@ -28,7 +29,7 @@ constexpr std::size_t kRecallAt = 10;
 
 struct Evaluation {
     Matrix queries;
-    Matrix neighbors;
+    IdMatrix neighbors;
 };
 
 // The HDF5 input's `test` and `neighbors`, checked against the n x d vectors of `train_name`; none
@@ -39,7 +40,7 @@ std::optional<Evaluation> load_evaluation(const std::string& file, const std::st
         return std::nullopt;
     }
     Evaluation evaluation{load_points(file, ReadOptions{"test"}, metric).points,
-                          read_vectors(file, ReadOptions{"neighbors"})};
+                          read_ids(file, ReadOptions{"neighbors"})};
     const std::string test_name = file + ":test";
     const std::string neighbors_name = file + ":neighbors";
     if (evaluation.queries.cols != d) {
@@ -52,7 +53,7 @@ std::optional<Evaluation> load_evaluation(const std::string& file, const std::st
                     std::to_string(evaluation.queries.rows) + " queries in " + test_name +
                     " needs one row per query of at least " + std::to_string(kRecallAt) + " ids");
     }
-    check_neighbor_ids(evaluation.neighbors, n, neighbors_name);
+    check_vector_ids(evaluation.neighbors, n, neighbors_name);
     return evaluation;
 }
 
@@ -76,9 +77,7 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     }
     config.anchors = anchors_for(coding, loaded.points.rows, config.anchors);
     BackendChoice choice = make_backend(device, anneal.gpu, config.threads);
-    if (!choice.note.empty() && !args.quiet && plan.index == 0) {
-        print_notice("batch", "note", choice.note);
-    }
+    print_device_note("batch", choice.note, args.quiet);
     ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), config.max_iters, loaded.points.rows);
     const FitResult result =
         fit(loaded.points, config, *choice.backend, [&](const IterationRecord& record) { progress.update(record); });

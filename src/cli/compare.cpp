@@ -1,6 +1,7 @@
 // vlattice compare INPUT: the same run on the CPU and on the GPU, side by side.
 #include "anneal_options.hpp"
 #include "commands.hpp"
+#include "input_files.hpp"
 #include "options.hpp"
 #include "progress.hpp"
 
@@ -76,7 +77,7 @@ void add_options(po::options_description& options, CompareArgs& a) {
     add_anneal_options(options, a.anneal);
     options.add_options()
         ("json", po::bool_switch(&a.json), "print one JSON object instead of the table")
-        ("quiet", po::bool_switch(&a.quiet), "no progress display and no warnings; the table or JSON still prints");
+        ("quiet,q", po::bool_switch(&a.quiet), "no progress display and no warnings; the table or JSON still prints");
 }
 
 // Asked before the CPU run, so that a machine without a GPU fails at once, with the reason.
@@ -183,6 +184,7 @@ int compare(int argc, char** argv) {
     Comparison c;
     c.input = values["input"].as<std::string>();
     check_anneal_args(args.anneal);
+    check_inputs({{"INPUT", c.input}});
     c.config = args.anneal.config;
     c.metric = metric_of(args.anneal, c.input);
 

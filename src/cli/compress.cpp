@@ -1,7 +1,10 @@
 // vlattice compress INPUT -o OUT.vlat: load, anneal, write the .vlat (and the run report).
+#include "activity.hpp"
 #include "anneal_options.hpp"
 #include "coding_options.hpp"
 #include "commands.hpp"
+#include "device_note.hpp"
+#include "input_files.hpp"
 #include "options.hpp"
 #include "progress.hpp"
 
@@ -30,13 +33,14 @@ const CommandHelp kHelp{
     "Learns M anchors for the vectors in INPUT with an annealed, outlier-robust\n"
     "k-means and stores each vector as the id of its anchor, plus, with --bits or a\n"
     "--target-bytes/--target-ratio budget, a scalar code of its residual from it.\n"
-    "INPUT: .fvecs .bvecs .ivecs .fbin .u8bin, .npy (float32, float16, uint8),\n"
-    ".h5/.hdf5 (the dataset named by --dataset), or - for standard input: read to\n"
-    "its end into memory before the run, in the format --input-format names.\n"
-    "Values must be finite and (after --metric angular scales each vector to unit\n"
-    "length) within +-sqrt(FLT_MAX / (8 d)), 2.3e18 at d = 8, so that squared\n"
-    "distances fit float32; the largest |value| must be 0 or at least 2^-46\n"
-    "(1.42e-14). The error names the row and column of a value that is not.",
+    "INPUT: .fvecs .bvecs .ivecs .fbin .u8bin .i8bin, .npy (float32, float64,\n"
+    "float16, uint8, int8), .h5/.hdf5 (the dataset named by --dataset), or - for\n"
+    "standard input: read to its end into memory before the run, in the format\n"
+    "--input-format names. float64 is narrowed to float32. Values must be finite\n"
+    "and (after --metric angular scales each vector to unit length) within\n"
+    "+-sqrt(FLT_MAX / (8 d)), 2.3e18 at d = 8, so that squared distances fit\n"
+    "float32; the largest |value| must be 0 or at least 2^-46 (1.42e-14). The error\n"
+    "names the row and column of a value that is not.",
 };
 
 struct CompressArgs {
@@ -68,7 +72,7 @@ void add_options(po::options_description& options, CompressArgs& a) {
          "f32, or f16 (half the anchor bytes; anchors rounded to half precision)")
         ("report", po::value(&a.report)->value_name("FILE"),
          "also write a JSON run report: config, every iteration, seconds per phase")
-        ("quiet", po::bool_switch(&a.quiet), "print nothing but errors");
+        ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors");
 }
 
 void print_summary(const RunInput& input, const AnnealConfig& config, const FitResult& result,
@@ -114,17 +118,16 @@ int compress(int argc, char** argv) {
     if (!args.report.empty()) {
         report_file.emplace(args.report);
     }
+    check_inputs({{"INPUT", args.input}});
 
     BackendChoice choice = make_backend(device, args.anneal.gpu, config.threads);
-    if (!choice.note.empty() && !args.quiet) {
-        print_notice(kHelp.name, "note", choice.note);
-    }
 
     ReportContext context;
     context.backend = choice.backend->name();
     auto start = std::chrono::steady_clock::now();
     const LoadedPoints loaded = load_input(kHelp.name, args.input, args.anneal, metric, args.quiet);
     context.load_seconds = seconds_since(start);
+    print_device_note(kHelp.name, choice.note, args.quiet);
     context.input = {args.input, loaded.points.rows, loaded.points.cols, metric};
     const CodingRequest coding = coding_request(values, args.coding, loaded.points.cols);
     const std::size_t budget_anchors = anchors_for(coding, loaded.points.rows, config.anchors);
@@ -140,13 +143,16 @@ int compress(int argc, char** argv) {
     }
 
     ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), config.max_iters, loaded.points.rows);
-    const FitResult result =
-        fit(loaded.points, config, *choice.backend, [&](const IterationRecord& record) { progress.update(record); });
+    const FitResult result = during("fitting " + std::to_string(config.anchors) + " anchors", [&] {
+        return fit(loaded.points, config, *choice.backend,
+                   [&](const IterationRecord& record) { progress.update(record); });
+    });
     progress.finish();
 
     start = std::chrono::steady_clock::now();
     // The .vlat and the report are renamed into place together, once both are written.
     OutputGroup written;
+    const Activity writing("coding the vectors and writing -o " + args.output);
     const std::vector<std::uint8_t> widths = residual_widths(coding, loaded.points, result);
     nlohmann::json metadata = run_metadata(config, result, context.input);
     metadata["residuals"] = coding_json(coding, widths);

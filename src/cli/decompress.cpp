@@ -1,6 +1,9 @@
 // vlattice decompress IN.vlat -o OUT: write the vectors the file stands for, and with --reference
 // measure how far they are from the original.
+#include "activity.hpp"
 #include "commands.hpp"
+#include "device_note.hpp"
+#include "input_files.hpp"
 #include "number_options.hpp"
 #include "options.hpp"
 
@@ -8,6 +11,7 @@
 #include "vlattice/device.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/io.hpp"
+#include "vlattice/memory.hpp"
 #include "vlattice/pipeline.hpp"
 #ifdef VLATTICE_HAVE_CUDA
 #include "vlattice/cuda_search.hpp"
@@ -66,7 +70,7 @@ void add_options(po::options_description& options, DecompressArgs& a) {
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
          "where to decode: auto (the GPU when one is usable, else the CPU), cpu, or cuda")
         ("gpu", whole_number(&a.gpu, 0)->default_value(0)->value_name("N"), "which GPU")
-        ("quiet", po::bool_switch(&a.quiet), "print nothing but errors and the error asked for by --reference");
+        ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors and the error asked for by --reference");
 }
 
 int decompress(int argc, char** argv) {
@@ -99,23 +103,28 @@ int decompress(int argc, char** argv) {
     std::FILE* const messages = to_stdout ? stderr : stdout;
 
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
-    const VlatFile file = read_vlat(args.input);
+    check_inputs({{"INPUT", args.input}, {"--reference", args.reference}});
+    const VlatFile file = during("reading " + args.input, [&] { return read_vlat(args.input); });
     const GpuChoice gpu = choose_gpu(device, args.gpu);
-    if (!gpu.note.empty() && !args.quiet) {
-        print_notice(kHelp.name, "note", gpu.note);
-    }
+    print_device_note(kHelp.name, gpu.note, args.quiet);
+    // With one anchor the ids take no bits, so a small file can stand for more vectors than memory holds.
+    check_memory(args.input + ": decoding " + count_text(file.n) + " x " + count_text(file.d) + " float32",
+                 table_bytes(file.n, file.d, sizeof(float)));
+    const Matrix reconstruction = during("decoding the vectors", [&] {
 #ifdef VLATTICE_HAVE_CUDA
-    const Matrix reconstruction = gpu.use ? reconstruct_cuda(file, args.gpu) : reconstruct(file);
+        return gpu.use ? reconstruct_cuda(file, args.gpu) : reconstruct(file);
 #else
-    const Matrix reconstruction = reconstruct(file);
+        return reconstruct(file);
 #endif
+    });
     // The reference is read and compared before anything is written, so a bad reference leaves the
     // output as it was.
     std::optional<double> mse;
     if (!args.reference.empty()) {
         ReadOptions read_options;
         read_options.dataset = args.dataset;
-        const LoadedPoints original = load_points(args.reference, read_options, file.metric);
+        const LoadedPoints original = during("reading --reference " + args.reference,
+                                             [&] { return load_points(args.reference, read_options, file.metric); });
         if (original.points.rows != reconstruction.rows || original.points.cols != reconstruction.cols) {
             throw Error("--reference " + args.reference + " holds " + std::to_string(original.points.rows) + " x " +
                         std::to_string(original.points.cols) + " vectors, but " + args.input + " stands for " +
@@ -126,7 +135,7 @@ int decompress(int argc, char** argv) {
     if (to_stdout) {
         write_vectors(std::cout, kStandardOutput, reconstruction, args.output_format);
     } else {
-        write_vectors(args.output, reconstruction, args.output_format);
+        during("writing -o " + args.output, [&] { write_vectors(args.output, reconstruction, args.output_format); });
     }
 
     if (!args.quiet) {

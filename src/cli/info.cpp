@@ -1,4 +1,5 @@
 // vlattice info IN.vlat [--json]: what a .vlat holds and what it costs per vector.
+#include "activity.hpp"
 #include "commands.hpp"
 #include "options.hpp"
 
@@ -133,7 +134,7 @@ int info(int argc, char** argv) {
         return 0;
     }
     const std::string path = values["input"].as<std::string>();
-    const nlohmann::json described = describe(read_vlat(path), path);
+    const nlohmann::json described = describe(during("reading " + path, [&] { return read_vlat(path); }), path);
     if (as_json) {
         // ASCII only: the metadata's strings come from the file, and \u escapes keep every control
         // character (C1 included) off the terminal.

@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include "activity.hpp"
+
 #include "vlattice/atomic_file.hpp"
 #include "vlattice/printable.hpp"
 
@@ -63,7 +65,10 @@ int run_guarded(const std::string& command, const std::function<int()>& body) {
     } catch (const Error& e) {
         std::cerr << prefix << printable(e.what()) << '\n';
     } catch (const std::bad_alloc&) {
-        std::cerr << prefix << "out of memory\n";
+        const std::string& step = failed_activity();
+        std::cerr << prefix << "ran out of memory" << (step.empty() ? "" : " while " + step)
+                  << " (the allocation failed: the data or the options ask for more memory than this machine, or "
+                     "the process's limit, allows)\n";
     } catch (const std::exception& e) {
         std::cerr << prefix << "unexpected failure: " << printable(e.what()) << '\n';
     }

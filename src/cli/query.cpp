@@ -1,12 +1,16 @@
 // vlattice query IN.vlat --queries FILE: k-NN over the compressed set, with recall when the true
 // neighbours are known.
+#include "activity.hpp"
 #include "commands.hpp"
+#include "device_note.hpp"
+#include "input_files.hpp"
 #include "number_options.hpp"
 #include "options.hpp"
 
 #include "vlattice/device.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/io.hpp"
+#include "vlattice/memory.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/search.hpp"
 #ifdef VLATTICE_HAVE_CUDA
@@ -39,7 +43,8 @@ const CommandHelp kHelp{
     "takes the largest inner products and reports the inner products. Ties go to\n"
     "the lowest id. --nprobe all scores every vector (exhaustive).\n"
     "Prints queries per second and, with --ground-truth (ids, one row per query, as\n"
-    "an ann-benchmarks file's `neighbors`), r-recall@r for r = 1, 10, 100 up to k.\n"
+    "an ann-benchmarks file's `neighbors`), r-recall@r for r = 1, 10, 100 up to k;\n"
+    "an r beyond the ground truth's ids per query is left out, with a note saying so.\n"
     "Queries of a file made with --metric angular are normalised first; those of an\n"
     "ip file are used as given.",
 };
@@ -59,17 +64,21 @@ struct QueryArgs {
     int gpu = 0;
     int threads = 0;
     bool json = false;
+    bool quiet = false;
 };
 
 void add_options(po::options_description& options, QueryArgs& a) {
     options.add_options()
         ("queries", po::value(&a.queries)->required()->value_name("FILE"), "query vectors, any format compress reads")
         ("dataset", po::value(&a.dataset)->default_value("test")->value_name("NAME"), "dataset of an HDF5 --queries")
-        ("k", whole_number(&a.k, 1LL)->default_value(a.k)->value_name("K"), "neighbours per query")
+        ("k", whole_number(&a.k, 1LL)->default_value(a.k)->value_name("K"),
+         "neighbours per query, from 1 to the number of vectors in IN.vlat")
         ("nprobe", po::value(&a.nprobe)->default_value("16")->value_name("P"),
          "anchors visited per query, or `all` for exhaustive search")
         ("ground-truth", po::value(&a.ground_truth)->value_name("FILE[:DATASET]"),
-         "true neighbour ids per query (an HDF5 file's dataset, `neighbors` by default; or .ivecs, .npy ...)")
+         "true neighbour ids, one row per query of --queries, in their order: an HDF5 file's dataset "
+         "(`neighbors` by default), .ivecs, .npy of int32 or int64 (as numpy and FAISS write them), or any "
+         "vector file of whole numbers")
         ("limit", whole_number(&a.limit, 0LL)->default_value(0)->value_name("N"),
          "use only the first N queries (0: all)")
         ("output,o", po::value(&a.output)->value_name("FILE.hdf5"),
@@ -82,7 +91,9 @@ void add_options(po::options_description& options, QueryArgs& a) {
         ("threads", whole_number(&a.threads, 0)->default_value(0)->value_name("N"), "CPU threads (0: every core)")
         ("json", po::bool_switch(&a.json),
          "print one JSON object: settings (with the file's `metric` and what the distances are, `distance`: "
-         "squared_l2 or inner_product), timing, recall, ids and distances (null where no neighbour)");
+         "squared_l2 or inner_product), timing, recall, ids and distances (null where no neighbour)")
+        ("quiet,q", po::bool_switch(&a.quiet),
+         "print nothing but errors and the recall asked for by --ground-truth (--json still prints the JSON)");
 }
 
 std::size_t parse_nprobe(const std::string& text) {
@@ -114,12 +125,36 @@ std::pair<std::string, std::string> split_ground_truth(const std::string& text) 
     return {text, "neighbors"};
 }
 
-Matrix first_rows(Matrix matrix, std::size_t count) {
-    if (count > 0 && count < matrix.rows) {
-        matrix.rows = count;
-        matrix.data.resize(count * matrix.cols);
+// The first `count` rows (all of them for 0): of the queries (Matrix) or of their ground truth (IdMatrix).
+template <class Table>
+Table first_rows(Table table, std::size_t count) {
+    if (count > 0 && count < table.rows) {
+        table.rows = count;
+        table.data.resize(count * table.cols);
     }
-    return matrix;
+    return table;
+}
+
+// The true neighbours of every query of --queries (one row each, so that row q is query q's),
+// cut to the queries --limit keeps; every id must name a vector of the file.
+IdMatrix read_ground_truth(const std::string& path, const std::string& dataset, const std::string& name,
+                           std::size_t query_count, std::size_t kept, std::uint64_t n) {
+    ReadOptions read;
+    read.dataset = dataset;
+    IdMatrix truth = during("reading --ground-truth " + name, [&] { return read_ids(path, read); });
+    if (truth.rows != query_count) {
+        throw Error(name + ": " + std::to_string(truth.rows) + " rows of true neighbours for " +
+                    std::to_string(query_count) + " queries; a ground truth has one row per query, in their order");
+    }
+    truth = first_rows(std::move(truth), kept);
+    check_vector_ids(truth, n, name);
+    return truth;
+}
+
+void print_recall(const nlohmann::json& recall) {
+    for (const auto& [name, value] : recall.items()) {
+        std::printf("recall      %s %.4f\n", name.c_str(), value.get<double>());
+    }
 }
 
 int query(int argc, char** argv) {
@@ -129,9 +164,10 @@ int query(int argc, char** argv) {
         return 0;
     }
     args.input = values["input"].as<std::string>();
-    check_outputs({{"-o", args.output}}, {{"INPUT", args.input},
-                                                   {"--queries", args.queries},
-                                                   {"--ground-truth", split_ground_truth(args.ground_truth).first}});
+    const std::vector<NamedPath> inputs = {{"INPUT", args.input},
+                                           {"--queries", args.queries},
+                                           {"--ground-truth", split_ground_truth(args.ground_truth).first}};
+    check_outputs({{"-o", args.output}}, inputs);
     if (!args.output.empty()) {
         check_search_results_output(args.output);
     }
@@ -141,48 +177,53 @@ int query(int argc, char** argv) {
     search_options.k = static_cast<std::size_t>(args.k);
     search_options.nprobe = parse_nprobe(args.nprobe);
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
+    check_inputs(inputs);
     if (args.threads > 0) {
         omp_set_num_threads(args.threads);
     }
 
-    const VlatFile file = read_vlat(args.input);
+    const VlatFile file = during("reading " + args.input, [&] { return read_vlat(args.input); });
+    require_option(static_cast<std::uint64_t>(args.k) <= file.n, "--k",
+                   ("at most the number of vectors in " + args.input + " (" + std::to_string(file.n) + ")").c_str(),
+                   args.k);
     ReadOptions query_read;
     query_read.dataset = args.dataset;
-    const Matrix queries = first_rows(load_points(args.queries, query_read, file.metric).points,
-                                        static_cast<std::size_t>(args.limit));
+    Matrix queries =
+        during("reading --queries " + args.queries, [&] { return load_points(args.queries, query_read, file.metric); })
+            .points;
+    const std::size_t query_count = queries.rows;
+    queries = first_rows(std::move(queries), static_cast<std::size_t>(args.limit));
     if (queries.cols != file.d) {
         throw Error(args.queries + ": the queries have " + std::to_string(queries.cols) + " dimensions, " + args.input +
                     " has " + std::to_string(file.d));
     }
-    Matrix truth;
+    const std::string results = count_text(queries.rows) + " x " + count_text(search_options.k);
+    check_memory("--k " + std::to_string(args.k) + " for " + count_text(queries.rows) + " queries: " + results +
+                     " neighbours (ids and distances)",
+                 table_bytes(queries.rows, search_options.k, sizeof(std::int64_t) + sizeof(float)));
+    IdMatrix truth;
     std::string truth_name;
     if (!args.ground_truth.empty()) {
         const auto [path, dataset] = split_ground_truth(args.ground_truth);
         truth_name = is_hdf5_path(path) ? path + ":" + dataset : path;
-        ReadOptions truth_read;
-        truth_read.dataset = dataset;
-        truth = first_rows(read_vectors(path, truth_read), queries.rows);
-        if (truth.rows != queries.rows) {
-            throw Error(truth_name + ": " + std::to_string(truth.rows) + " rows of true neighbours for " +
-                        std::to_string(queries.rows) + " queries");
-        }
-        check_neighbor_ids(truth, file.n, truth_name);
+        truth = read_ground_truth(path, dataset, truth_name, query_count, queries.rows, file.n);
     }
     const GpuChoice gpu = choose_gpu(device, args.gpu);
-    if (!gpu.note.empty() && !args.json) {
-        print_notice(kHelp.name, "note", gpu.note);
-    }
+    // Notes would not be JSON: --json prints nothing else on stdout, and keeps stderr for errors.
+    const bool quiet = args.quiet || args.json;
+    print_device_note(kHelp.name, gpu.note, quiet);
 
     const auto start = std::chrono::steady_clock::now();
+    const Neighbors found = during("searching", [&] {
 #ifdef VLATTICE_HAVE_CUDA
-    const Neighbors found = gpu.use ? search_cuda(file, queries, search_options, args.gpu)
-                                    : search(file, queries, search_options);
+        return gpu.use ? search_cuda(file, queries, search_options, args.gpu) : search(file, queries, search_options);
 #else
-    const Neighbors found = search(file, queries, search_options);
+        return search(file, queries, search_options);
 #endif
+    });
     const double seconds = seconds_since(start);
     if (!args.output.empty()) {
-        write_search_results(args.output, found, file.metric);
+        during("writing -o " + args.output, [&] { write_search_results(args.output, found, file.metric); });
     }
 
     const std::size_t m = file.anchors.rows;
@@ -204,12 +245,24 @@ int query(int argc, char** argv) {
     if (!truth_name.empty()) {
         report["ground_truth"] = truth_name;
         for (const std::size_t r : {1, 10, 100}) {
-            if (r <= search_options.k && r <= truth.cols) {
-                report["recall"][std::to_string(r) + "-recall@" + std::to_string(r)] = recall_at(found, truth, r);
+            const std::string name = std::to_string(r) + "-recall@" + std::to_string(r);
+            if (r > search_options.k) {
+                continue;
             }
+            if (r > truth.cols) {
+                // Said rather than silently dropped: the user asked for a k this recall belongs to.
+                const std::string why = "the ground truth has " + std::to_string(truth.cols) + " ids per query";
+                report["recall_left_out"][name] = why;
+                if (!quiet) {
+                    print_notice(kHelp.name, "note", name + " left out: " + why);
+                }
+                continue;
+            }
+            report["recall"][name] = recall_at(found, truth, r);
         }
     }
     if (args.json) {
+        const Activity printing("printing the neighbours as JSON");
         report["ids"] = nlohmann::json::array();
         report["distances"] = nlohmann::json::array();
         for (std::size_t q = 0; q < found.queries; ++q) {
@@ -226,6 +279,10 @@ int query(int argc, char** argv) {
         std::cout << report.dump() << '\n';
         return 0;
     }
+    if (args.quiet) {
+        print_recall(report["recall"]);
+        return 0;
+    }
     std::printf("queries     %zu x %zu from %s\n", queries.rows, queries.cols, args.queries.c_str());
     std::printf("search      k = %zu, nprobe %zu of %zu anchors, %s; distances are %s\n", search_options.k, probed, m,
                 gpu.use ? "cuda" : "cpu", file.metric == Metric::ip ? "inner products" : "squared L2");
@@ -233,9 +290,7 @@ int query(int argc, char** argv) {
                 100.0 * report["visited_per_query"].get<double>() / static_cast<double>(file.n),
                 static_cast<unsigned long long>(file.n));
     std::printf("speed       %.1f queries per second (%.4f s)\n", report["queries_per_second"].get<double>(), seconds);
-    for (const auto& [name, value] : report["recall"].items()) {
-        std::printf("recall      %s %.4f\n", name.c_str(), value.get<double>());
-    }
+    print_recall(report["recall"]);
     for (std::size_t q = 0; q < std::min(kShownQueries, found.queries); ++q) {
         std::printf("query %zu:", q);
         for (std::size_t r = 0; r < std::min<std::size_t>(found.k, 10); ++r) {

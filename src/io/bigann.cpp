@@ -33,8 +33,8 @@ Matrix read_bigann(const std::string& path, const char* type_name) {
         throw Error(path + ": " + std::to_string(file.size() - expected) + " bytes after the " + promise +
                     " the header promises; is the extension right?");
     }
-    Matrix points(rows, cols);
-    read_as_float<T>(file, points.data.size(), points.data.data(), "the vectors");
+    Matrix points = allocate_table<Matrix>(path, rows, cols);
+    read_as<T>(file, points.data.size(), points.data.data(), "the vectors");
     return points;
 }
 
@@ -58,6 +58,10 @@ void write_fbin(std::ostream& out, const std::string& name, const Matrix& points
     out.write(reinterpret_cast<const char*>(header), sizeof header);
     out.write(reinterpret_cast<const char*>(points.data.data()),
               static_cast<std::streamsize>(points.data.size() * sizeof(float)));
+}
+
+Matrix read_i8bin(const std::string& path) {
+    return read_bigann<std::int8_t>(path, "int8");
 }
 
 }  // namespace vlattice::io

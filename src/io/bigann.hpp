@@ -1,5 +1,5 @@
-// big-ann-benchmarks vector files (.fbin .u8bin): uint32 n, uint32 d, then n * d float32 or uint8
-// values, row-major.
+// big-ann-benchmarks vector files (.fbin .u8bin .i8bin): uint32 n, uint32 d, then n * d float32,
+// uint8 or int8 values, row-major.
 #pragma once
 
 #include "vlattice/types.hpp"
@@ -11,6 +11,7 @@ namespace vlattice::io {
 
 Matrix read_fbin(const std::string& path);
 Matrix read_u8bin(const std::string& path);
+Matrix read_i8bin(const std::string& path);
 
 // Writes float32 .fbin; `name` names the output in the Error for a shape that does not fit the header.
 void write_fbin(std::ostream& out, const std::string& name, const Matrix& points);

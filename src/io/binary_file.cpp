@@ -16,10 +16,14 @@ std::string system_reason() {
     return std::strerror(errno);
 }
 
-std::uint64_t regular_file_size(const std::string& path, const struct stat& info) {
+void require_regular(const std::string& path, const struct stat& info) {
     if (!S_ISREG(info.st_mode)) {
         throw Error(path + ": not a regular file");
     }
+}
+
+std::uint64_t regular_file_size(const std::string& path, const struct stat& info) {
+    require_regular(path, info);
     if (info.st_size == 0) {
         throw Error(path + ": empty file");
     }
@@ -34,6 +38,15 @@ std::uint64_t nonempty_file_size(const std::string& path) {
         throw Error(path + ": cannot open (" + system_reason() + ")");
     }
     return regular_file_size(path, info);
+}
+
+bool regular_file_exists(const std::string& path) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) {
+        return false;
+    }
+    require_regular(path, info);
+    return true;
 }
 
 std::string shape_text(const std::vector<std::uint64_t>& shape) {

@@ -15,6 +15,11 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "vlattice's readers ass
 // Size in bytes of a regular, non-empty file; Error naming the file otherwise.
 std::uint64_t nonempty_file_size(const std::string& path);
 
+// False when nothing is at `path`, true for a regular file, an Error naming it for anything else (a
+// named pipe, a device, a folder): for files a library opens on its own, which would wait forever
+// on a named pipe.
+bool regular_file_exists(const std::string& path);
+
 // a * b, or an Error naming the file when the product does not fit in 64 bits (only a corrupt
 // header can ask for that much).
 std::uint64_t checked_multiply(const std::string& path, std::uint64_t a, std::uint64_t b);

@@ -1,9 +1,14 @@
 #include "io/hdf5.hpp"
 
 #include "io/binary_file.hpp"
+#include "io/elements.hpp"
 #include "io/hdf5_handle.hpp"
+#include "io/hdf5_links.hpp"
+#include "io/ids.hpp"
 
 #include <hdf5.h>
+
+#include <functional>
 
 namespace vlattice::io {
 
@@ -47,6 +52,11 @@ void check_storage(const std::string& where, std::uint64_t file_size, hid_t data
     case H5D_COMPACT:
         return;
     case H5D_CONTIGUOUS: {
+        // libhdf5 would open those files by itself, unchecked.
+        if (H5Pget_external_count(plist.get()) > 0) {
+            throw Error(where + " keeps its data in external raw files, which vlattice does not read; store the "
+                                "data in the HDF5 file itself");
+        }
         const haddr_t offset = H5Dget_offset(dataset);
         if (offset == HADDR_UNDEF) {
             throw Error(where + " has no data written");
@@ -76,9 +86,71 @@ void check_storage(const std::string& where, std::uint64_t file_size, hid_t data
     }
 }
 
-}  // namespace
+// The file a dataset's data is in: the file opened, or the one an external link led to.
+std::string holding_file(const std::string& where, hid_t dataset) {
+    const Hdf5Handle file(H5Iget_file_id(dataset), H5Fclose);
+    const ssize_t length = file.valid() ? H5Fget_name(file.get(), nullptr, 0) : -1;
+    if (length < 0) {
+        throw Error(where + ": cannot tell which file holds it" + hdf5_reason());
+    }
+    std::string name(static_cast<std::size_t>(length) + 1, '\0');
+    H5Fget_name(file.get(), name.data(), name.size());
+    name.resize(static_cast<std::size_t>(length));
+    return name;
+}
 
-Matrix read_hdf5(const std::string& path, const std::string& dataset) {
+// Rows per block where float64 data is narrowed here: a few MiB of them, but whole chunks of a chunked
+// dataset, so that no chunk is decompressed twice.
+hsize_t rows_per_block(hid_t dataset, const hsize_t* dims) {
+    hsize_t rows = std::max<hsize_t>(1, kStagingBytes / (dims[1] * sizeof(double)));
+    const Hdf5Handle plist(H5Dget_create_plist(dataset), H5Pclose);
+    hsize_t chunk[2] = {0, 0};
+    if (H5Pget_layout(plist.get()) == H5D_CHUNKED && H5Pget_chunk(plist.get(), 2, chunk) == 2 && chunk[0] > 0) {
+        rows = (rows + chunk[0] - 1) / chunk[0] * chunk[0];
+    }
+    return std::min(rows, dims[0]);
+}
+
+// float64 is narrowed here rather than by libhdf5, which turns a value beyond float32's range into
+// Inf without saying where it was.
+void read_narrowed(hid_t dataset, hid_t space, const hsize_t* dims, Matrix& points, const std::string& where) {
+    const hsize_t block = rows_per_block(dataset, dims);
+    std::vector<double> staging(block * dims[1]);
+    for (hsize_t first = 0; first < dims[0]; first += block) {
+        const hsize_t start[2] = {first, 0};
+        const hsize_t count[2] = {std::min(block, dims[0] - first), dims[1]};
+        const Hdf5Handle memory(H5Screate_simple(2, count, nullptr), H5Sclose);
+        if (H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
+            H5Dread(dataset, H5T_NATIVE_DOUBLE, memory.get(), space, H5P_DEFAULT, staging.data()) < 0) {
+            throw Error(where + ": read failed" + hdf5_reason());
+        }
+        narrow(staging.data(), count[0] * count[1], first * dims[1], dims[1], points.row(first), where);
+    }
+}
+
+// An open 2-D numeric dataset whose shape and storage have been checked.
+struct MatrixDataset {
+    hid_t data;
+    hid_t space;
+    const hsize_t* dims;  // rows, columns
+    H5T_class_t type_class;
+    std::string where;    // "FILE: dataset 'NAME'", for errors
+};
+
+Matrix read_floats(const MatrixDataset& d) {
+    Matrix points = allocate_table<Matrix>(d.where, d.dims[0], d.dims[1]);
+    const Hdf5Handle type(H5Dget_type(d.data), H5Tclose);
+    if (d.type_class == H5T_FLOAT && H5Tget_size(type.get()) > sizeof(float)) {
+        read_narrowed(d.data, d.space, d.dims, points, d.where);
+    } else if (H5Dread(d.data, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, points.data.data()) < 0) {
+        throw Error(d.where + ": read failed" + hdf5_reason());
+    }
+    return points;
+}
+
+// Opens `dataset` of `path`, checks it, and hands it to `read`: what the vector and the id readers share.
+void read_matrix_dataset(const std::string& path, const std::string& dataset,
+                         const std::function<void(const MatrixDataset&)>& read) {
     const std::uint64_t file_size = nonempty_file_size(path);
     // libhdf5 prints its whole error stack to stderr by default; we report errors ourselves.
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
@@ -87,13 +159,23 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset) {
     if (!file.valid()) {
         throw Error(path + ": cannot open as HDF5" + hdf5_reason());
     }
-    const std::string where = path + ": dataset '" + dataset + "'";
-    if (H5Lexists(file.get(), dataset.c_str(), H5P_DEFAULT) <= 0) {
-        throw Error(path + ": no dataset '" + dataset + "' (" + top_level_names(file.get()) + ")");
+    std::string where = path + ": dataset '" + dataset + "'";
+    std::string link_refusal;
+    const Hdf5Handle access = regular_link_access(link_refusal);
+    if (H5Lexists(file.get(), dataset.c_str(), access.get()) <= 0) {
+        throw Error(!link_refusal.empty()
+                        ? link_refusal
+                        : path + ": no dataset '" + dataset + "' (" + top_level_names(file.get()) + ")");
     }
-    const Hdf5Handle data(H5Dopen2(file.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
+    const Hdf5Handle data(H5Dopen2(file.get(), dataset.c_str(), access.get()), H5Dclose);
     if (!data.valid()) {
-        throw Error(where + " cannot be opened as a dataset" + hdf5_reason());
+        throw Error(!link_refusal.empty() ? link_refusal : where + " cannot be opened as a dataset" + hdf5_reason());
+    }
+    // The storage is checked against the file that holds it, which is another one behind an external link.
+    const std::string holder = holding_file(where, data.get());
+    const std::uint64_t holder_size = holder == path ? file_size : nonempty_file_size(holder);
+    if (holder != path) {
+        where += " (in " + holder + ", through an external link)";
     }
 
     const Hdf5Handle space(H5Dget_space(data.get()), H5Sclose);
@@ -119,14 +201,32 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset) {
         throw Error(where + " does not hold integers or floating-point numbers");
     }
     const std::uint64_t element_bytes = H5Tget_size(type.get());
-    check_storage(where, file_size, data.get(), space.get(), dims,
+    check_storage(where, holder_size, data.get(), space.get(), dims,
                   checked_multiply(path, checked_multiply(path, dims[0], dims[1]), element_bytes));
+    read({data.get(), space.get(), dims, type_class, where});
+}
 
-    Matrix points(dims[0], dims[1]);
-    if (H5Dread(data.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, points.data.data()) < 0) {
-        throw Error(where + ": read failed" + hdf5_reason());
-    }
+}  // namespace
+
+Matrix read_hdf5(const std::string& path, const std::string& dataset) {
+    Matrix points;
+    read_matrix_dataset(path, dataset, [&](const MatrixDataset& d) { points = read_floats(d); });
     return points;
+}
+
+IdMatrix read_hdf5_ids(const std::string& path, const std::string& dataset) {
+    IdMatrix ids;
+    read_matrix_dataset(path, dataset, [&](const MatrixDataset& d) {
+        if (d.type_class != H5T_INTEGER) {
+            ids = whole_ids(read_floats(d), d.where);
+            return;
+        }
+        ids = allocate_table<IdMatrix>(d.where, d.dims[0], d.dims[1]);
+        if (H5Dread(d.data, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ids.data.data()) < 0) {
+            throw Error(d.where + ": read failed" + hdf5_reason());
+        }
+    });
+    return ids;
 }
 
 std::string read_hdf5_text_attribute(const std::string& path, const std::string& name) {
@@ -174,7 +274,13 @@ bool has_hdf5_dataset(const std::string& path, const std::string& dataset) {
     if (!file.valid()) {
         throw Error(path + ": cannot open as HDF5" + hdf5_reason());
     }
-    return H5Lexists(file.get(), dataset.c_str(), H5P_DEFAULT) > 0;
+    std::string link_refusal;
+    const Hdf5Handle access = regular_link_access(link_refusal);
+    const bool exists = H5Lexists(file.get(), dataset.c_str(), access.get()) > 0;
+    if (!link_refusal.empty()) {
+        throw Error(link_refusal);
+    }
+    return exists;
 }
 
 }  // namespace vlattice::io

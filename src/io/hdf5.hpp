@@ -10,6 +10,9 @@ namespace vlattice::io {
 
 Matrix read_hdf5(const std::string& path, const std::string& dataset);
 
+// Vector ids: an integer dataset read exactly, a floating-point one when its values are whole numbers.
+IdMatrix read_hdf5_ids(const std::string& path, const std::string& dataset);
+
 bool has_hdf5_dataset(const std::string& path, const std::string& dataset);
 
 // The file's text attribute `name` ("" when it has none); throws Error when it is not text.

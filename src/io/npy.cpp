@@ -2,6 +2,7 @@
 
 #include "io/binary_file.hpp"
 #include "io/elements.hpp"
+#include "io/ids.hpp"
 #include "io/npy_header.hpp"
 
 #include <cstring>
@@ -12,7 +13,8 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicBytes = sizeof kMagic - 1;
-constexpr const char* kSupportedDescr = "'<f4' (float32), '<f2' (float16) or '|u1' (uint8)";
+constexpr const char* kSupportedDescr =
+    "'<f4' (float32), '<f8' (float64), '<f2' (float16), '|u1' (uint8) or '|i1' (int8)";
 
 // Reads the preamble and returns the header text; the file is left at the first data byte.
 std::string read_header_text(BinaryFile& file) {
@@ -45,8 +47,10 @@ std::string read_header_text(BinaryFile& file) {
     return text;
 }
 
-template <typename T>
-Matrix read_data(BinaryFile& file, const NpyHeader& header, const char* type_name) {
+// Checks that the data after the header is exactly the header's shape of T, then allocates the table
+// (Matrix for vectors, IdMatrix for ids).
+template <typename T, typename Table = Matrix>
+Table sized_table(BinaryFile& file, const NpyHeader& header, const char* type_name) {
     const std::uint64_t rows = header.shape[0];
     const std::uint64_t cols = header.shape[1];
     const std::uint64_t data_bytes = checked_multiply(file.path(), checked_multiply(file.path(), rows, cols), sizeof(T));
@@ -60,8 +64,22 @@ Matrix read_data(BinaryFile& file, const NpyHeader& header, const char* type_nam
         throw Error(file.path() + ": " + std::to_string(available - data_bytes) + " bytes after the data (" + promise +
                     "); the file is corrupt");
     }
-    Matrix points(rows, cols);
-    read_as_float<T>(file, points.data.size(), points.data.data(), "the array data");
+    return allocate_table<Table>(file.path(), rows, cols);
+}
+
+template <typename T, typename Table = Matrix>
+Table read_data(BinaryFile& file, const NpyHeader& header, const char* type_name) {
+    Table table = sized_table<T, Table>(file, header, type_name);
+    read_as<T>(file, table.data.size(), table.data.data(), "the array data");
+    return table;
+}
+
+Matrix read_float64(BinaryFile& file, const NpyHeader& header) {
+    Matrix points = sized_table<double>(file, header, "float64");
+    read_converted<double>(file, points.data.size(), "the array data",
+                           [&](const double* values, std::size_t count, std::size_t first) {
+                               narrow(values, count, first, points.cols, points.data.data() + first, file.path());
+                           });
     return points;
 }
 
@@ -82,14 +100,13 @@ void check_layout(const std::string& path, const NpyHeader& header) {
     }
 }
 
-}  // namespace
-
-Matrix read_npy(const std::string& path) {
-    BinaryFile file(path);
-    const NpyHeader header = parse_npy_header(path, read_header_text(file));
-    check_layout(path, header);
+Matrix read_values(BinaryFile& file, const NpyHeader& header) {
+    const std::string& path = file.path();
     if (header.descr == "<f4") {
         return read_data<float>(file, header, "float32");
+    }
+    if (header.descr == "<f8") {
+        return read_float64(file, header);
     }
     if (header.descr == "<f2") {
         return read_data<Half>(file, header, "float16");
@@ -97,9 +114,40 @@ Matrix read_npy(const std::string& path) {
     if (header.descr == "|u1" || header.descr == "<u1") {
         return read_data<std::uint8_t>(file, header, "uint8");
     }
-    const std::string hint = header.descr == "<f8" ? " (float64: save x.astype(np.float32) instead)" : "";
-    throw Error(path + ": .npy header field 'descr' is '" + header.descr + "'" + hint + "; supported: " +
-                kSupportedDescr);
+    if (header.descr == "|i1" || header.descr == "<i1") {
+        return read_data<std::int8_t>(file, header, "int8");
+    }
+    const bool ids = header.descr == "<i4" || header.descr == "<i8" || header.descr == "<u4" || header.descr == "<u8";
+    throw Error(path + ": .npy header field 'descr' is '" + header.descr + "'; supported: " + kSupportedDescr +
+                (ids ? " (32- and 64-bit integers are read as neighbour ids, as query --ground-truth)" : ""));
+}
+
+}  // namespace
+
+Matrix read_npy(const std::string& path) {
+    BinaryFile file(path);
+    const NpyHeader header = parse_npy_header(path, read_header_text(file));
+    check_layout(path, header);
+    return read_values(file, header);
+}
+
+IdMatrix read_npy_ids(const std::string& path) {
+    BinaryFile file(path);
+    const NpyHeader header = parse_npy_header(path, read_header_text(file));
+    check_layout(path, header);
+    if (header.descr == "<i4") {
+        return read_data<std::int32_t, IdMatrix>(file, header, "int32");
+    }
+    if (header.descr == "<i8") {
+        return read_data<std::int64_t, IdMatrix>(file, header, "int64");
+    }
+    if (header.descr == "<u4") {
+        return read_data<std::uint32_t, IdMatrix>(file, header, "uint32");
+    }
+    if (header.descr == "<u8") {
+        return read_data<std::uint64_t, IdMatrix>(file, header, "uint64");
+    }
+    return whole_ids(read_values(file, header), path);
 }
 
 void write_npy(std::ostream& out, const Matrix& points) {

@@ -1,4 +1,5 @@
-// NumPy .npy files: versions 1.0, 2.0 and 3.0, C-order 2-D arrays of float32, float16 or uint8.
+// NumPy .npy files: versions 1.0, 2.0 and 3.0, C-order 2-D arrays of float32, float64 (narrowed
+// to float32, refused beyond its range), float16, uint8 or int8.
 #pragma once
 
 #include "vlattice/types.hpp"
@@ -9,6 +10,10 @@
 namespace vlattice::io {
 
 Matrix read_npy(const std::string& path);
+
+// Vector ids: int32, int64, uint32 or uint64 read exactly; the types read_npy reads when every value
+// is a whole number.
+IdMatrix read_npy_ids(const std::string& path);
 
 // Writes a version 1.0 float32 file.
 void write_npy(std::ostream& out, const Matrix& points);

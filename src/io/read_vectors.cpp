@@ -3,8 +3,10 @@
 #include "vlattice/io.hpp"
 
 #include "io/bigann.hpp"
+#include "io/binary_file.hpp"
 #include "io/hdf5.hpp"
 #include "io/hdf5_writer.hpp"
+#include "io/ids.hpp"
 #include "io/npy.hpp"
 #include "io/texmex.hpp"
 
@@ -19,7 +21,7 @@ namespace vlattice {
 
 namespace {
 
-constexpr const char* kReadable = ".fvecs .bvecs .ivecs .fbin .u8bin .npy .h5 .hdf5";
+constexpr const char* kReadable = ".fvecs .bvecs .ivecs .fbin .u8bin .i8bin .npy .h5 .hdf5";
 constexpr const char* kWritable = ".fvecs .fbin .npy .h5 .hdf5";
 
 std::string lower(std::string text) {
@@ -126,6 +128,9 @@ Matrix read_vectors(const std::string& path, const ReadOptions& options) {
     if (extension == ".u8bin") {
         return io::read_u8bin(path);
     }
+    if (extension == ".i8bin") {
+        return io::read_i8bin(path);
+    }
     if (extension == ".npy") {
         return io::read_npy(path);
     }
@@ -141,6 +146,24 @@ void check_input_format(const std::string& format) {
     if (format.empty() || readable.find(extension + " ") == std::string::npos) {
         throw_unsupported("--input-format", format.empty() ? "(empty)" : format, kReadable);
     }
+}
+
+void check_input_file(const std::string& path) {
+    io::nonempty_file_size(path);
+}
+
+IdMatrix read_ids(const std::string& path, const ReadOptions& options) {
+    const std::string extension = extension_of(path);
+    if (extension == ".ivecs") {
+        return io::read_ivecs_ids(path);
+    }
+    if (extension == ".npy") {
+        return io::read_npy_ids(path);
+    }
+    if (is_hdf5_extension(extension)) {
+        return io::read_hdf5_ids(path, options.dataset);
+    }
+    return io::whole_ids(read_vectors(path, options), path);
 }
 
 bool has_hdf5_dataset(const std::string& path, const std::string& dataset) {

@@ -44,8 +44,9 @@ void throw_truncated_or_mismatch(BinaryFile& file, Dimension dim, std::uint64_t 
                 " bytes (dimension " + std::to_string(dim) + ")");
 }
 
-template <typename T>
-Matrix read_texmex(const std::string& path) {
+// Table is Matrix (vectors) or IdMatrix (ids).
+template <typename T, typename Table = Matrix>
+Table read_texmex(const std::string& path) {
     BinaryFile file(path);
     Dimension dim = 0;
     file.read_at(0, &dim, sizeof dim, "row 0's dimension");
@@ -60,7 +61,7 @@ Matrix read_texmex(const std::string& path) {
     const std::size_t rows = file.size() / row_bytes;
     const std::size_t cols = static_cast<std::size_t>(dim);
 
-    Matrix points(rows, cols);
+    Table points = allocate_table<Table>(path, rows, cols);
     const std::size_t rows_per_block = std::max<std::size_t>(1, kStagingBytes / row_bytes);
     std::vector<char> staging(std::min(rows_per_block, rows) * row_bytes);
     // Values sit 4 bytes into each row, so they are copied out rather than read in place.
@@ -95,6 +96,10 @@ Matrix read_bvecs(const std::string& path) {
 
 Matrix read_ivecs(const std::string& path) {
     return read_texmex<std::int32_t>(path);
+}
+
+IdMatrix read_ivecs_ids(const std::string& path) {
+    return read_texmex<std::int32_t, IdMatrix>(path);
 }
 
 void write_fvecs(std::ostream& out, const std::string& name, const Matrix& points) {

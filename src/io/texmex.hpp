@@ -12,6 +12,8 @@ namespace vlattice::io {
 Matrix read_fvecs(const std::string& path);
 Matrix read_bvecs(const std::string& path);
 Matrix read_ivecs(const std::string& path);
+// An .ivecs file of vector ids (a ground truth), read exactly.
+IdMatrix read_ivecs_ids(const std::string& path);
 
 // `name` names the output in the Error for a dimension that does not fit a row header.
 void write_fvecs(std::ostream& out, const std::string& name, const Matrix& points);
