@@ -2,6 +2,8 @@
 // on the number of threads, so sums over points go through fixed-size blocks added in order.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -52,6 +54,12 @@ inline double ordered_squared_distance(const float* a, const float* b, std::size
         quarter[l] = half[l] + half[l + 4];
     }
     return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
+}
+
+// |a - b| relative to the larger magnitude; 0 when both are 0.
+inline double relative_difference(double a, double b) {
+    const double scale = std::max(std::abs(a), std::abs(b));
+    return scale > 0.0 ? std::abs(a - b) / scale : 0.0;
 }
 
 inline double squared_norm(const float* a, std::size_t d) {

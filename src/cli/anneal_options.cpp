@@ -11,11 +11,16 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
     const AnnealConfig c;
     const long long anchors = static_cast<long long>(c.anchors);
     const std::string dataset = ReadOptions{}.dataset;
+    const std::string min_gain = "once cold (T = 0), stop when the energy gains less than G of itself per iteration for " +
+                                 std::to_string(c.patience) + " iterations in a row (while hot, go cold instead); "
+                                 "0: run until the assignments stop changing, or --iters";
     options.add_options()
         ("anchors,m", po::value(&a.anchors)->default_value(anchors, show(anchors))->value_name("M"),
          "anchors to learn, 1 <= M <= number of vectors; anchors left empty are dropped, so a run may end with fewer")
         ("iters", po::value(&a.config.max_iters)->default_value(c.max_iters, show(c.max_iters))->value_name("N"),
          "maximum iterations; the run stops earlier when converged")
+        ("min-gain", po::value(&a.config.min_gain)->default_value(c.min_gain, show(c.min_gain))->value_name("G"),
+         min_gain.c_str())
         ("t0", po::value(&a.config.t0)->default_value(c.t0, show(c.t0))->value_name("T"),
          "initial temperature, >= 0; hot iterations trim more outliers and move anchors part of the way, "
          "0 runs cold (plain Lloyd steps with --trim-final) from the start")
@@ -73,6 +78,7 @@ void check_anneal_args(AnnealArgs& a) {
     require_option(a.anchors >= 1, "-m/--anchors", "at least 1", a.anchors);
     require_option(c.max_iters >= 1, "--iters", "at least 1", c.max_iters);
     require_option(c.t0 >= 0.0 && std::isfinite(c.t0), "--t0", "a finite number >= 0", c.t0);
+    require_option(c.min_gain >= 0.0 && std::isfinite(c.min_gain), "--min-gain", "a finite number >= 0", c.min_gain);
     require_option(c.cooling >= 0.0 && c.cooling < 1.0, "--cooling", "in [0, 1)", c.cooling);
     require_option(c.trim >= 0.0 && c.trim < 1.0, "--trim", "in [0, 1)", c.trim);
     require_option(c.trim_final >= 0.0 && c.trim_final < 1.0, "--trim-final", "in [0, 1)", c.trim_final);
