@@ -5,10 +5,10 @@
 
 #include "maintenance.hpp"
 #include "numeric.hpp"
+#include "stopping_rule.hpp"
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 
 namespace vlattice {
@@ -34,18 +34,6 @@ constexpr std::size_t kSplitSampleMembers = 256;
 
 std::size_t init_sample_size(const AnnealConfig& config, std::size_t n) {
     return config.init_sample > 0 ? std::min(config.init_sample, n) : std::min(n, 8 * config.anchors);
-}
-
-// |a - b| relative to the larger magnitude; 0 when both are 0.
-double relative_difference(double a, double b) {
-    const double scale = std::max(std::abs(a), std::abs(b));
-    return scale > 0.0 ? std::abs(a - b) / scale : 0.0;
-}
-
-// Converged once the energy and the assignments both stop moving.
-bool stalled(double previous_energy, const AssignStats& now, std::size_t n, double tolerance) {
-    const double relative = relative_difference(previous_energy, now.energy);
-    return relative < tolerance && static_cast<double>(now.changed) < tolerance * static_cast<double>(n);
 }
 
 // Anchors that ended with no members carry no information; they are removed and the points
@@ -145,8 +133,7 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
     }
 
     double temperature = config.t0;
-    double previous_energy = 0.0;
-    int quiet_iterations = 0;
+    StoppingRule stopping(config, n);
     bool anchors_moved_since_assign = true;
     for (int iteration = 0; iteration < config.max_iters; ++iteration) {
         const auto began = std::chrono::steady_clock::now();
@@ -171,18 +158,15 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
                          backend.name(), config, result.validation, "at iteration " + std::to_string(iteration));
         }
 
-        quiet_iterations = iteration > 0 && stalled(previous_energy, assigned, n, config.tolerance)
-                               ? quiet_iterations + 1
-                               : 0;
-        previous_energy = assigned.energy;
-        if (quiet_iterations >= config.patience) {
-            if (temperature == 0.0) {
-                result.converged = true;
-            } else {
-                // Stalled while hot: quench, and require the cold run to stall on its own.
-                temperature = 0.0;
-                quiet_iterations = 0;
-            }
+        switch (stopping.observe(assigned, temperature == 0.0)) {
+        case StopAction::go_on:
+            break;
+        case StopAction::quench:
+            temperature = 0.0;
+            break;
+        case StopAction::stop:
+            result.converged = true;
+            break;
         }
         record.temperature = temperature;
         record.trim = trim_at(config, temperature);
@@ -228,7 +212,6 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
             on_iteration(record);
         }
         if (result.converged) {
-            result.stop_reason = "converged";
             break;
         }
         temperature *= 1.0 - config.cooling;
@@ -236,9 +219,7 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
             temperature = 0.0;
         }
     }
-    if (!result.converged) {
-        result.stop_reason = "reached the maximum of " + std::to_string(config.max_iters) + " iterations";
-    }
+    result.stop_reason = stopping.reason();
 
     {
         Stopwatch watch(result.seconds.assign);

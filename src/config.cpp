@@ -36,6 +36,8 @@ void validate(const AnnealConfig& c, std::size_t n) {
     require(c.merge_factor >= 0.0, "merge_factor must be >= 0, got " + std::to_string(c.merge_factor));
     require(c.split_factor > 1.0, "split_factor must be > 1, got " + std::to_string(c.split_factor));
     require(c.tolerance >= 0.0, "tolerance must be >= 0, got " + std::to_string(c.tolerance));
+    require(c.min_gain >= 0.0 && std::isfinite(c.min_gain),
+            "min-gain must be a finite number >= 0, got " + std::to_string(c.min_gain));
     require(c.patience >= 1, "patience must be >= 1, got " + std::to_string(c.patience));
     require(c.validate_every >= 0, "validate-every must be >= 0, got " + std::to_string(c.validate_every));
     require(c.validation_tolerance > 0.0,

@@ -2,6 +2,8 @@
 // on the number of threads, so sums over points go through fixed-size blocks added in order.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -67,6 +69,12 @@ inline double ordered_squared_distance(const float* a, const float* b, std::size
 // at +0, so the result is never -0.
 inline float ordered_dot(const float* a, const float* b, std::size_t d) {
     return ordered_lane_sum(a, b, d, [](float x, float y) { return x * y; });
+}
+
+// |a - b| relative to the larger magnitude; 0 when both are 0.
+inline double relative_difference(double a, double b) {
+    const double scale = std::max(std::abs(a), std::abs(b));
+    return scale > 0.0 ? std::abs(a - b) / scale : 0.0;
 }
 
 inline double squared_norm(const float* a, std::size_t d) {

@@ -55,6 +55,7 @@ nlohmann::json config_json(const AnnealConfig& c) {
         {"merge_factor", c.merge_factor},
         {"split_factor", c.split_factor},
         {"tolerance", c.tolerance},
+        {"min_gain", c.min_gain},
         {"patience", c.patience},
         {"init_sample", c.init_sample},
         {"storage", storage_name(c.storage)},

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <limits>
@@ -132,7 +133,8 @@ TEST_CASE("cold and untrimmed, each iteration is exactly a Lloyd step", "[anneal
     config.t0 = 0.0;
     config.trim_final = 0.0;
     config.maintenance_every = 0;
-    config.tolerance = 0.0;
+    config.tolerance = 0.0;  // no stop before max_iters
+    config.min_gain = 0.0;
     config.max_iters = 6;
     config.seed = run_seed;
     config.init_sample = x.rows;
@@ -242,9 +244,10 @@ TEST_CASE("the run converges, ends at a k-means fixed point and reports consiste
     config.anchors = 12;
     config.seed = run_seed;
     config.max_iters = 200;
+    config.min_gain = 0.0;  // only a fixed point stops the run
     const FitResult result = run(x, config);
     CHECK(result.converged);
-    CHECK(result.stop_reason == "converged");
+    CHECK_THAT(result.stop_reason, Catch::StartsWith("converged: energy and assignments changed by less than"));
     CHECK(result.iterations < config.max_iters);
     CHECK(result.history.back().temperature == 0.0);
     check_consistent(x, result);
@@ -255,6 +258,81 @@ TEST_CASE("the run converges, ends at a k-means fixed point and reports consiste
             CHECK(close(result.anchors.row(j)[k], r.mean[j][k], 1e-3, 1e-3));
         }
     }
+}
+
+namespace {
+
+double gain(const FitResult& result, std::size_t iteration) {
+    const double before = result.history[iteration - 1].energy;
+    return (before - result.history[iteration].energy) / before;
+}
+
+}  // namespace
+
+TEST_CASE("with default options a fit whose energy keeps creeping down stops once iterations stop paying", "[anneal]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    // Many anchors in one Gaussian: Lloyd's steps keep moving points between anchors for hundreds of
+    // iterations, each gaining less than the one before.
+    const Matrix x = random_points(20000, 8, rng, 1);
+    AnnealConfig config;
+    config.anchors = 100;
+    config.seed = run_seed;
+    const FitResult result = run(x, config);
+    INFO(result.stop_reason);
+    REQUIRE(result.converged);
+    CHECK(result.iterations < config.max_iters);
+    CHECK_THAT(result.stop_reason,
+               Catch::StartsWith("converged: the energy gained less than 0.002 of itself per iteration for 3 iterations"));
+    const std::size_t last = result.history.size() - 1;
+    for (std::size_t k = last + 1 - static_cast<std::size_t>(config.patience); k <= last; ++k) {
+        INFO("iteration " << k);
+        CHECK(result.history[k].temperature == 0.0);
+        CHECK(gain(result, k) < config.min_gain);
+    }
+    // Not a fixed point: the gain, not the assignments, stopped it.
+    CHECK(static_cast<double>(result.history.back().changed) >= config.tolerance * static_cast<double>(x.rows));
+    check_consistent(x, result);
+
+    // What it left: all 50 iterations gain less than 2 % more (0.6-1.2 % over 8 seeds, after 17-18).
+    config.min_gain = 0.0;
+    const FitResult full = run(x, config);
+    CHECK(full.iterations == config.max_iters);
+    CHECK(result.energy <= 1.02 * full.energy);
+    CHECK_THAT(full.stop_reason, Catch::StartsWith("reached the maximum of 50 iterations; the last gained "));
+}
+
+TEST_CASE("a hot run whose gains stop paying is quenched and then stops cold on its own", "[anneal]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = random_points(20000, 8, rng, 1);
+    AnnealConfig config;
+    config.anchors = 100;
+    config.seed = run_seed;
+    config.cooling = 0.01;  // by its schedule alone, T would stay above 0.6 for all 50 iterations
+    const FitResult result = run(x, config);
+    INFO(result.stop_reason);
+    CHECK(result.converged);
+    CHECK(result.iterations < config.max_iters);
+    const auto cold = std::find_if(result.history.begin(), result.history.end(),
+                                   [](const IterationRecord& r) { return r.temperature == 0.0; });
+    REQUIRE(cold != result.history.end());
+    const std::size_t quenched = static_cast<std::size_t>(cold - result.history.begin());
+    REQUIRE(quenched >= 1 + static_cast<std::size_t>(config.patience));
+    CHECK(result.history[quenched - 1].temperature > 0.5);
+    // The quench came after `patience` hot iterations that gained too little...
+    for (std::size_t k = quenched + 1 - static_cast<std::size_t>(config.patience); k <= quenched; ++k) {
+        INFO("iteration " << k);
+        CHECK(gain(result, k) < config.min_gain);
+    }
+    // ...and the run went on cold for at least `patience` iterations of its own before it stopped.
+    CHECK(result.history.size() >= quenched + 1 + static_cast<std::size_t>(config.patience));
+    for (std::size_t k = quenched; k < result.history.size(); ++k) {
+        CHECK(result.history[k].temperature == 0.0);
+    }
+    check_consistent(x, result);
 }
 
 TEST_CASE("trimming keeps the anchor on the cluster where the plain mean follows far outliers", "[anneal]") {
@@ -297,7 +375,8 @@ TEST_CASE("every run is validated against the CPU's recomputation of its energy"
     config.anchors = 6;
     config.seed = run_seed;
     config.max_iters = 10;
-    config.tolerance = 0.0;
+    config.tolerance = 0.0;  // no stop before max_iters
+    config.min_gain = 0.0;
     config.maintenance_every = 0;
 
     SECTION("a sound backend passes, at the end and every K iterations") {

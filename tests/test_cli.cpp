@@ -292,14 +292,14 @@ TEST_CASE("every command's --help lists its options and their defaults", "[cli]"
     INFO(help.output);
     CHECK(help.exit_code == 0);
     for (const std::string option :
-         {"--output", "--anchors", "--iters", "--t0", "--cooling", "--trim", "--trim-final", "--maintenance-every",
+         {"--output", "--anchors", "--iters", "--min-gain", "--t0", "--cooling", "--trim", "--trim-final", "--maintenance-every",
           "--init-sample", "--seed", "--metric", "--storage", "--assign-precision", "--threads", "--device", "--gpu",
           "--dataset", "--anchor-storage", "--report",
           "--bits", "--target-bytes", "--target-ratio", "--quiet", "--help"}) {
         CHECK_THAT(help.output, Contains(option + " "));
     }
     for (const std::string& value :
-         {std::to_string(defaults.anchors), std::to_string(defaults.max_iters), text(defaults.t0), text(defaults.cooling),
+         {std::to_string(defaults.anchors), std::to_string(defaults.max_iters), text(defaults.min_gain), text(defaults.t0), text(defaults.cooling),
           text(defaults.trim), text(defaults.trim_final), std::to_string(defaults.maintenance_every),
           std::to_string(defaults.seed), std::to_string(defaults.threads), std::string("auto"),
           std::string("train"), std::string("f32"), std::string("exact")}) {
@@ -665,4 +665,44 @@ TEST_CASE("compress --device with an unknown kind is a usage error", "[cli]") {
     const CommandResult result = run_cli("compress x.fvecs -o " + quote(dir.path("o.vlat")) + " --device tpu");
     CHECK(result.exit_code == 2);
     CHECK_THAT(result.output, Catch::Contains("--device") && Catch::Contains("tpu"));
+}
+
+TEST_CASE("compress says why the run stopped in its summary and its report and in the file", "[cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    ScratchDir dir;
+    std::mt19937_64 rng(run_seed);
+    // 100 anchors in one Gaussian: the assignments keep changing long after the gains stop paying.
+    const std::string input = dir.path("blob.fvecs");
+    write_file(input, fvecs_bytes(random_points(20000, 8, rng, 1)));
+    const std::string vlat = dir.path("blob.vlat");
+    const std::string report_path = dir.path("report.json");
+    const std::string gained = "converged: the energy gained less than 0.002 of itself per iteration for 3 iterations";
+
+    const CommandResult stopped = run_cli("compress " + quote(input) + " -o " + quote(vlat) +
+                                          " -m 100 --device cpu --threads 2 --report " + quote(report_path));
+    INFO(stopped.output);
+    REQUIRE(stopped.exit_code == 0);
+    const nlohmann::json report = nlohmann::json::parse(read_file(report_path));
+    const int iterations = report["iterations"].get<int>();
+    CHECK(iterations < AnnealConfig{}.max_iters);
+    CHECK(report["converged"] == true);
+    CHECK(report["config"]["min_gain"] == 0.002);
+    const std::string reason = report["stop_reason"].get<std::string>();
+    CHECK_THAT(reason, Catch::StartsWith(gained + " (the last "));
+    CHECK_THAT(stopped.output, Contains("iterations  " + std::to_string(iterations) + " (" + reason + ")\n"));
+    CHECK(info_json(vlat)["metadata"]["stop_reason"] == reason);
+
+    const CommandResult cut = run_cli("compress " + quote(input) + " -o " + quote(vlat) +
+                                      " -m 100 --device cpu --threads 2 --iters 12 --min-gain 0");
+    INFO(cut.output);
+    REQUIRE(cut.exit_code == 0);
+    CHECK_THAT(cut.output, Contains("iterations  12 (reached the maximum of 12 iterations; the last gained "));
+
+    for (const char* bad : {"-1", "nan", "inf"}) {
+        const CommandResult refused = run_cli("compress " + quote(input) + " -o " + quote(vlat) + " --min-gain " + bad);
+        INFO(refused.output);
+        CHECK(refused.exit_code == 2);
+        CHECK_THAT(refused.output, Contains("--min-gain must be a finite number >= 0, got "));
+    }
 }

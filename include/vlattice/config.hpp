@@ -38,10 +38,16 @@ struct AnnealConfig {
     // Anchors whose count or variance exceeds split_factor times the mean are split (2-means).
     double split_factor = 4.0;
 
-    // Convergence: the relative energy change and the share of points that changed anchor both stay
-    // under `tolerance` for `patience` iterations. A run that stalls while hot is quenched (T = 0)
-    // and must stall again cold before it stops.
+    // Stopping (src/stopping_rule.hpp): a run stops once, for `patience` iterations in a row, either
+    // the relative energy change and the share of points that changed anchor both stay under
+    // `tolerance` (a fixed point), or the energy gains less than `min_gain` of itself per iteration
+    // (--min-gain; 0 turns this off). A run that meets either while hot is quenched (T = 0) and must
+    // meet one again cold before it stops. Large sets rarely reach a fixed point: 200,000 x 384
+    // sentence embeddings with m = 1,024 still had 250 points changing anchor per iteration after 50.
+    // There min_gain = 2e-3 stopped after 17 iterations, 0.6 % above the energy of all 50 and 0.1 %
+    // above FAISS's after its 25 (2e-3 quenches at iteration 13; 1e-3 only at 18, and stops at 22).
     double tolerance = 1e-4;
+    double min_gain = 2e-3;
     int patience = 3;
 
     // Every run ends by recomputing the energy on the CPU, in double, from the anchors and

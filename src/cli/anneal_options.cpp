@@ -13,11 +13,17 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
     const AnnealConfig c;
     const long long anchors = static_cast<long long>(c.anchors);
     const std::string dataset = ReadOptions{}.dataset;
+    const std::string min_gain = "once cold (T = 0), stop when the energy gains less than G of itself per iteration for " +
+                                 std::to_string(c.patience) + " iterations in a row (while hot, go cold instead); "
+                                 "0: run until the assignments stop changing, or --iters";
     options.add_options()
         ("anchors,m", whole_number(&a.anchors, 1LL)->default_value(anchors, show(anchors))->value_name("M"),
          "anchors to learn, 1 <= M <= number of vectors; anchors left empty are dropped, so a run may end with fewer")
         ("iters", whole_number(&a.config.max_iters, 1)->default_value(c.max_iters, show(c.max_iters))->value_name("N"),
          "maximum iterations; the run stops earlier when converged")
+        ("min-gain", real_number(&a.config.min_gain, {0.0})->default_value(c.min_gain, show(c.min_gain))
+                         ->value_name("G"),
+         min_gain.c_str())
         ("t0", real_number(&a.config.t0, {0.0})->default_value(c.t0, show(c.t0))->value_name("T"),
          "initial temperature, >= 0; hot iterations trim more outliers and move anchors part of the way, "
          "0 runs cold (plain Lloyd steps with --trim-final) from the start")
