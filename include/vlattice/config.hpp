@@ -75,6 +75,28 @@ struct AnnealConfig {
     int threads = 0;
 };
 
+// How product codes (product_codes.hpp) are trained.
+struct ProductCodeConfig {
+    // M sub-spaces (--subspaces); 0 lets the budget decide. Code bytes per vector: ceil(M * bits / 8).
+    std::size_t subspaces = 0;
+    // Bits per sub-space code (--pq-bits): 4 or 8, 2^bits centroids per sub-space.
+    unsigned bits = 8;
+    // Rounds of OPQ after the PCA start (--opq-iters): each trains the centroids, then replaces the
+    // rotation by the orthogonal Procrustes solution (an SVD) that best maps the residuals onto their
+    // codes. 0 keeps the PCA rotation with the variance balanced across the sub-spaces.
+    int opq_iters = 4;
+    // Residuals the rotation and the centroids are trained on (--train-sample); 0 uses every vector.
+    std::size_t train_sample = 65536;
+    // The annealing run of each sub-space's centroids; anchors is set to 2^bits per fit. Fewer
+    // iterations than an anchor fit: 2^bits centroids in a few dimensions settle quickly.
+    AnnealConfig kmeans = [] {
+        AnnealConfig c;
+        c.max_iters = 25;
+        c.maintenance_every = 5;
+        return c;
+    }();
+};
+
 // Throws Error naming the first field out of range for a data set of n points.
 void validate(const AnnealConfig& config, std::size_t n);
 

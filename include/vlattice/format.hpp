@@ -2,6 +2,7 @@
 // docs/format.md is the specification; this header is its C++ face.
 #pragma once
 
+#include "vlattice/product_codes.hpp"
 #include "vlattice/residual.hpp"
 #include "vlattice/types.hpp"
 
@@ -11,15 +12,18 @@
 
 namespace vlattice {
 
-// Files without residual codes are written as version 1, files with them as version 2 (which adds the
-// RESI section); the reader takes both.
+// Files without residual codes are written as version 1, files with scalar codes as version 2 (which
+// adds the RESI section), files with product codes as version 3 (ROTN, CDBK, CODE); the reader takes
+// all three.
 inline constexpr std::uint32_t kVlatVersion = 1;
 inline constexpr std::uint32_t kVlatVersionWithCodes = 2;
+inline constexpr std::uint32_t kVlatVersionProduct = 3;
 
 enum class AnchorStorage : std::uint8_t { f32 = 0, f16 = 1 };
 
-// Residual codec of the file: none (version 1), or per-anchor scalar quantisation (version 2, RESI).
-enum class ResidualCodec : std::uint8_t { none = 0, scalar = 1 };
+// Residual codec of the file: none (version 1), per-anchor scalar quantisation (version 2, RESI), or
+// rotated product codes (version 3, ROTN + CDBK + CODE).
+enum class ResidualCodec : std::uint8_t { none = 0, scalar = 1, product = 2 };
 
 struct VlatSection {
     std::string tag;             // four characters: "ANCH", "ASGN", "RESI", "META"
@@ -36,7 +40,8 @@ struct VlatFile {
     ResidualCodec codec = ResidualCodec::none;
     Matrix anchors;                          // m x d
     std::vector<std::uint32_t> assignments;  // n anchor ids, each < m
-    ResidualCodes residuals;                 // empty exactly when codec is none
+    ResidualCodes residuals;                 // not empty exactly when codec is scalar
+    ProductCodes product;                    // not empty exactly when codec is product
     std::string metadata_json;               // run metadata; must be deterministic for a given run
 
     std::vector<VlatSection> sections;  // filled by read_vlat; ignored by write_vlat

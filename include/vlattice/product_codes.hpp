@@ -1,0 +1,91 @@
+// Product codes of the residual r = x - c(a): the residual is rotated, z = R r, by a learned matrix R
+// with orthonormal rows (OPQ), the rotated coordinates are cut into M sub-spaces of consecutive
+// coordinates, and each sub-space stores the id of the nearest of 2^b centroids (b = 4 or 8). The
+// rotation and the centroids are trained by the annealed k-means (fit) on any Backend, and encoding
+// is the backend's exact assign, so the CPU and the GPU write the same codes for the same model.
+#pragma once
+
+#include "vlattice/backend.hpp"
+#include "vlattice/config.hpp"
+#include "vlattice/types.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vlattice {
+
+// The code widths a sub-space may have.
+inline constexpr std::array<unsigned, 2> kProductCodeBits = {4, 8};
+bool is_product_code_bits(unsigned bits);
+
+// What `train` learns and `encode` reuses: the rotation and the sub-space centroids.
+struct ProductCodebook {
+    unsigned bits = 8;  // b: each sub-space code is b bits, 2^b centroids
+    // p x d with orthonormal rows (p <= d): rotated coordinate t of a residual r is
+    // z[t] = sum_k R[t][k] r[k]. Coordinates past p are not coded; they decode to 0.
+    Matrix rotation;
+    // M + 1 increasing offsets, bounds[0] = 0 and bounds[M] = p: sub-space j holds rotated
+    // coordinates [bounds[j], bounds[j + 1]).
+    std::vector<std::uint32_t> bounds;
+    // 2^b x p: row c holds centroid c of every sub-space, each in its own columns.
+    Matrix centroids;
+
+    std::size_t subspaces() const { return bounds.empty() ? 0 : bounds.size() - 1; }
+    std::size_t coded_dims() const { return rotation.rows; }
+    // Bytes of one vector's code: M codes of b bits, packed least significant bit first.
+    std::size_t code_bytes() const { return (subspaces() * bits + 7) / 8; }
+    bool empty() const { return subspaces() == 0; }
+};
+
+struct ProductCodes {
+    ProductCodebook book;
+    std::vector<std::uint8_t> codes;  // n x book.code_bytes(), vector by vector
+
+    bool empty() const { return book.empty(); }
+};
+
+// Throws Error naming the field unless the codebook's parts fit together for dimension d: bits 4 or
+// 8, 1 <= M, bounds increasing from 0 to p <= d, rotation p x d, centroids 2^b x p, every value
+// finite, the rotation's rows orthonormal to 1e-4 (what a damaged file cannot meet), and decoding
+// bounded (every decoded value finite for anchors up to anchor_bound in magnitude).
+void check_product_codebook(const ProductCodebook& book, std::size_t d, double anchor_bound);
+
+// Sub-space j's code of vector i, from its packed code bytes.
+inline unsigned product_code(const std::uint8_t* code, unsigned bits, std::size_t j) {
+    if (bits == 8) {
+        return code[j];
+    }
+    return (code[j / 2] >> (4 * (j % 2))) & 0xfu;
+}
+
+// Rotated residuals z = R (x - c(a)) for every row of `points`, p columns, each coordinate summed
+// over k = 0, 1, ..., d - 1 in float in that order (no fused multiply-add), so that every machine
+// computes the same bits (the GPU repeats it).
+Matrix rotate_residuals(const ProductCodebook& book, const Matrix& points, const Matrix& anchors,
+                        const std::vector<std::uint32_t>& assignments);
+
+// Learns the rotation and the centroids from the residuals of `points` against `anchors` as a file
+// will store them (config: ProductCodeConfig). Every sub-space's centroids are a fit() on
+// `backend`.
+ProductCodebook train_product_codebook(const Matrix& points, const Matrix& anchors,
+                                       const std::vector<std::uint32_t>& assignments,
+                                       const ProductCodeConfig& config, Backend& backend);
+
+// Each vector's code: per sub-space, the centroid nearest its rotated residual, by the backend's exact
+// assign (ties to the lowest id). n x book.code_bytes() bytes.
+std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matrix& points, const Matrix& anchors,
+                                         const std::vector<std::uint32_t>& assignments, Backend& backend);
+
+// Vector i's reconstruction y[k] = c[k] + s[k], s[k] = sum over t = 0, 1, ..., p - 1 of
+// R[t][k] * z[t] in float in that order (s starts at 0), z[t] the centroid value the code selects.
+// Writes out[0..d).
+void decode_product_row(const Matrix& anchors, const ProductCodes& codes, std::uint32_t anchor, std::size_t i,
+                        float* out);
+
+// "M = 98 x 8 bits over 784 rotated dimensions": for info and reports.
+std::string describe_product(const ProductCodebook& book);
+
+}  // namespace vlattice
