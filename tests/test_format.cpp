@@ -1,6 +1,7 @@
 // The .vlat writer and reader against docs/format.md: bit packing, exact round trips, byte-identical
 // rewrites, and every way a file can be damaged producing an Error that names the file and the spot.
 #include "support.hpp"
+#include "vlat_bytes.hpp"
 
 #include "vlattice/codec.hpp"
 #include "vlattice/format.hpp"
@@ -9,11 +10,9 @@
 #include "vlattice/residual.hpp"
 
 #include <catch2/catch.hpp>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <limits>
@@ -24,48 +23,6 @@ using namespace vlattice;
 using namespace vlattice::test;
 
 namespace {
-
-// Offsets from docs/format.md, restated here so that the tests check the layout, not echo the code.
-constexpr std::size_t kHeaderBytes = 44;
-constexpr std::size_t kHeaderChecksumOffset = 36;
-constexpr std::size_t kVersionOffset = 8;
-constexpr std::size_t kNOffset = 12;
-constexpr std::size_t kDOffset = 20;
-constexpr std::size_t kMOffset = 24;
-constexpr std::size_t kMetricOffset = 28;
-constexpr std::size_t kStorageOffset = 29;
-constexpr std::size_t kCodecOffset = 30;
-constexpr std::size_t kBitsOffset = 31;
-constexpr std::size_t kSectionCountOffset = 32;
-constexpr std::size_t kSectionHeadBytes = 12;
-
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the tests build expected bytes with memcpy");
-
-template <typename T>
-std::string bytes_of(T value) {
-    std::string bytes(sizeof value, '\0');
-    std::memcpy(bytes.data(), &value, sizeof value);
-    return bytes;
-}
-
-template <typename T>
-T value_at(const std::string& bytes, std::size_t offset) {
-    T value{};
-    std::memcpy(&value, bytes.data() + offset, sizeof value);
-    return value;
-}
-
-std::uint64_t xxh3(const std::string& bytes, std::size_t offset, std::size_t length) {
-    return XXH3_64bits(bytes.data() + offset, length);
-}
-
-// Sets a header field and recomputes the header checksum, so that only the field's own check fires.
-template <typename T>
-std::string with_header_field(std::string bytes, std::size_t offset, T value) {
-    bytes.replace(offset, sizeof value, bytes_of(value));
-    bytes.replace(kHeaderChecksumOffset, 8, bytes_of(xxh3(bytes, 0, kHeaderChecksumOffset)));
-    return bytes;
-}
 
 VlatFile sample(std::mt19937_64& rng, std::uint64_t n, std::uint32_t d, std::size_t m,
                 AnchorStorage storage = AnchorStorage::f32, bool codes = false) {
