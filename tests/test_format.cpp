@@ -6,6 +6,7 @@
 #include "vlattice/codec.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/half.hpp"
+#include "vlattice/io.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/residual.hpp"
 
@@ -639,5 +640,42 @@ TEST_CASE("read_vlat refuses residual ranges whose decoded values are not finite
             const Matrix back = reconstruct(*file);
             CHECK(std::all_of(back.data.begin(), back.data.end(), [](float v) { return std::isfinite(v); }));
         }
+    }
+}
+
+TEST_CASE("version 1 and 2 files written before version 3 still decode to the same values", "[format]") {
+    // tests/data: made by `vlattice compress` (then `decompress` for the .decoded.fvecs) before
+    // .vlat version 3 existed, from 40 x 6 float32 vectors.
+    struct Fixture {
+        const char* name;
+        std::uint32_t version;
+        ResidualCodec codec;
+        Metric metric;
+        AnchorStorage storage;
+        std::size_t m;
+    };
+    const Fixture fixtures[] = {
+        {"v1", 1, ResidualCodec::none, Metric::l2, AnchorStorage::f32, 4},
+        {"v2", 2, ResidualCodec::scalar, Metric::l2, AnchorStorage::f32, 4},
+        {"v2-f16-angular", 2, ResidualCodec::scalar, Metric::angular, AnchorStorage::f16, 3},
+    };
+    for (const Fixture& f : fixtures) {
+        INFO(f.name);
+        const std::string base = std::string(VLATTICE_SOURCE_DIR) + "/tests/data/" + f.name;
+        const VlatFile file = read_vlat(base + ".vlat");
+        CHECK(format_version(file) == f.version);
+        CHECK(value_at<std::uint32_t>(read_file(base + ".vlat"), kVersionOffset) == f.version);
+        CHECK(file.codec == f.codec);
+        CHECK(file.metric == f.metric);
+        CHECK(file.anchor_storage == f.storage);
+        CHECK(file.n == 40);
+        CHECK(file.d == 6);
+        CHECK(file.anchors.rows == f.m);
+        CHECK(file.product.empty());
+        const Matrix expected = read_vectors(base + ".decoded.fvecs");
+        const Matrix decoded = reconstruct(file);
+        CHECK(decoded.rows == expected.rows);
+        CHECK(decoded.cols == expected.cols);
+        CHECK(decoded.data == expected.data);
     }
 }
