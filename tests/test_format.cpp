@@ -275,7 +275,8 @@ TEST_CASE("read_vlat rejects a damaged header", "[format]") {
     SECTION("unknown version, checked before the header checksum and the header size") {
         std::string bytes = w.bytes;
         bytes.replace(kVersionOffset, 4, bytes_of(std::uint32_t{7}));
-        CHECK_THROWS_WITH(read_vlat(w.put(bytes)), Contains("unsupported .vlat version 7 (this build reads 1 and 2)"));
+        CHECK_THROWS_WITH(read_vlat(w.put(bytes)),
+                          Contains("unsupported .vlat version 7 (this build reads 1, 2 and 3)"));
         CHECK_THROWS_WITH(read_vlat(w.put(bytes.substr(0, 16))), Contains("unsupported .vlat version 7"));
     }
     SECTION("every header byte is covered by the header checksum") {
@@ -297,7 +298,9 @@ TEST_CASE("read_vlat rejects a damaged header", "[format]") {
         rejects(with_header_field(w.bytes, kCodecOffset, std::uint8_t{1}), "residual codec code 1 in a version 1 file");
         rejects(with_header_field(w.bytes, kDOffset, std::uint32_t{0}), "dimension d is 0");
         rejects(with_header_field(w.bytes, kMOffset, std::uint32_t{0}), "anchor count m is 0");
-        rejects(with_header_field(w.bytes, kNOffset, std::uint64_t{0}), "vector count n is 0");
+        // n = 0 is a model, whose ASGN section is empty.
+        rejects(with_header_field(w.bytes, kNOffset, std::uint64_t{0}),
+                "section ASGN has 1125 bytes, the header's n = 0, d = 6, m = 257 need 0");
         rejects(with_header_field(w.bytes, kNOffset, std::uint64_t{100}), "257 anchors for 100 vectors (m > n)");
         rejects(with_header_field(w.bytes, kBitsOffset, std::uint8_t{8}), "8 bits per assignment, but 257 anchors take 9");
         rejects(with_header_field(w.bytes, kMOffset, std::uint32_t{513}), "9 bits per assignment, but 513 anchors take 10");

@@ -56,4 +56,11 @@ std::string with_header_field(std::string bytes, std::size_t offset, T value) {
     return bytes;
 }
 
+// The file with one section's payload replaced by one of any length: its length field and checksum
+// follow, and the sections after it move.
+inline std::string with_section(const std::string& bytes, const VlatSection& section, const std::string& payload) {
+    return bytes.substr(0, section.offset - 8) + bytes_of(static_cast<std::uint64_t>(payload.size())) + payload +
+           bytes_of(XXH3_64bits(payload.data(), payload.size())) + bytes.substr(section.offset + section.length + 8);
+}
+
 }  // namespace vlattice::test
