@@ -108,3 +108,23 @@ TEST_CASE("info describes a model without per-vector figures", "[cli][model]") {
     CHECK_THAT(text.output, Contains("vectors (n)             0, model (no vectors)"));
     CHECK_THAT(text.output, !Contains("per vector"));
 }
+
+TEST_CASE("decompress and query refuse a model", "[cli][model]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    ScratchDir dir;
+    const std::string model = dir.path("model.vlat");
+    write_vlat(model, product_sample(rng, 0, 8, 3, 8, 8, 2));
+    const std::string refusal = model + " is a model with no vectors; encode vectors with it first";
+    const CommandResult decompress =
+        run_cli("decompress " + quote(model) + " -o " + quote(dir.path("out.npy")) + " --device cpu");
+    CHECK(decompress.exit_code != 0);
+    CHECK_THAT(decompress.output, Contains(refusal));
+    write_vectors(dir.path("queries.npy"), random_points(3, 8, rng));
+    const CommandResult query =
+        run_cli("query " + quote(model) + " --queries " + quote(dir.path("queries.npy")) + " --device cpu");
+    CHECK(query.exit_code != 0);
+    CHECK_THAT(query.output, Contains(refusal));
+    CHECK_FALSE(std::filesystem::exists(dir.path("out.npy")));
+}
