@@ -3,13 +3,20 @@
 // for ip it is the negated inner product, turned back into the inner product when reported.
 #pragma once
 
+#include "numeric.hpp"
 #include "vlattice/search.hpp"
 #include "vlattice/types.hpp"
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace vlattice {
+
+using Scored = std::pair<float, std::uint32_t>;  // (score, id): the order is the contract's
 
 // The ip score of an ordered_dot: 0 - dot rather than -dot, so that a zero scores +0 whatever the
 // sign of the product's zero: the GPU orders scores by their bits (where -0 comes before +0) and the
@@ -19,6 +26,19 @@ namespace vlattice {
 inline float inner_product_score(float dot) {
     return std::isnan(dot) ? std::numeric_limits<float>::infinity() : 0.0f - dot;
 }
+
+// The score of `row` (the query's anchor or a reconstruction) for a file of `metric`.
+inline float exact_score(const float* query, const float* row, std::size_t d, Metric metric) {
+    return metric == Metric::ip ? inner_product_score(ordered_dot(query, row, d))
+                                : static_cast<float>(ordered_squared_distance(query, row, d));
+}
+
+// The `keep` smallest, sorted.
+void keep_smallest(std::vector<Scored>& scored, std::size_t keep);
+
+// probes <- the nprobe best anchors for the query, by (score, anchor id), best first.
+void probe_anchors(const float* query, const Matrix& anchors, Metric metric, std::size_t nprobe,
+                   std::vector<Scored>& probes);
 
 // found.distances holds the scores the search ranked by (+infinity where ids is -1); for ip, each
 // becomes the inner product 0 - score, and a missing neighbour's -infinity (the least product).
