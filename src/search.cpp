@@ -1,6 +1,7 @@
 // IVF-style k-NN over a compressed set on the CPU (include/vlattice/search.hpp).
 #include "vlattice/search.hpp"
 
+#include "codes/product_search.hpp"
 #include "member_lists.hpp"
 #include "numeric.hpp"
 #include "search_scores.hpp"
@@ -79,6 +80,9 @@ Block plan_block(std::size_t first, std::size_t end, std::size_t chunk, const st
 
 Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOptions& options) {
     check_search(file, queries, options);
+    if (file.codec == ResidualCodec::product) {
+        return search_product(file, queries, options);
+    }
     const Matrix& anchors = file.anchors;
     const std::size_t d = anchors.cols;
     const std::size_t m = anchors.rows;

@@ -33,6 +33,17 @@ inline float exact_score(const float* query, const float* row, std::size_t d, Me
                                 : static_cast<float>(ordered_squared_distance(query, row, d));
 }
 
+// The asymmetric score of a product-coded vector (search.hpp) from its anchor's probe score, its e
+// (l2 and angular) and its table sum S. The l2 sum may round below the exact 0 of a query on its
+// own reconstruction: it is clamped to +0, never -0, for the reason inner_product_score gives.
+inline float adc_l2_score(float probe, float extra, float sum) {
+    const float x = (probe + extra) - (sum + sum);
+    return x > 0.0f ? x : std::isnan(x) ? std::numeric_limits<float>::infinity() : 0.0f;
+}
+inline float adc_ip_score(float probe, float sum) {
+    return inner_product_score((0.0f - probe) + sum);
+}
+
 // The `keep` smallest, sorted.
 void keep_smallest(std::vector<Scored>& scored, std::size_t keep);
 
