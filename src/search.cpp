@@ -3,7 +3,6 @@
 
 #include "codes/product_search.hpp"
 #include "member_lists.hpp"
-#include "numeric.hpp"
 #include "search_scores.hpp"
 #include "vlattice/codec.hpp"
 

@@ -1,8 +1,15 @@
 #include "search_scores.hpp"
 
+#include "numeric.hpp"
+
 #include <algorithm>
 
 namespace vlattice {
+
+float exact_score(const float* query, const float* row, std::size_t d, Metric metric) {
+    return metric == Metric::ip ? inner_product_score(ordered_dot(query, row, d))
+                                : static_cast<float>(ordered_squared_distance(query, row, d));
+}
 
 void keep_smallest(std::vector<Scored>& scored, std::size_t keep) {
     if (keep >= scored.size()) {

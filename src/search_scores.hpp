@@ -3,7 +3,6 @@
 // for ip it is the negated inner product, turned back into the inner product when reported.
 #pragma once
 
-#include "numeric.hpp"
 #include "vlattice/search.hpp"
 #include "vlattice/types.hpp"
 
@@ -27,11 +26,9 @@ inline float inner_product_score(float dot) {
     return std::isnan(dot) ? std::numeric_limits<float>::infinity() : 0.0f - dot;
 }
 
-// The score of `row` (the query's anchor or a reconstruction) for a file of `metric`.
-inline float exact_score(const float* query, const float* row, std::size_t d, Metric metric) {
-    return metric == Metric::ip ? inner_product_score(ordered_dot(query, row, d))
-                                : static_cast<float>(ordered_squared_distance(query, row, d));
-}
+// The score of `row` (the query's anchor or a reconstruction) for a file of `metric`:
+// ordered_squared_distance, or inner_product_score of ordered_dot (src/numeric.hpp).
+float exact_score(const float* query, const float* row, std::size_t d, Metric metric);
 
 // The asymmetric score of a product-coded vector (search.hpp) from its anchor's probe score, its e
 // (l2 and angular) and its table sum S. The l2 sum may round below the exact 0 of a query on its
