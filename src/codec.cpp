@@ -2,10 +2,10 @@
 
 #include "numeric.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <vector>
-
 
 namespace vlattice {
 
@@ -40,6 +40,23 @@ void check_code_shapes(const VlatFile& file) {
     }
 }
 
+// Vector i's reconstruction with whichever residual codes the file holds.
+void decode_vector(const VlatFile& file, std::size_t i, float* out) {
+    if (file.product.empty()) {
+        decode_row(file.anchors, file.residuals, file.assignments[i], i, out);
+    } else {
+        decode_product_row(file.anchors, file.product, file.assignments[i], i, out);
+    }
+}
+
+double largest_magnitude(const std::vector<float>& values) {
+    double largest = 0.0;
+    for (const float value : values) {
+        largest = std::max(largest, std::abs(static_cast<double>(value)));
+    }
+    return largest;
+}
+
 }  // namespace
 
 void check_decodes_finite(const VlatFile& file) {
@@ -50,6 +67,9 @@ void check_decodes_finite(const VlatFile& file) {
                         std::to_string(i % anchors.cols) + " is " + number(anchors.data[i]) +
                         " (anchors must be finite)");
         }
+    }
+    if (!file.product.empty()) {
+        check_product_codebook(file.product.book, file.d, largest_magnitude(anchors.data));
     }
     const ResidualCodes& codes = file.residuals;
     if (codes.empty()) {
@@ -89,20 +109,25 @@ void check_compressed_set(const VlatFile& file) {
                         " anchors");
         }
     }
+    if (!file.residuals.empty() && !file.product.empty()) {
+        throw Error("a file holds one kind of residual code, but both scalar and product codes are given");
+    }
     if (!file.residuals.empty()) {
         check_code_shapes(file);
     }
     check_decodes_finite(file);
+    if (!file.product.empty()) {
+        check_product_code_bytes(file.product, file.n);
+    }
 }
 
 Matrix reconstruct(const VlatFile& file) {
     check_compressed_set(file);
-    const Matrix& anchors = file.anchors;
     Matrix out(file.n, file.d);
     const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(file.n);
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t i = 0; i < n; ++i) {
-        decode_row(anchors, file.residuals, file.assignments[i], static_cast<std::size_t>(i), out.row(i));
+        decode_vector(file, static_cast<std::size_t>(i), out.row(i));
     }
     return out;
 }
@@ -127,7 +152,7 @@ double reconstruction_mse(const VlatFile& file, const Matrix& points) {
     const double total = deterministic_sum(points.rows, [&](std::size_t i) {
         thread_local std::vector<float> row;
         row.resize(points.cols);
-        decode_row(file.anchors, file.residuals, file.assignments[i], i, row.data());
+        decode_vector(file, i, row.data());
         return squared_distance(row.data(), points.row(i), points.cols);
     }, points.cols);
     return total / static_cast<double>(points.rows);
@@ -154,6 +179,8 @@ const char* codec_name(ResidualCodec codec) {
         return "none";
     case ResidualCodec::scalar:
         return "scalar";
+    case ResidualCodec::product:
+        return "product";
     }
     return "unknown";
 }

@@ -3,6 +3,7 @@
 #include "vlattice/format.hpp"
 
 #include "bitpack.hpp"
+#include "format_product.hpp"
 #include "io/binary_file.hpp"
 #include "little_endian.hpp"
 #include "vlattice/atomic_file.hpp"
@@ -18,6 +19,7 @@
 #include <limits>
 #include <new>
 #include <optional>
+#include <utility>
 
 namespace vlattice {
 
@@ -44,13 +46,31 @@ constexpr std::size_t kSectionChecksumBytes = 8;
 constexpr const char* kAnchorsTag = "ANCH";
 constexpr const char* kAssignmentsTag = "ASGN";
 constexpr const char* kResidualsTag = "RESI";
+constexpr const char* kRotationTag = "ROTN";
+constexpr const char* kCodebookTag = "CDBK";
+constexpr const char* kCodesTag = "CODE";
 constexpr const char* kMetadataTag = "META";
+constexpr std::array<const char*, 7> kKnownTags = {kAnchorsTag,  kAssignmentsTag, kResidualsTag, kRotationTag,
+                                                   kCodebookTag, kCodesTag,       kMetadataTag};
 // Each version's files hold exactly these sections, once each, in this order.
 const std::vector<const char*> kVersion1Sections = {kAnchorsTag, kAssignmentsTag, kMetadataTag};
 const std::vector<const char*> kVersion2Sections = {kAnchorsTag, kAssignmentsTag, kResidualsTag, kMetadataTag};
+const std::vector<const char*> kVersion3Sections = {kAnchorsTag,  kAssignmentsTag, kRotationTag,
+                                                    kCodebookTag, kCodesTag,       kMetadataTag};
 
 const std::vector<const char*>& section_order(std::uint32_t version) {
+    if (version == kVlatVersionProduct) {
+        return kVersion3Sections;
+    }
     return version == kVlatVersion ? kVersion1Sections : kVersion2Sections;
+}
+
+// The residual codec each version's header holds.
+ResidualCodec version_codec(std::uint32_t version) {
+    if (version == kVlatVersionProduct) {
+        return ResidualCodec::product;
+    }
+    return version == kVlatVersion ? ResidualCodec::none : ResidualCodec::scalar;
 }
 
 std::string section_list(std::uint32_t version) {
@@ -123,12 +143,13 @@ void check_writable(const std::string& path, const VlatFile& file) {
         throw Error(path + ": n is " + std::to_string(file.n) + " but there are " +
                     std::to_string(file.assignments.size()) + " assignments");
     }
-    if (file.n < m) {
+    // A model (n = 0) holds anchors and codebooks for vectors encoded later.
+    if (file.n > 0 && file.n < m) {
         throw Error(path + ": " + std::to_string(file.n) + " vectors cannot have " + std::to_string(m) + " anchors");
     }
     if (static_cast<std::uint8_t>(file.metric) > static_cast<std::uint8_t>(Metric::ip) ||
         static_cast<std::uint8_t>(file.anchor_storage) > static_cast<std::uint8_t>(AnchorStorage::f16) ||
-        static_cast<std::uint8_t>(file.codec) > static_cast<std::uint8_t>(ResidualCodec::scalar)) {
+        static_cast<std::uint8_t>(file.codec) > static_cast<std::uint8_t>(ResidualCodec::product)) {
         throw Error(path + ": metric, anchor storage or residual codec has a value the format does not define");
     }
     check_assignments(path, file.assignments, m);
@@ -146,10 +167,14 @@ CodeLayout code_layout_or_throw(const std::string& path, const std::vector<std::
 
 // The codes' shapes are checked where every decoder checks them (check_compressed_set).
 void check_residuals(const std::string& path, const VlatFile& file) {
-    if ((file.codec == ResidualCodec::none) != file.residuals.empty()) {
-        throw Error(path + ": the residual codec is " + codec_name(file.codec) + ", but residual codes are " +
-                    (file.residuals.empty() ? "missing" : "given"));
-    }
+    const auto check_kind = [&](ResidualCodec codec, bool given, const char* kind) {
+        if ((file.codec == codec) != given) {
+            throw Error(path + ": the residual codec is " + codec_name(file.codec) + ", but " + kind + " codes are " +
+                        (given ? "given" : "missing"));
+        }
+    };
+    check_kind(ResidualCodec::scalar, !file.residuals.empty(), "residual");
+    check_kind(ResidualCodec::product, !file.product.empty(), "product");
     try {
         check_compressed_set(file);
     } catch (const Error& e) {
@@ -163,9 +188,7 @@ Bytes encode_residuals_section(const VlatFile& file) {
     out.reserve(out.size() + 2 * sizeof(float) * r.offset.data.size() + r.codes.size());
     for (const Matrix* values : {&r.offset, &r.step}) {
         for (const float value : values->data) {
-            std::uint32_t bits = 0;
-            std::memcpy(&bits, &value, sizeof bits);
-            le::append(out, bits);
+            le::append_float(out, value);
         }
     }
     out.insert(out.end(), r.codes.begin(), r.codes.end());
@@ -180,9 +203,8 @@ ResidualCodes decode_residuals(const std::string& path, const Header& h, const B
     for (Matrix* values : {&r.offset, &r.step}) {
         *values = Matrix(h.m, h.d);
         for (float& value : values->data) {
-            const std::uint32_t bits = le::load<std::uint32_t>(payload.data() + at);
-            std::memcpy(&value, &bits, sizeof bits);
-            at += sizeof bits;
+            value = le::load_float(payload.data() + at);
+            at += sizeof(float);
         }
     }
     for (std::size_t i = 0; i < r.step.data.size(); ++i) {
@@ -229,9 +251,7 @@ Bytes encode_anchors(const std::string& path, const VlatFile& file) {
         if (file.anchor_storage == AnchorStorage::f16) {
             le::store(out.data() + 2 * i, half_or_throw(path, values[i], i, file.d));
         } else {
-            std::uint32_t bits = 0;
-            std::memcpy(&bits, &values[i], sizeof bits);
-            le::store(out.data() + 4 * i, bits);
+            le::store_float(out.data() + 4 * i, values[i]);
         }
     }
     return out;
@@ -270,9 +290,10 @@ Header read_header(io::BinaryFile& in) {
     }
     if (available >= kVersionOffset + 4) {
         const auto version = le::load<std::uint32_t>(raw.data() + kVersionOffset);
-        if (version != kVlatVersion && version != kVlatVersionWithCodes) {
+        if (version != kVlatVersion && version != kVlatVersionWithCodes && version != kVlatVersionProduct) {
             throw Error(path + ": unsupported .vlat version " + std::to_string(version) + " (this build reads " +
-                        std::to_string(kVlatVersion) + " and " + std::to_string(kVlatVersionWithCodes) + ")");
+                        std::to_string(kVlatVersion) + ", " + std::to_string(kVlatVersionWithCodes) + " and " +
+                        std::to_string(kVlatVersionProduct) + ")");
         }
     }
     if (available < kHeaderBytes) {
@@ -303,8 +324,7 @@ void check_header(const std::string& path, const Header& h) {
     if (h.anchor_storage > static_cast<std::uint8_t>(AnchorStorage::f16)) {
         fail("unknown anchor storage code " + std::to_string(h.anchor_storage));
     }
-    const std::uint8_t codec = static_cast<std::uint8_t>(h.version == kVlatVersion ? ResidualCodec::none
-                                                                                    : ResidualCodec::scalar);
+    const auto codec = static_cast<std::uint8_t>(version_codec(h.version));
     if (h.codec != codec) {
         fail("residual codec code " + std::to_string(h.codec) + " in a version " + std::to_string(h.version) +
              " file (which has " + std::to_string(codec) + ")");
@@ -315,10 +335,8 @@ void check_header(const std::string& path, const Header& h) {
     if (h.m == 0) {
         fail("anchor count m is 0");
     }
-    if (h.n == 0) {
-        fail("vector count n is 0");
-    }
-    if (h.m > h.n) {
+    // n = 0 is a model: anchors (and codebooks) without vectors.
+    if (h.n > 0 && h.m > h.n) {
         fail(std::to_string(h.m) + " anchors for " + std::to_string(h.n) + " vectors (m > n)");
     }
     if (h.bits != assignment_bits(h.m)) {
@@ -365,7 +383,7 @@ struct RawSection {
 // The tag at position `index` of a file of this version.
 void check_tag(const std::string& path, const Header& h, const std::string& tag, std::size_t index, std::uint64_t offset) {
     const std::vector<const char*>& order = section_order(h.version);
-    const bool known = tag == kAnchorsTag || tag == kAssignmentsTag || tag == kResidualsTag || tag == kMetadataTag;
+    const bool known = std::any_of(kKnownTags.begin(), kKnownTags.end(), [&](const char* t) { return tag == t; });
     if (!known) {
         throw Error(path + ": unknown section tag " + quoted_tag(tag) + " at offset " + std::to_string(offset) +
                     " (.vlat version " + std::to_string(h.version) + " has " + section_list(h.version) + ")");
@@ -400,15 +418,30 @@ std::uint64_t expected_residual_bytes(io::BinaryFile& in, const Header& h, std::
     return total;
 }
 
-std::uint64_t expected_payload_bytes(io::BinaryFile& in, const Header& h, const std::string& tag,
-                                     std::uint64_t payload_offset, std::uint64_t length) {
-    if (tag == kResidualsTag) {
-        return expected_residual_bytes(in, h, payload_offset, length);
+// The length of a section other than META, from the header, the fields the section opens with and
+// the sections before it (`file`, decoded so far).
+SectionLength expected_payload_length(io::BinaryFile& in, const Header& h, const VlatFile& file, const std::string& tag,
+                                      std::uint64_t payload_offset, std::uint64_t length) {
+    namespace product = product_sections;
+    if (tag == kRotationTag) {
+        return product::rotation_length(in, payload_offset, length, h.d);
     }
-    return tag == kAnchorsTag ? expected_anchor_bytes(in.path(), h) : expected_assignment_bytes(in.path(), h);
+    if (tag == kCodebookTag) {
+        return product::codebook_length(in, payload_offset, length, file.product.book.coded_dims());
+    }
+    if (tag == kCodesTag) {
+        return product::codes_length(in.path(), h.n, file.product.book);
+    }
+    const std::string from = "the header's n = " + std::to_string(h.n) + ", d = " + std::to_string(h.d) +
+                             ", m = " + std::to_string(h.m);
+    if (tag == kResidualsTag) {
+        return {expected_residual_bytes(in, h, payload_offset, length), from};
+    }
+    return {tag == kAnchorsTag ? expected_anchor_bytes(in.path(), h) : expected_assignment_bytes(in.path(), h), from};
 }
 
-RawSection read_section(io::BinaryFile& in, const Header& h, std::size_t index, std::uint64_t offset) {
+RawSection read_section(io::BinaryFile& in, const Header& h, const VlatFile& file, std::size_t index,
+                        std::uint64_t offset) {
     const std::string& path = in.path();
     const std::uint64_t left = in.size() - offset;
     if (left < kSectionHeadBytes) {
@@ -431,11 +464,10 @@ RawSection read_section(io::BinaryFile& in, const Header& h, std::size_t index, 
                     " bytes, file has " + std::to_string(body_left));
     }
     if (tag != kMetadataTag) {
-        const std::uint64_t expected = expected_payload_bytes(in, h, tag, s.info.offset, s.info.length);
-        if (s.info.length != expected) {
-            throw Error(path + ": section " + tag + " has " + std::to_string(s.info.length) + " bytes, the header's n = " +
-                        std::to_string(h.n) + ", d = " + std::to_string(h.d) + ", m = " + std::to_string(h.m) +
-                        " need " + std::to_string(expected));
+        const SectionLength expected = expected_payload_length(in, h, file, tag, s.info.offset, s.info.length);
+        if (s.info.length != expected.bytes) {
+            throw Error(path + ": section " + tag + " has " + std::to_string(s.info.length) + " bytes, " +
+                        expected.from + " need " + std::to_string(expected.bytes));
         }
     }
     s.payload.resize(static_cast<std::size_t>(s.info.length));
@@ -455,14 +487,13 @@ Matrix decode_anchors(const Header& h, const Bytes& payload) {
         if (h.anchor_storage == static_cast<std::uint8_t>(AnchorStorage::f16)) {
             anchors.data[i] = half_to_float(le::load<std::uint16_t>(payload.data() + 2 * i));
         } else {
-            const std::uint32_t bits = le::load<std::uint32_t>(payload.data() + 4 * i);
-            std::memcpy(&anchors.data[i], &bits, sizeof bits);
+            anchors.data[i] = le::load_float(payload.data() + 4 * i);
         }
     }
     return anchors;
 }
 
-void decode_section(const std::string& path, const Header& h, const RawSection& s, VlatFile& file) {
+void decode_section(const std::string& path, const Header& h, RawSection& s, VlatFile& file) {
     if (s.info.tag == kAnchorsTag) {
         file.anchors = decode_anchors(h, s.payload);
     } else if (s.info.tag == kAssignmentsTag) {
@@ -481,6 +512,13 @@ void decode_section(const std::string& path, const Header& h, const RawSection& 
         }
     } else if (s.info.tag == kResidualsTag) {
         file.residuals = decode_residuals(path, h, s.payload);
+    } else if (s.info.tag == kRotationTag) {
+        product_sections::decode_rotation(s.payload, h.d, file.product.book);
+    } else if (s.info.tag == kCodebookTag) {
+        product_sections::decode_codebook(s.payload, file.product.book);
+    } else if (s.info.tag == kCodesTag) {
+        // n codes can be most of the file: moved, not copied.
+        product_sections::decode_codes(path, std::move(s.payload), h.n, file.product);
     } else {
         file.metadata_json.assign(s.payload.begin(), s.payload.end());
     }
@@ -502,17 +540,34 @@ void write_vlat(const std::string& path, const VlatFile& file) {
     if (file.codec == ResidualCodec::scalar) {
         write_section(out.stream(), kResidualsTag, encode_residuals_section(file));
     }
+    if (file.codec == ResidualCodec::product) {
+        write_section(out.stream(), kRotationTag, product_sections::encode_rotation(file.product.book));
+        write_section(out.stream(), kCodebookTag, product_sections::encode_codebook(file.product.book));
+        write_section(out.stream(), kCodesTag, file.product.codes);
+    }
     write_section(out.stream(), kMetadataTag, metadata);
     out.commit();
 }
 
 std::uint32_t format_version(const VlatFile& file) {
-    return file.codec == ResidualCodec::none ? kVlatVersion : kVlatVersionWithCodes;
+    switch (file.codec) {
+    case ResidualCodec::none:
+        return kVlatVersion;
+    case ResidualCodec::scalar:
+        return kVlatVersionWithCodes;
+    case ResidualCodec::product:
+        return kVlatVersionProduct;
+    }
+    throw Error("residual codec " + std::to_string(static_cast<unsigned>(file.codec)) + " has no .vlat version");
 }
 
 double code_bytes_per_vector(const VlatFile& file) {
+    if (file.n == 0) {
+        throw Error("a model (n = 0) has no vectors to divide its code bytes by");
+    }
     const double assignment_bytes = static_cast<double>(*packed_byte_count(file.n, assignment_bits(file.anchors.rows)));
-    return (assignment_bytes + static_cast<double>(file.residuals.codes.size())) / static_cast<double>(file.n);
+    const double residual_bytes = static_cast<double>(file.residuals.codes.size() + file.product.codes.size());
+    return (assignment_bytes + residual_bytes) / static_cast<double>(file.n);
 }
 
 VlatFile read_vlat(const std::string& path) {
@@ -530,7 +585,7 @@ VlatFile read_vlat(const std::string& path) {
 
     std::uint64_t offset = kHeaderBytes;
     for (std::size_t index = 0; index < h.section_count; ++index) {
-        const RawSection s = read_section(in, h, index, offset);
+        RawSection s = read_section(in, h, file, index, offset);
         decode_section(path, h, s, file);
         file.sections.push_back(s.info);
         offset = s.info.offset + s.info.length + kSectionChecksumBytes;

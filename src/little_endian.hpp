@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -33,6 +34,26 @@ void append(std::vector<std::uint8_t>& out, T value) {
     const std::size_t at = out.size();
     out.resize(at + sizeof(T));
     store(out.data() + at, value);
+}
+
+// float32 values travel as the u32 of their IEEE 754 bits.
+inline void store_float(std::uint8_t* out, float value) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    store(out, bits);
+}
+
+inline void append_float(std::vector<std::uint8_t>& out, float value) {
+    const std::size_t at = out.size();
+    out.resize(at + sizeof(float));
+    store_float(out.data() + at, value);
+}
+
+inline float load_float(const std::uint8_t* in) {
+    const auto bits = load<std::uint32_t>(in);
+    float value = 0.0f;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
 }
 
 }  // namespace vlattice::le

@@ -1,19 +1,19 @@
 // The .vlat writer and reader against docs/format.md: bit packing, exact round trips, byte-identical
 // rewrites, and every way a file can be damaged producing an Error that names the file and the spot.
 #include "support.hpp"
+#include "vlat_bytes.hpp"
 
 #include "vlattice/codec.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/half.hpp"
+#include "vlattice/io.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/residual.hpp"
 
 #include <catch2/catch.hpp>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <limits>
@@ -24,48 +24,6 @@ using namespace vlattice;
 using namespace vlattice::test;
 
 namespace {
-
-// Offsets from docs/format.md, restated here so that the tests check the layout, not echo the code.
-constexpr std::size_t kHeaderBytes = 44;
-constexpr std::size_t kHeaderChecksumOffset = 36;
-constexpr std::size_t kVersionOffset = 8;
-constexpr std::size_t kNOffset = 12;
-constexpr std::size_t kDOffset = 20;
-constexpr std::size_t kMOffset = 24;
-constexpr std::size_t kMetricOffset = 28;
-constexpr std::size_t kStorageOffset = 29;
-constexpr std::size_t kCodecOffset = 30;
-constexpr std::size_t kBitsOffset = 31;
-constexpr std::size_t kSectionCountOffset = 32;
-constexpr std::size_t kSectionHeadBytes = 12;
-
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the tests build expected bytes with memcpy");
-
-template <typename T>
-std::string bytes_of(T value) {
-    std::string bytes(sizeof value, '\0');
-    std::memcpy(bytes.data(), &value, sizeof value);
-    return bytes;
-}
-
-template <typename T>
-T value_at(const std::string& bytes, std::size_t offset) {
-    T value{};
-    std::memcpy(&value, bytes.data() + offset, sizeof value);
-    return value;
-}
-
-std::uint64_t xxh3(const std::string& bytes, std::size_t offset, std::size_t length) {
-    return XXH3_64bits(bytes.data() + offset, length);
-}
-
-// Sets a header field and recomputes the header checksum, so that only the field's own check fires.
-template <typename T>
-std::string with_header_field(std::string bytes, std::size_t offset, T value) {
-    bytes.replace(offset, sizeof value, bytes_of(value));
-    bytes.replace(kHeaderChecksumOffset, 8, bytes_of(xxh3(bytes, 0, kHeaderChecksumOffset)));
-    return bytes;
-}
 
 VlatFile sample(std::mt19937_64& rng, std::uint64_t n, std::uint32_t d, std::size_t m,
                 AnchorStorage storage = AnchorStorage::f32, bool codes = false) {
@@ -317,7 +275,8 @@ TEST_CASE("read_vlat rejects a damaged header", "[format]") {
     SECTION("unknown version, checked before the header checksum and the header size") {
         std::string bytes = w.bytes;
         bytes.replace(kVersionOffset, 4, bytes_of(std::uint32_t{7}));
-        CHECK_THROWS_WITH(read_vlat(w.put(bytes)), Contains("unsupported .vlat version 7 (this build reads 1 and 2)"));
+        CHECK_THROWS_WITH(read_vlat(w.put(bytes)),
+                          Contains("unsupported .vlat version 7 (this build reads 1, 2 and 3)"));
         CHECK_THROWS_WITH(read_vlat(w.put(bytes.substr(0, 16))), Contains("unsupported .vlat version 7"));
     }
     SECTION("every header byte is covered by the header checksum") {
@@ -339,7 +298,9 @@ TEST_CASE("read_vlat rejects a damaged header", "[format]") {
         rejects(with_header_field(w.bytes, kCodecOffset, std::uint8_t{1}), "residual codec code 1 in a version 1 file");
         rejects(with_header_field(w.bytes, kDOffset, std::uint32_t{0}), "dimension d is 0");
         rejects(with_header_field(w.bytes, kMOffset, std::uint32_t{0}), "anchor count m is 0");
-        rejects(with_header_field(w.bytes, kNOffset, std::uint64_t{0}), "vector count n is 0");
+        // n = 0 is a model, whose ASGN section is empty.
+        rejects(with_header_field(w.bytes, kNOffset, std::uint64_t{0}),
+                "section ASGN has 1125 bytes, the header's n = 0, d = 6, m = 257 need 0");
         rejects(with_header_field(w.bytes, kNOffset, std::uint64_t{100}), "257 anchors for 100 vectors (m > n)");
         rejects(with_header_field(w.bytes, kBitsOffset, std::uint8_t{8}), "8 bits per assignment, but 257 anchors take 9");
         rejects(with_header_field(w.bytes, kMOffset, std::uint32_t{513}), "9 bits per assignment, but 513 anchors take 10");
@@ -682,5 +643,42 @@ TEST_CASE("read_vlat refuses residual ranges whose decoded values are not finite
             const Matrix back = reconstruct(*file);
             CHECK(std::all_of(back.data.begin(), back.data.end(), [](float v) { return std::isfinite(v); }));
         }
+    }
+}
+
+TEST_CASE("version 1 and 2 files written before version 3 still decode to the same values", "[format]") {
+    // tests/data: made by `vlattice compress` (then `decompress` for the .decoded.fvecs) before
+    // .vlat version 3 existed, from 40 x 6 float32 vectors.
+    struct Fixture {
+        const char* name;
+        std::uint32_t version;
+        ResidualCodec codec;
+        Metric metric;
+        AnchorStorage storage;
+        std::size_t m;
+    };
+    const Fixture fixtures[] = {
+        {"v1", 1, ResidualCodec::none, Metric::l2, AnchorStorage::f32, 4},
+        {"v2", 2, ResidualCodec::scalar, Metric::l2, AnchorStorage::f32, 4},
+        {"v2-f16-angular", 2, ResidualCodec::scalar, Metric::angular, AnchorStorage::f16, 3},
+    };
+    for (const Fixture& f : fixtures) {
+        INFO(f.name);
+        const std::string base = std::string(VLATTICE_SOURCE_DIR) + "/tests/data/" + f.name;
+        const VlatFile file = read_vlat(base + ".vlat");
+        CHECK(format_version(file) == f.version);
+        CHECK(value_at<std::uint32_t>(read_file(base + ".vlat"), kVersionOffset) == f.version);
+        CHECK(file.codec == f.codec);
+        CHECK(file.metric == f.metric);
+        CHECK(file.anchor_storage == f.storage);
+        CHECK(file.n == 40);
+        CHECK(file.d == 6);
+        CHECK(file.anchors.rows == f.m);
+        CHECK(file.product.empty());
+        const Matrix expected = read_vectors(base + ".decoded.fvecs");
+        const Matrix decoded = reconstruct(file);
+        CHECK(decoded.rows == expected.rows);
+        CHECK(decoded.cols == expected.cols);
+        CHECK(decoded.data == expected.data);
     }
 }

@@ -14,7 +14,8 @@ namespace vlattice {
 
 // Files without residual codes are written as version 1, files with scalar codes as version 2 (which
 // adds the RESI section), files with product codes as version 3 (ROTN, CDBK, CODE); the reader takes
-// all three.
+// all three. In every version a file with n = 0 is a model: anchors (and the scalar ranges or the
+// product codebook) without vectors, for encoding vectors later.
 inline constexpr std::uint32_t kVlatVersion = 1;
 inline constexpr std::uint32_t kVlatVersionWithCodes = 2;
 inline constexpr std::uint32_t kVlatVersionProduct = 3;
@@ -26,14 +27,14 @@ enum class AnchorStorage : std::uint8_t { f32 = 0, f16 = 1 };
 enum class ResidualCodec : std::uint8_t { none = 0, scalar = 1, product = 2 };
 
 struct VlatSection {
-    std::string tag;             // four characters: "ANCH", "ASGN", "RESI", "META"
+    std::string tag;             // four characters: "ANCH", "ASGN", "RESI", "ROTN", "CDBK", "CODE", "META"
     std::uint64_t offset = 0;    // of the payload, from the start of the file
     std::uint64_t length = 0;    // payload bytes
     std::uint64_t checksum = 0;  // XXH3-64 of the payload
 };
 
 struct VlatFile {
-    std::uint64_t n = 0;  // number of vectors
+    std::uint64_t n = 0;  // number of vectors; 0 in a model
     std::uint32_t d = 0;  // dimension
     Metric metric = Metric::l2;
     AnchorStorage anchor_storage = AnchorStorage::f32;
@@ -49,18 +50,21 @@ struct VlatFile {
 };
 
 // Writes through AtomicFile. Throws Error if the contents are inconsistent (an assignment >= m,
-// a row count that does not match n).
+// a row count that does not match n, codes of a kind other than the codec's, a product codebook that
+// check_product_codebook refuses).
 void write_vlat(const std::string& path, const VlatFile& file);
 
 // Throws Error naming the file and the problem: wrong magic, unknown version, bad header or
 // section checksum (naming the section), truncated section, inconsistent sizes.
 VlatFile read_vlat(const std::string& path);
 
-// The version write_vlat gives this file: 1 without residual codes, 2 with them.
+// The version write_vlat gives this file: 1 without residual codes, 2 with scalar codes, 3 with
+// product codes.
 std::uint32_t format_version(const VlatFile& file);
 
 // Bytes per vector of the codes alone, as FAISS counts its code sizes: the packed assignments plus the
-// residual codes, divided by n. Everything else (header, anchors, ranges, metadata) is per file.
+// residual codes, divided by n. Everything else (header, anchors, ranges, codebook, metadata) is per
+// file. Throws Error for a model (n = 0).
 double code_bytes_per_vector(const VlatFile& file);
 
 // Bits per packed assignment: ceil(log2 m), 0 when m == 1.

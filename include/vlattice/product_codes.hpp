@@ -53,6 +53,11 @@ struct ProductCodes {
 // bounded (every decoded value finite for anchors up to anchor_bound in magnitude).
 void check_product_codebook(const ProductCodebook& book, std::size_t d, double anchor_bound);
 
+// Throws Error naming the vector unless `codes` holds n codes of codes.book.code_bytes() bytes whose
+// unused high bits (the high nibble of the last byte, for b = 4 and M odd) are zero, as a file
+// stores them. The codes themselves cannot be out of range: b bits address all 2^b centroids.
+void check_product_code_bytes(const ProductCodes& codes, std::uint64_t n);
+
 // Sub-space j's code of vector i, from its packed code bytes.
 inline unsigned product_code(const std::uint8_t* code, unsigned bits, std::size_t j) {
     if (bits == 8) {

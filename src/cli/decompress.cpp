@@ -3,6 +3,7 @@
 #include "activity.hpp"
 #include "commands.hpp"
 #include "device_note.hpp"
+#include "encoded_vectors.hpp"
 #include "input_files.hpp"
 #include "number_options.hpp"
 #include "options.hpp"
@@ -104,7 +105,7 @@ int decompress(int argc, char** argv) {
 
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
     check_inputs({{"INPUT", args.input}, {"--reference", args.reference}});
-    const VlatFile file = during("reading " + args.input, [&] { return read_vlat(args.input); });
+    const VlatFile file = read_encoded_vectors(args.input);
     const GpuChoice gpu = choose_gpu(device, args.gpu);
     print_device_note(kHelp.name, gpu.note, args.quiet);
     // With one anchor the ids take no bits, so a small file can stand for more vectors than memory holds.

@@ -6,6 +6,7 @@
 #include "vlattice/codec.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/json_text.hpp"
+#include "vlattice/product_codes.hpp"
 #include "vlattice/printable.hpp"
 #include "vlattice/rate.hpp"
 
@@ -25,10 +26,12 @@ const CommandHelp kHelp{
     "info",
     "IN.vlat [--json]",
     "IN.vlat",
-    "Prints the header, the sections with their sizes and checksums, the cost per\n"
-    "vector and the stored run metadata of a .vlat file, after checking every\n"
-    "checksum. Control characters in the metadata are printed as escapes (\\n,\n"
-    "\\x1b); --json escapes every character outside ASCII as \\uXXXX.",
+    "Prints the header, the residual code and its parameters, the sections with\n"
+    "their sizes (in all and per vector) and checksums, the cost per vector and the\n"
+    "stored run metadata of a .vlat file, after checking every checksum. A model\n"
+    "(a file with no vectors: anchors and codebook only) has no per-vector figures.\n"
+    "Control characters in the metadata are printed as escapes (\\n, \\x1b); --json\n"
+    "escapes every character outside ASCII as \\uXXXX.",
 };
 
 std::string hex64(std::uint64_t value) {
@@ -37,39 +40,57 @@ std::string hex64(std::uint64_t value) {
     return text;
 }
 
+nlohmann::json describe_product_codes(const ProductCodebook& book) {
+    return {{"description", describe_product(book)},
+            {"bits", book.bits},
+            {"subspaces", book.subspaces()},
+            {"rotated_dims", book.coded_dims()},
+            {"code_bytes", book.code_bytes()}};
+}
+
 // One object with every field; the text output is a rendering of it, so the two cannot disagree.
+// A model (n = 0) has no per-vector fields.
 nlohmann::json describe(const VlatFile& file, const std::string& path) {
     const std::uint64_t m = file.anchors.rows;
-    const unsigned bits = assignment_bits(m);
+    const bool model = file.n == 0;
     const auto n = static_cast<double>(file.n);
-    const auto bytes = static_cast<double>(file.file_bytes);
     nlohmann::json sections = nlohmann::json::array();
     for (const VlatSection& section : file.sections) {
-        sections.push_back({{"tag", section.tag},
-                            {"offset", section.offset},
-                            {"bytes", section.length},
-                            {"checksum", hex64(section.checksum)}});
+        nlohmann::json entry = {{"tag", section.tag},
+                                {"offset", section.offset},
+                                {"bytes", section.length},
+                                {"checksum", hex64(section.checksum)}};
+        if (!model) {
+            entry["bytes_per_vector"] = static_cast<double>(section.length) / n;
+        }
+        sections.push_back(entry);
     }
-    return {
+    nlohmann::json info = {
         {"version", format_version(file)},
         {"n", file.n},
+        {"model", model},
         {"d", file.d},
         {"m", m},
         {"metric", metric_name(file.metric)},
         {"anchor_storage", anchor_storage_name(file.anchor_storage)},
         {"codec", codec_name(file.codec)},
-        {"assignment_bits", bits},
+        {"assignment_bits", assignment_bits(m)},
         {"residual_widths", file.residuals.empty() ? std::string("none") : describe_widths(file.residuals.layout.bits)},
         {"residual_code_bytes", file.residuals.layout.code_bytes},
+        {"product", file.product.empty() ? nlohmann::json() : describe_product_codes(file.product.book)},
         {"sections", sections},
         {"file_bytes", file.file_bytes},
-        {"code_bytes_per_vector", code_bytes_per_vector(file)},
-        {"code_ratio_to_float32", code_bytes_per_vector(file) / (4.0 * file.d)},
         {"total_bytes", file.file_bytes},
-        {"bytes_per_vector", file.n > 0 ? bytes / n : 0.0},
-        {"ratio_to_float32", file.n > 0 && file.d > 0 ? bytes / (4.0 * n * file.d) : 0.0},
         {"metadata", parse_json_text(file.metadata_json, path + ": section META")},
     };
+    if (!model) {
+        const auto bytes = static_cast<double>(file.file_bytes);
+        info["code_bytes_per_vector"] = code_bytes_per_vector(file);
+        info["code_ratio_to_float32"] = code_bytes_per_vector(file) / (4.0 * file.d);
+        info["bytes_per_vector"] = bytes / n;
+        info["ratio_to_float32"] = bytes / (4.0 * n * file.d);
+    }
+    return info;
 }
 
 // Strings without their JSON quotes, control characters escaped (the metadata comes from the file);
@@ -84,7 +105,8 @@ void print_text(const nlohmann::json& info, const std::string& path) {
     };
     line("file", printable(path));
     line("format version", plain(info["version"]));
-    line("vectors (n)", plain(info["n"]));
+    const bool model = info["model"].get<bool>();
+    line("vectors (n)", model ? "0, model (no vectors)" : plain(info["n"]));
     line("dimension (d)", plain(info["d"]));
     line("anchors (m)", plain(info["m"]));
     line("metric", plain(info["metric"]));
@@ -92,16 +114,26 @@ void print_text(const nlohmann::json& info, const std::string& path) {
     line("residual codec", plain(info["codec"]));
     line("assignment bits", plain(info["assignment_bits"]));
     line("residual widths", plain(info["residual_widths"]));
+    if (!info["product"].is_null()) {
+        const nlohmann::json& product = info["product"];
+        line("product code", plain(product["description"]));
+        line("product code bytes", plain(product["code_bytes"]));
+    }
     std::printf("sections\n");
     for (const nlohmann::json& section : info["sections"]) {
-        std::printf("  %-6s%12s bytes  checksum %s\n", plain(section["tag"]).c_str(), plain(section["bytes"]).c_str(),
-                    plain(section["checksum"]).c_str());
+        std::printf("  %-6s%12s bytes", plain(section["tag"]).c_str(), plain(section["bytes"]).c_str());
+        if (!model) {
+            std::printf("  %10.4g per vector", section["bytes_per_vector"].get<double>());
+        }
+        std::printf("  checksum %s\n", plain(section["checksum"]).c_str());
     }
     line("file bytes", plain(info["file_bytes"]));
-    std::printf("%-24s%.4g (%.4g of float32)\n", "code bytes per vector", info["code_bytes_per_vector"].get<double>(),
-                info["code_ratio_to_float32"].get<double>());
-    std::printf("%-24s%.4g\n", "total bytes per vector", info["bytes_per_vector"].get<double>());
-    std::printf("%-24s%.4g\n", "ratio to float32", info["ratio_to_float32"].get<double>());
+    if (!model) {
+        std::printf("%-24s%.4g (%.4g of float32)\n", "code bytes per vector",
+                    info["code_bytes_per_vector"].get<double>(), info["code_ratio_to_float32"].get<double>());
+        std::printf("%-24s%.4g\n", "total bytes per vector", info["bytes_per_vector"].get<double>());
+        std::printf("%-24s%.4g\n", "ratio to float32", info["ratio_to_float32"].get<double>());
+    }
     std::printf("run metadata\n");
     // flatten() turns nested fields into "/config/seed" paths, shown here as "config.seed".
     std::vector<std::pair<std::string, std::string>> fields;

@@ -3,6 +3,7 @@
 #include "activity.hpp"
 #include "commands.hpp"
 #include "device_note.hpp"
+#include "encoded_vectors.hpp"
 #include "input_files.hpp"
 #include "number_options.hpp"
 #include "options.hpp"
@@ -192,7 +193,7 @@ int query(int argc, char** argv) {
         omp_set_num_threads(args.threads);
     }
 
-    const VlatFile file = during("reading " + args.input, [&] { return read_vlat(args.input); });
+    const VlatFile file = read_encoded_vectors(args.input);
     require_option(static_cast<std::uint64_t>(args.k) <= file.n, "--k",
                    ("at most the number of vectors in " + args.input + " (" + std::to_string(file.n) + ")").c_str(),
                    args.k);
