@@ -1,18 +1,22 @@
-// search_cuda (include/vlattice/cuda_search.hpp): the file goes up once, then the queries a batch at
-// a time (cuda/search.cuh), each batch's results coming back before the next starts.
+// search_cuda (include/vlattice/cuda_search.hpp): the file goes up once (product codes in the CPU's
+// scan layout, with their per-vector terms computed there), then the queries a batch at a time
+// (cuda/search.cuh), each batch's results coming back before the next starts.
 #include "vlattice/cuda_search.hpp"
 
+#include "codes/product_scan.hpp"
 #include "member_lists.hpp"
 #include "search_scores.hpp"
 
 #include "device_buffer.hpp"
 #include "device_codes.cuh"
+#include "device_product.cuh"
 #include "search.cuh"
 #include "select_gpu.hpp"
 #include "stream.hpp"
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
 
 namespace vlattice {
@@ -24,7 +28,10 @@ Neighbors search_cuda(const VlatFile& file, const Matrix& queries, const SearchO
     check_search(file, queries, options);
     const std::size_t k = options.k;
     const std::size_t nprobe = options.nprobe == 0 ? m : std::min(options.nprobe, m);
-    const MemberLists lists = member_lists(file.assignments, m);
+    const bool product = file.codec == ResidualCodec::product;
+    // Product codes go up in the scan's layout, which holds the member lists too.
+    const ProductScan scan = product ? product_scan(file) : ProductScan{member_lists(file.assignments, m), {}, {}};
+    const MemberLists& lists = scan.lists;
     cuda::select_gpu(gpu);
 
     Neighbors out;
@@ -40,6 +47,10 @@ Neighbors search_cuda(const VlatFile& file, const Matrix& queries, const SearchO
     cuda::Stream stream;
     const cudaStream_t s = stream.get();
     const cuda::DeviceCodes codes(anchors, file.residuals, s);
+    std::optional<cuda::DeviceProduct> product_codes;
+    if (product) {
+        product_codes.emplace(file, scan, s);
+    }
     cuda::DeviceBuffer<std::size_t> start(lists.start.size());
     cuda::DeviceBuffer<std::uint32_t> members(lists.members.size());
     CUDA_CHECK(cudaMemcpyAsync(start.data(), lists.start.data(), start.bytes(), cudaMemcpyHostToDevice, s));
@@ -53,8 +64,13 @@ Neighbors search_cuda(const VlatFile& file, const Matrix& queries, const SearchO
     data.nprobe = nprobe;
     data.k = k;
     data.inner_product = file.metric == Metric::ip;
+    if (product_codes) {
+        data.product = product_codes->view();
+        data.rerank = options.rerank;
+    }
 
-    const std::size_t batch = std::min(queries.rows, cuda::search_batch_queries(m, d, k));
+    const std::size_t per_query = product ? file.product.book.code_bytes() * kByteValues : 0;
+    const std::size_t batch = std::min(queries.rows, cuda::search_batch_queries(m, d, k, per_query));
     cuda::DeviceBuffer<float> batch_queries(batch * d);
     cuda::DeviceBuffer<std::int64_t> ids(batch * k);
     cuda::DeviceBuffer<float> distances(batch * k);

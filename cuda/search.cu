@@ -2,6 +2,8 @@
 
 #include "cuda_check.hpp"
 #include "ordered_distance.cuh"
+#include "product_search.cuh"
+#include "search_device.cuh"
 #include "warp_math.cuh"
 
 #include <cub/device/device_scan.cuh>
@@ -15,45 +17,6 @@ namespace vlattice::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kHalfWarpsPerBlock = kThreads / kDistanceLanes;
-
-__device__ __forceinline__ std::uint64_t sort_key(float score, std::uint32_t id) {
-    return static_cast<std::uint64_t>(ordered_bits(score)) << 32 | id;
-}
-__device__ __forceinline__ float key_score(std::uint64_t key) {
-    return from_ordered_bits(static_cast<unsigned>(key >> 32));
-}
-__device__ __forceinline__ std::uint32_t key_id(std::uint64_t key) {
-    return static_cast<std::uint32_t>(key);
-}
-
-__device__ __forceinline__ std::size_t thread_index() {
-    return static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::size_t half_warp_index() {
-    return static_cast<std::size_t>(blockIdx.x) * kHalfWarpsPerBlock + threadIdx.x / kDistanceLanes;
-}
-
-// The CPU's score (src/search.cpp) against row, by the half warp: both half warps of a warp must call.
-template <class Row>
-__device__ __forceinline__ float score(const float* __restrict__ query, const Row& row, int d, int l,
-                                       bool inner_product) {
-    if (inner_product) {
-        // src/search_scores.hpp's inner_product_score.
-        const float dot = ordered_dot(query, row, d, l);
-        return isnan(dot) ? CUDART_INF_F : __fsub_rn(0.0f, dot);
-    }
-    return ordered_squared_distance(query, row, d, l);
-}
-
-unsigned blocks_for(std::size_t threads) {
-    return static_cast<unsigned>(ceil_div(threads, kThreads));
-}
-unsigned half_warp_blocks(std::size_t items) {
-    return static_cast<unsigned>(ceil_div(items, kHalfWarpsPerBlock));
-}
-
 // keys[q * m + j] <- (score of query q against anchor j, j), a half warp per pair.
 __global__ void probe_keys_kernel(const float* __restrict__ queries, std::size_t count,
                                   const float* __restrict__ anchors, std::size_t m, int d, bool inner_product,
@@ -63,7 +26,7 @@ __global__ void probe_keys_kernel(const float* __restrict__ queries, std::size_t
     const int l = threadIdx.x % kDistanceLanes;
     // Past the end: pair 0, so that every thread reaches the shuffles.
     const std::size_t pair = p < pairs ? p : 0;
-    const float value = score(queries + pair / m * d, anchors + pair % m * d, d, l, inner_product);
+    const float value = exact_score(queries + pair / m * d, anchors + pair % m * d, d, l, inner_product);
     if (p < pairs && l == 0) {
         keys[p] = sort_key(value, static_cast<std::uint32_t>(pair % m));
     }
@@ -168,24 +131,25 @@ __global__ void decoded_keys_kernel(Part part, CodesView codes, const float* __r
     const int l = threadIdx.x % kDistanceLanes;
     // Past the end: candidate 0, so that every thread reaches the shuffles.
     const Candidate x = locate(part, c < part.total ? c : 0);
-    const float value = score(queries + x.query * codes.d, codes.row(x.anchor, x.id), codes.d, l, inner_product);
+    const float value =
+        exact_score(queries + x.query * codes.d, codes.row(x.anchor, x.id), codes.d, l, inner_product);
     if (c < part.total && l == 0) {
         keys[c] = sort_key(value, x.id);
     }
 }
 
-// Row s of ids and distances <- the first k keys of sorted segment s (ids and scores), then -1 and
-// +infinity.
-__global__ void take_kernel(const std::uint64_t* __restrict__ sorted, const std::int64_t* __restrict__ segments,
-                            std::size_t count, std::size_t k, std::int64_t* __restrict__ ids,
-                            float* __restrict__ distances) {
+// Row s of ids and distances <- the first k keys of sorted segment s, sorted[begins[s] .. ends[s])
+// (ids and scores), then -1 and +infinity.
+__global__ void take_kernel(const std::uint64_t* __restrict__ sorted, const std::int64_t* __restrict__ begins,
+                            const std::int64_t* __restrict__ ends, std::size_t count, std::size_t k,
+                            std::int64_t* __restrict__ ids, float* __restrict__ distances) {
     const std::size_t e = thread_index();
     if (e >= count * k) {
         return;
     }
-    const std::int64_t begin = segments[e / k];
+    const std::int64_t begin = begins[e / k];
     const auto r = static_cast<std::int64_t>(e % k);
-    if (r < segments[e / k + 1] - begin) {
+    if (r < ends[e / k] - begin) {
         const std::uint64_t key = sorted[begin + r];
         ids[e] = key_id(key);
         distances[e] = key_score(key);
@@ -211,18 +175,19 @@ void* cub_temp(SearchScratch& scratch, std::size_t bytes) {
     return reserve(scratch.temp, std::max<std::size_t>(bytes, 1));
 }
 
-// Sorts each of `segments` segments (bounds in offsets, on the device) of keys ascending, with
-// `spare` as the other half of the double buffer; returns whichever holds the result.
+// Sorts each of `segments` segments of keys, keys[begins[s] .. ends[s]) (bounds on the device),
+// ascending, with `spare` as the other half of the double buffer; returns whichever holds the result.
 std::uint64_t* sort_segments(std::uint64_t* keys, std::uint64_t* spare, std::size_t items, std::size_t segments,
-                             const std::int64_t* offsets, SearchScratch& scratch, cudaStream_t stream) {
+                             const std::int64_t* begins, const std::int64_t* ends, SearchScratch& scratch,
+                             cudaStream_t stream) {
     cub::DoubleBuffer<std::uint64_t> buffers(keys, spare);
     const auto item_count = static_cast<std::int64_t>(items);
     const auto segment_count = static_cast<std::int64_t>(segments);
     std::size_t bytes = 0;
-    CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(nullptr, bytes, buffers, item_count, segment_count, offsets,
-                                                  offsets + 1, stream));
+    CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(nullptr, bytes, buffers, item_count, segment_count, begins, ends,
+                                                  stream));
     CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(cub_temp(scratch, bytes), bytes, buffers, item_count, segment_count,
-                                                  offsets, offsets + 1, stream));
+                                                  begins, ends, stream));
     return buffers.Current();
 }
 
@@ -235,41 +200,68 @@ struct Batch {
     const std::int64_t* host_query_offsets;
 };
 
-// Scores, sorts and takes the k nearest of queries first .. end - 1 of the batch.
+// The most candidates any of queries first .. end - 1 of the batch has.
+std::size_t widest_query(const Batch& batch, std::size_t first, std::size_t end) {
+    std::int64_t widest = 0;
+    for (std::size_t q = first; q < end; ++q) {
+        widest = std::max(widest, batch.host_query_offsets[q + 1] - batch.host_query_offsets[q]);
+    }
+    return static_cast<std::size_t>(widest);
+}
+
+// Scores, sorts and takes the k nearest of queries first .. end - 1 of the batch; with a re-rank,
+// the first max(k, rerank) of each sorted segment are scored again, sorted again, and then taken.
 void search_part(const SearchData& data, const Batch& batch, std::size_t first, std::size_t end, std::int64_t* ids,
                  float* distances, SearchScratch& scratch, cudaStream_t stream) {
     const std::size_t count = end - first;
     const std::int64_t base = batch.host_query_offsets[first];
     const auto total = static_cast<std::size_t>(batch.host_query_offsets[end] - base);
     std::int64_t* segments = reserve(scratch.segments, count + 1);
-    part_segments_kernel<<<blocks_for(count + 1), kThreads, 0, stream>>>(batch.query_offsets, first, count, segments);
+    part_segments_kernel<<<blocks_for(count + 1), kSearchThreads, 0, stream>>>(batch.query_offsets, first, count,
+                                                                              segments);
     check_launch("part_segments_kernel", stream);
     const std::uint64_t* sorted = nullptr;  // not read when the part has no candidates
+    const std::int64_t* ends = segments + 1;
     if (total > 0) {
         const Part part{batch.probes, batch.slot_offsets, data.m, data.nprobe, data.start, data.members,
                         first * data.nprobe, end * data.nprobe, base, total};
         std::uint64_t* keys = reserve(scratch.candidate_keys[0], total);
-        if (data.codes.has_codes) {
-            decoded_keys_kernel<<<half_warp_blocks(total), kThreads, 0, stream>>>(part, data.codes, batch.queries,
-                                                                                   data.inner_product, keys);
+        const std::size_t widest = widest_query(batch, first, end);
+        if (data.product.active) {
+            const ProductPart product_part{batch.probes, batch.slot_offsets, batch.query_offsets, data.m,
+                                           data.nprobe, data.start, data.members, first, count, base, widest};
+            product_keys(product_part, data.product, scratch.tables.data(), data.inner_product, keys, stream);
+        } else if (data.codes.has_codes) {
+            decoded_keys_kernel<<<half_warp_blocks(total), kSearchThreads, 0, stream>>>(
+                part, data.codes, batch.queries, data.inner_product, keys);
             check_launch("decoded_keys_kernel", stream);
         } else {
-            anchor_keys_kernel<<<blocks_for(total), kThreads, 0, stream>>>(part, keys);
+            anchor_keys_kernel<<<blocks_for(total), kSearchThreads, 0, stream>>>(part, keys);
             check_launch("anchor_keys_kernel", stream);
         }
         std::uint64_t* spare = reserve(scratch.candidate_keys[1], total);
-        sorted = sort_segments(keys, spare, total, count, segments, scratch, stream);
+        std::uint64_t* in_order = sort_segments(keys, spare, total, count, segments, ends, scratch, stream);
+        if (data.product.active && data.rerank > 0) {
+            std::uint64_t* rescored = in_order == keys ? spare : keys;
+            std::int64_t* rerank_ends = reserve(scratch.rerank_ends, count);
+            rerank_keys(in_order, segments, count, std::max(data.k, data.rerank), widest,
+                        batch.queries + first * data.codes.d, data.codes.anchors, data.codes.d, data.product,
+                        data.inner_product, rescored, rerank_ends, stream);
+            ends = rerank_ends;
+            in_order = sort_segments(rescored, in_order, total, count, segments, ends, scratch, stream);
+        }
+        sorted = in_order;
     }
-    take_kernel<<<blocks_for(count * data.k), kThreads, 0, stream>>>(sorted, segments, count, data.k,
-                                                                      ids + first * data.k,
-                                                                      distances + first * data.k);
+    take_kernel<<<blocks_for(count * data.k), kSearchThreads, 0, stream>>>(sorted, segments, ends, count, data.k,
+                                                                            ids + first * data.k,
+                                                                            distances + first * data.k);
     check_launch("take_kernel", stream);
 }
 
 }  // namespace
 
-std::size_t search_batch_queries(std::size_t m, std::size_t d, std::size_t k) {
-    const std::size_t widest = std::max({m, d, k, std::size_t{1}});
+std::size_t search_batch_queries(std::size_t m, std::size_t d, std::size_t k, std::size_t per_query) {
+    const std::size_t widest = std::max({m, d, k, per_query, std::size_t{1}});
     return std::max<std::size_t>(1, kBatchValues / widest);
 }
 
@@ -279,28 +271,36 @@ std::uint64_t search_batch(const SearchData& data, const float* queries, std::si
     const std::size_t nprobe = data.nprobe;
     const std::size_t pairs = count * m;
     std::uint64_t* probes = reserve(scratch.probe_keys[0], pairs);
-    probe_keys_kernel<<<half_warp_blocks(pairs), kThreads, 0, stream>>>(queries, count, data.codes.anchors, m,
-                                                                         data.codes.d, data.inner_product, probes);
+    probe_keys_kernel<<<half_warp_blocks(pairs), kSearchThreads, 0, stream>>>(
+        queries, count, data.codes.anchors, m, data.codes.d, data.inner_product, probes);
     check_launch("probe_keys_kernel", stream);
+    if (data.product.active) {
+        const auto p = static_cast<std::size_t>(data.product.p);
+        const std::size_t per_query = static_cast<std::size_t>(data.product.code_bytes) * kByteValues;
+        product_query_tables(data.product, queries, count, data.codes.d, reserve(scratch.rotated, count * p),
+                             reserve(scratch.tables, count * per_query), stream);
+    }
     if (nprobe < m) {
         // Sorted, each query's nprobe best anchors come first, ties to the lower id as on the CPU.
         std::int64_t* bounds = reserve(scratch.segments, count + 1);
-        multiples_kernel<<<blocks_for(count + 1), kThreads, 0, stream>>>(count, m, bounds);
+        multiples_kernel<<<blocks_for(count + 1), kSearchThreads, 0, stream>>>(count, m, bounds);
         check_launch("multiples_kernel", stream);
-        probes = sort_segments(probes, reserve(scratch.probe_keys[1], pairs), pairs, count, bounds, scratch, stream);
+        probes = sort_segments(probes, reserve(scratch.probe_keys[1], pairs), pairs, count, bounds, bounds + 1,
+                               scratch, stream);
     }
 
     const std::size_t slots = count * nprobe;
     std::int64_t* slot_offsets = reserve(scratch.slot_offsets, slots + 1);
-    slot_counts_kernel<<<blocks_for(slots + 1), kThreads, 0, stream>>>(probes, m, nprobe, slots, data.start,
-                                                                        slot_offsets);
+    slot_counts_kernel<<<blocks_for(slots + 1), kSearchThreads, 0, stream>>>(probes, m, nprobe, slots, data.start,
+                                                                             slot_offsets);
     check_launch("slot_counts_kernel", stream);
     std::size_t bytes = 0;
     const auto scanned = static_cast<std::int64_t>(slots + 1);
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, slot_offsets, scanned, stream));
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(cub_temp(scratch, bytes), bytes, slot_offsets, scanned, stream));
     std::int64_t* query_offsets = reserve(scratch.query_offsets, count + 1);
-    query_offsets_kernel<<<blocks_for(count + 1), kThreads, 0, stream>>>(slot_offsets, nprobe, count, query_offsets);
+    query_offsets_kernel<<<blocks_for(count + 1), kSearchThreads, 0, stream>>>(slot_offsets, nprobe, count,
+                                                                               query_offsets);
     check_launch("query_offsets_kernel", stream);
     std::int64_t* host_offsets = reserve(scratch.host_query_offsets, count + 1);
     CUDA_CHECK(cudaMemcpyAsync(host_offsets, query_offsets, (count + 1) * sizeof(std::int64_t), cudaMemcpyDeviceToHost,

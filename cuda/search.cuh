@@ -4,11 +4,13 @@
 // its reconstruction, decoded on the fly; the (score, vector id) keys are sorted per query and the
 // first k kept. Keys are 64 bits, the score's ordered_bits over the id, so that they sort like the
 // scores, negative ones (ip's) included; no score is -0 (src/search_scores.hpp), which those bits
-// would put before +0 where the CPU sees a tie.
+// would put before +0 where the CPU sees a tie. Product codes are scored by asymmetric distance
+// instead (cuda/product_search.cuh), and optionally re-ranked by their reconstruction.
 #pragma once
 
 #include "decoded_row.cuh"
 #include "device_buffer.hpp"
+#include "product_row.cuh"
 
 #include <cuda_runtime.h>
 
@@ -27,6 +29,8 @@ struct SearchData {
     std::size_t k = 0;                       // >= 1
     // Scores are inner_product_score(ordered_dot) (metric ip) instead of ordered_squared_distance.
     bool inner_product = false;
+    ProductView product;     // active for a product-coded file
+    std::size_t rerank = 0;  // SearchOptions::rerank; product codes only
 };
 
 // Device memory kept from batch to batch, grown when a batch needs more.
@@ -38,12 +42,15 @@ struct SearchScratch {
     DeviceBuffer<std::uint64_t> candidate_keys[2];  // a part's candidates
     DeviceBuffer<unsigned char> temp;               // CUB's
     PinnedBuffer<std::int64_t> host_query_offsets;  // batch + 1
+    DeviceBuffer<float> rotated;                    // batch x p: product codes' Rq
+    DeviceBuffer<float> tables;                     // batch x code bytes x kByteValues: their T_b
+    DeviceBuffer<std::int64_t> rerank_ends;         // a part's queries: where their re-ranked keys end
 };
 
-// Queries per batch, so that its query-anchor keys, its queries and its results each stay within
-// kBatchValues values.
+// Queries per batch, so that its query-anchor keys, its queries, its results and its per-query
+// values (product codes' tables) each stay within kBatchValues values.
 constexpr std::size_t kBatchValues = std::size_t{1} << 24;
-std::size_t search_batch_queries(std::size_t m, std::size_t d, std::size_t k);
+std::size_t search_batch_queries(std::size_t m, std::size_t d, std::size_t k, std::size_t per_query);
 
 // Candidates scored and sorted at once: the batch's queries go through in parts of at most this many
 // candidates, or of one query with more.

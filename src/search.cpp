@@ -1,8 +1,8 @@
 // IVF-style k-NN over a compressed set on the CPU (include/vlattice/search.hpp).
 #include "vlattice/search.hpp"
 
+#include "codes/product_search.hpp"
 #include "member_lists.hpp"
-#include "numeric.hpp"
 #include "search_scores.hpp"
 #include "vlattice/codec.hpp"
 
@@ -14,24 +14,6 @@
 #include <utility>
 
 namespace vlattice {
-
-namespace {
-
-using Scored = std::pair<float, std::uint32_t>;  // (score, id): the order is the contract's
-
-// The `keep` smallest, sorted.
-void keep_smallest(std::vector<Scored>& scored, std::size_t keep) {
-    keep = std::min(keep, scored.size());
-    std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(keep), scored.end());
-    scored.resize(keep);
-}
-
-float score(const float* query, const float* row, std::size_t d, Metric metric) {
-    return metric == Metric::ip ? inner_product_score(ordered_dot(query, row, d))
-                                : static_cast<float>(ordered_squared_distance(query, row, d));
-}
-
-}  // namespace
 
 const char* distance_name(Metric metric) {
     return metric == Metric::ip ? "inner_product" : "squared_l2";
@@ -97,6 +79,9 @@ Block plan_block(std::size_t first, std::size_t end, std::size_t chunk, const st
 
 Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOptions& options) {
     check_search(file, queries, options);
+    if (file.codec == ResidualCodec::product) {
+        return search_product(file, queries, options);
+    }
     const Matrix& anchors = file.anchors;
     const std::size_t d = anchors.cols;
     const std::size_t m = anchors.rows;
@@ -118,13 +103,8 @@ Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOption
         const auto ahead = static_cast<std::ptrdiff_t>(probes.size());
 #pragma omp parallel for schedule(dynamic, 4)
         for (std::ptrdiff_t qq = 0; qq < ahead; ++qq) {
-            std::vector<Scored>& probe = probes[static_cast<std::size_t>(qq)];
-            const float* query = queries.row(chunk + static_cast<std::size_t>(qq));
-            probe.resize(m);
-            for (std::size_t j = 0; j < m; ++j) {
-                probe[j] = {score(query, anchors.row(j), d, file.metric), static_cast<std::uint32_t>(j)};
-            }
-            keep_smallest(probe, nprobe);
+            probe_anchors(queries.row(chunk + static_cast<std::size_t>(qq)), anchors, file.metric, nprobe,
+                          probes[static_cast<std::size_t>(qq)]);
         }
         for (std::size_t first = chunk; first < end;) {
             const Block block = plan_block(first, end, chunk, probes, lists, d, m, options.cache_floats);
@@ -160,8 +140,9 @@ Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOption
                         }
                         const float* rows = coded ? cache.row(block.cache_row[j]) : nullptr;
                         for (std::size_t p = lists.start[j]; p < lists.start[j + 1]; ++p) {
-                            const float value =
-                                coded ? score(query, rows + (p - lists.start[j]) * d, d, file.metric) : anchor_score;
+                            const float value = coded ? exact_score(query, rows + (p - lists.start[j]) * d, d,
+                                                                    file.metric)
+                                                      : anchor_score;
                             candidates.emplace_back(value, lists.members[p]);
                         }
                     }

@@ -7,9 +7,15 @@
 #include "vlattice/types.hpp"
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace vlattice {
+
+using Scored = std::pair<float, std::uint32_t>;  // (score, id): the order is the contract's
 
 // The ip score of an ordered_dot: 0 - dot rather than -dot, so that a zero scores +0 whatever the
 // sign of the product's zero: the GPU orders scores by their bits (where -0 comes before +0) and the
@@ -19,6 +25,28 @@ namespace vlattice {
 inline float inner_product_score(float dot) {
     return std::isnan(dot) ? std::numeric_limits<float>::infinity() : 0.0f - dot;
 }
+
+// The score of `row` (the query's anchor or a reconstruction) for a file of `metric`:
+// ordered_squared_distance, or inner_product_score of ordered_dot (src/numeric.hpp).
+float exact_score(const float* query, const float* row, std::size_t d, Metric metric);
+
+// The asymmetric score of a product-coded vector (search.hpp) from its anchor's probe score, its e
+// (l2 and angular) and its table sum S. The l2 sum may round below the exact 0 of a query on its
+// own reconstruction: it is clamped to +0, never -0, for the reason inner_product_score gives.
+inline float adc_l2_score(float probe, float extra, float sum) {
+    const float x = (probe + extra) - (sum + sum);
+    return x > 0.0f ? x : std::isnan(x) ? std::numeric_limits<float>::infinity() : 0.0f;
+}
+inline float adc_ip_score(float probe, float sum) {
+    return inner_product_score((0.0f - probe) + sum);
+}
+
+// The `keep` smallest, sorted.
+void keep_smallest(std::vector<Scored>& scored, std::size_t keep);
+
+// probes <- the nprobe best anchors for the query, by (score, anchor id), best first.
+void probe_anchors(const float* query, const Matrix& anchors, Metric metric, std::size_t nprobe,
+                   std::vector<Scored>& probes);
 
 // found.distances holds the scores the search ranked by (+infinity where ids is -1); for ip, each
 // becomes the inner product 0 - score, and a missing neighbour's -infinity (the least product).

@@ -151,6 +151,13 @@ TEST_CASE("query finds neighbours with and without codes and scores them against
     CHECK(exhaustive["ids"].size() == 100);
     CHECK(exhaustive["ids"][0].size() == 10);
 
+    // A file of scalar codes is ranked by its reconstruction already: a re-rank changes nothing.
+    const nlohmann::json reranked = query_json(quote(coded) + on + " --k 10 --nprobe all --rerank 50");
+    CHECK(reranked["rerank"] == 50);
+    CHECK(exhaustive["rerank"] == 0);
+    CHECK(reranked["ids"] == exhaustive["ids"]);
+    CHECK(reranked["distances"] == exhaustive["distances"]);
+
     const nlohmann::json anchors_only = query_json(quote(plain) + on + " --k 100 --nprobe all");
     CHECK(anchors_only["recall"]["10-recall@10"].get<double>() < exhaustive["recall"]["10-recall@10"].get<double>());
     CHECK(anchors_only["recall"].contains("100-recall@100"));
@@ -195,6 +202,7 @@ TEST_CASE("query rejects bad input, naming what is wrong", "[cli][codes]") {
     // Negative whole numbers are refused, not wrapped to 2^64 - 1 (--k -1 tried to allocate that much).
     fails(queries + " --k -1", 2, "--k must be a whole number in [1, 2^63), got '-1'");
     fails(queries + " --limit -1", 2, "--limit must be a whole number in [0, 2^63), got '-1'");
+    fails(queries + " --rerank -1", 2, "--rerank must be a whole number in [0, 2^63), got '-1'");
     fails(queries + " --threads -2", 2, "--threads must be a whole number in [0, 2^31), got '-2'");
     fails(queries + " --gpu -1", 2, "--gpu must be a whole number in [0, 2^31), got '-1'");
     fails(queries + " --dataset neighbors", 1, "the queries have 100 dimensions");

@@ -1,12 +1,14 @@
 // The GPU's decoder and search against the CPU's reconstruct and search, bit for bit: dimensions 1
 // to 784, 1 to 300 anchors (some of them empty), duplicate vectors and anchors (exact ties), codes of
-// mixed widths, of width 0 only, and none. Every test skips with a warning where no usable GPU is
-// present; those tagged [quick] are small enough for compute-sanitizer.
+// mixed widths, of width 0 only, and none, and product codes (with and without a re-rank). Every
+// test skips with a warning where no usable GPU is present; those tagged [quick] are small enough
+// for compute-sanitizer.
 #include <catch2/catch.hpp>
 
 #ifdef VLATTICE_HAVE_CUDA
 
 #include "gpu_usable.hpp"
+#include "product_file.hpp"
 #include "support.hpp"
 
 #include "vlattice/codec.hpp"
@@ -81,7 +83,8 @@ Compressed compressed(const Shape& s, Codes codes, std::mt19937_64& rng) {
 // Queries in four kinds: stored vectors, anchors (which tie with their copies), reconstructions
 // (distance 0 to every copy) and fresh points.
 Matrix queries_for(const Compressed& c, std::size_t count, std::mt19937_64& rng) {
-    const Matrix reconstruction = reconstruct(c.file);
+    const Matrix reconstruction =
+        c.file.codec == ResidualCodec::product ? product_reconstruction(c.file) : reconstruct(c.file);
     const std::size_t d = c.points.cols;
     std::normal_distribution<float> normal;
     std::uniform_int_distribution<std::size_t> vector(0, c.points.rows - 1);
@@ -185,6 +188,54 @@ void check_ip_searches_of_shape(const Shape& s) {
     Compressed c = compressed(s, codes, rng);
     c.file.metric = Metric::ip;
     check_searches(c.file, ip_queries_for(c, 37, rng));
+}
+
+// compressed(s, Codes::none)'s vectors, anchors and assignments under random product codes of `shape`.
+Compressed product_compressed(const Shape& s, const ProductShape& shape, Metric metric, std::mt19937_64& rng) {
+    Compressed c = compressed(s, Codes::none, rng);
+    c.file = product_coded(c.points, c.file.anchors, c.file.assignments, shape, metric, rng, CodeChoice::random);
+    return c;
+}
+
+// check_searches' nprobe and k, each without a re-rank and with re-ranks below, between and above
+// the k.
+void check_product_searches(const VlatFile& file, const Matrix& queries) {
+    for (const std::size_t nprobe : {std::size_t{1}, std::size_t{4}, std::size_t{0}}) {
+        for (const std::size_t k : {std::size_t{1}, std::size_t{10}, std::size_t{100}}) {
+            for (const std::size_t rerank : {std::size_t{0}, std::size_t{7}, std::size_t{150}}) {
+                INFO("nprobe " << nprobe << " k " << k << " rerank " << rerank);
+                SearchOptions options;
+                options.k = k;
+                options.nprobe = nprobe;
+                options.rerank = rerank;
+                check_same(search_cuda(file, queries, options), search(file, queries, options));
+            }
+        }
+    }
+}
+
+struct ProductCase {
+    Shape shape;
+    ProductShape product;
+};
+
+std::string product_case_name(const ProductCase& c, Metric metric) {
+    return "n " + std::to_string(c.shape.n) + " d " + std::to_string(c.shape.d) + " m " +
+           std::to_string(c.shape.m) + ", p " + std::to_string(c.product.p) + " M " +
+           std::to_string(c.product.subspaces) + " x " + std::to_string(c.product.bits) + " bits, " +
+           metric_name(metric);
+}
+
+// check_product_searches on a product-coded file of case c, by L2 and by inner product.
+void check_product_case(const ProductCase& c, std::size_t queries) {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    const Metric metric = GENERATE(Metric::l2, Metric::ip);
+    INFO(product_case_name(c, metric));
+    std::mt19937_64 rng(run_seed ^ (c.shape.n * 1000003 + c.shape.d * 1009 + c.shape.m));
+    const Compressed p = product_compressed(c.shape, c.product, metric, rng);
+    const Matrix q = metric == Metric::ip ? ip_queries_for(p, queries, rng) : queries_for(p, queries, rng);
+    check_product_searches(p.file, q);
 }
 
 }  // namespace
@@ -355,6 +406,60 @@ TEST_CASE("cuda: decoder and search reject what the CPU rejects, and codes that 
     short_codes.residuals.codes.pop_back();
     CHECK_THROWS_AS(reconstruct_cuda(short_codes), Error);
     CHECK_THROWS_AS(search_cuda(short_codes, Matrix(2, 4), options), Error);
+}
+
+TEST_CASE("cuda: product-code search equals search bit for bit on small shapes", "[gpu][search][product][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // 8- and 4-bit codes, an odd M of 4-bit codes (its last byte half used), p < d and p = d.
+    check_product_case(GENERATE(ProductCase{{1, 1, 1}, {1, 1, 8}}, ProductCase{{333, 3, 7}, {3, 3, 4}},
+                                ProductCase{{1000, 17, 300}, {12, 5, 4}}, ProductCase{{97, 384, 7}, {384, 48, 8}}),
+                       11);
+}
+
+TEST_CASE("cuda: product-code search equals search bit for bit", "[gpu][search][product]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    check_product_case(GENERATE(ProductCase{{20011, 17, 300}, {17, 17, 8}},
+                                ProductCase{{20011, 384, 300}, {384, 96, 4}},
+                                ProductCase{{4999, 384, 7}, {320, 40, 8}}),
+                       37);
+}
+
+// Tables of 350 code bytes (350 KiB per query) are more than a block's shared memory holds: the
+// scan reads them where they are.
+TEST_CASE("cuda: product-code search with tables too large for shared memory", "[gpu][search][product]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    check_product_case(ProductCase{{3001, 784, 30}, {700, 350, 8}}, 9);
+}
+
+// 3,500 queries of 20,011 candidates each. At 8 code bytes they make one batch of three parts (2^25
+// candidates each, cuda/search.cuh); at 48 code bytes (12,288 table values per query, against 2^24
+// per batch), three batches of one part each.
+TEST_CASE("cuda: product-code search splits many queries into parts and batches", "[gpu][search][product]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const std::size_t code_bytes = GENERATE(8, 48);
+    INFO(code_bytes << " code bytes");
+    const Compressed c =
+        product_compressed(Shape{20011, 48, 7}, ProductShape{48, code_bytes, 8}, Metric::l2, rng);
+    const Matrix queries = queries_for(c, 3500, rng);
+    for (const std::size_t rerank : {std::size_t{0}, std::size_t{20}}) {
+        INFO("rerank " << rerank);
+        SearchOptions options;
+        options.k = 10;
+        options.nprobe = 0;
+        options.rerank = rerank;
+        check_same(search_cuda(c.file, queries, options), search(c.file, queries, options));
+    }
 }
 
 #else

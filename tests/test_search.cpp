@@ -1,4 +1,5 @@
 // k-NN over a compressed set on the CPU, against a brute force over the reconstruction.
+#include "product_file.hpp"
 #include "reference.hpp"
 #include "support.hpp"
 
@@ -43,10 +44,10 @@ float contract_score(const VlatFile& file, const float* query, const float* row)
 }
 
 // The contract written out: the probed anchors by (score, id), their members by (score, id) against
-// their reconstruction; reported as squared distances, or for ip as inner products (-infinity for
+// their reconstruction y; reported as squared distances, or for ip as inner products (-infinity for
 // a missing neighbour).
-Neighbors brute_force(const VlatFile& file, const Matrix& queries, std::size_t k, std::size_t nprobe) {
-    const Matrix y = reconstruct(file);
+Neighbors brute_force(const VlatFile& file, const Matrix& y, const Matrix& queries, std::size_t k,
+                      std::size_t nprobe) {
     const std::size_t m = file.anchors.rows;
     Neighbors out;
     out.queries = queries.rows;
@@ -77,6 +78,10 @@ Neighbors brute_force(const VlatFile& file, const Matrix& queries, std::size_t k
         }
     }
     return out;
+}
+
+Neighbors brute_force(const VlatFile& file, const Matrix& queries, std::size_t k, std::size_t nprobe) {
+    return brute_force(file, reconstruct(file), queries, k, nprobe);
 }
 
 void check_same(const Neighbors& got, const Neighbors& want) {
@@ -370,4 +375,252 @@ TEST_CASE("ip search with 8-bit codes finds each query's largest true inner prod
     VlatFile anchors_only = compressed(x, 64, 0, rng);
     anchors_only.metric = Metric::ip;
     CHECK(recall_at(search(anchors_only, clear_queries, {10, 0}), truth, 1) < 0.5);
+}
+
+namespace {
+
+// Rx in float, each coordinate summed over k in order from +0.
+std::vector<float> rotated(const ProductCodebook& book, const float* x) {
+    std::vector<float> out(book.coded_dims(), 0.0f);
+    for (std::size_t t = 0; t < out.size(); ++t) {
+        for (std::size_t k = 0; k < book.rotation.cols; ++k) {
+            out[t] += book.rotation.row(t)[k] * x[k];
+        }
+    }
+    return out;
+}
+
+// Q_j[c] of search.hpp.
+float subspace_value(const ProductCodebook& book, const std::vector<float>& rq, std::size_t j, unsigned c) {
+    float sum = 0.0f;
+    for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
+        sum += rq[t] * book.centroids.row(c)[t];
+    }
+    return sum;
+}
+
+// search.hpp's asymmetric score of vector i written out term by term, from its anchor's probe score.
+float adc_reference(const VlatFile& file, float probe, const std::vector<float>& rq, const std::vector<float>& rc,
+                    std::size_t i) {
+    const ProductCodebook& book = file.product.book;
+    const std::uint8_t* code = file.product.codes.data() + i * book.code_bytes();
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < book.code_bytes(); ++b) {
+        float table = 0.0f;
+        if (book.bits == 8) {
+            table = subspace_value(book, rq, b, code[b]);
+        } else if (2 * b + 1 < book.subspaces()) {
+            table = subspace_value(book, rq, 2 * b, code[b] & 15u) + subspace_value(book, rq, 2 * b + 1, code[b] >> 4);
+        } else {
+            table = subspace_value(book, rq, 2 * b, code[b] & 15u);
+        }
+        sum += table;
+    }
+    if (file.metric == Metric::ip) {
+        const float dot = (0.0f - probe) + sum;
+        return std::isnan(dot) ? INFINITY : 0.0f - dot;
+    }
+    float e = 0.0f;
+    for (std::size_t j = 0; j < book.subspaces(); ++j) {
+        const float* centroid = book.centroids.row(product_code(code, book.bits, j));
+        for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
+            e += centroid[t] * (centroid[t] + 2.0f * rc[t]);
+        }
+    }
+    const float x = (probe + e) - (sum + sum);
+    return x > 0.0f ? x : std::isnan(x) ? INFINITY : 0.0f;
+}
+
+// The contract for product codes written out: brute_force's probes, the members ranked by
+// adc_reference.
+Neighbors brute_force_adc(const VlatFile& file, const Matrix& queries, std::size_t k, std::size_t nprobe) {
+    const std::size_t m = file.anchors.rows;
+    const bool ip = file.metric == Metric::ip;
+    std::vector<std::vector<float>> rc;
+    for (std::size_t j = 0; j < m; ++j) {
+        rc.push_back(rotated(file.product.book, file.anchors.row(j)));
+    }
+    Neighbors out;
+    out.queries = queries.rows;
+    out.k = k;
+    for (std::size_t q = 0; q < queries.rows; ++q) {
+        std::vector<std::pair<float, std::uint32_t>> anchors;
+        for (std::uint32_t j = 0; j < m; ++j) {
+            anchors.emplace_back(contract_score(file, queries.row(q), file.anchors.row(j)), j);
+        }
+        std::sort(anchors.begin(), anchors.end());
+        anchors.resize(std::min(nprobe == 0 ? m : nprobe, m));
+        const std::vector<float> rq = rotated(file.product.book, queries.row(q));
+        std::vector<std::pair<float, std::uint32_t>> points;
+        for (const auto& [probe, j] : anchors) {
+            for (std::uint32_t i = 0; i < file.n; ++i) {
+                if (file.assignments[i] == j) {
+                    points.emplace_back(adc_reference(file, probe, rq, rc[j], i), i);
+                }
+            }
+        }
+        out.visited += points.size();
+        std::sort(points.begin(), points.end());
+        for (std::size_t r = 0; r < k; ++r) {
+            out.ids.push_back(r < points.size() ? static_cast<std::int64_t>(points[r].second) : -1);
+            out.distances.push_back(r < points.size() ? (ip ? 0.0f - points[r].first : points[r].first)
+                                                      : (ip ? -INFINITY : INFINITY));
+        }
+    }
+    return out;
+}
+
+// A product-coded file of x around 17 anchors (some duplicated, so that scores tie), metric l2 or ip.
+VlatFile product_file(const Matrix& x, const ProductShape& shape, Metric metric, std::mt19937_64& rng) {
+    const Matrix anchors = anchors_near(x, 17, rng);
+    return product_coded(x, anchors, reference_assign(x, anchors).assignment, shape, metric, rng);
+}
+
+SearchOptions options_of(std::size_t k, std::size_t nprobe, std::size_t rerank) {
+    SearchOptions options;
+    options.k = k;
+    options.nprobe = nprobe;
+    options.rerank = rerank;
+    return options;
+}
+
+// Shapes of (d, p, M, bits): p = d and p < d, odd and even M (4-bit codes share bytes in pairs).
+struct ProductCase {
+    std::size_t d;
+    ProductShape shape;
+};
+const ProductCase kProductCases[] = {
+    {1, {1, 1, 8}},  {1, {1, 1, 4}},   {7, {5, 3, 4}},    {7, {5, 3, 8}},
+    {33, {33, 11, 8}}, {33, {33, 12, 4}}, {33, {20, 7, 4}}, {33, {20, 7, 8}},
+};
+
+}  // namespace
+
+TEST_CASE("product codes: search returns the asymmetric-distance contract's neighbours", "[search][product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    for (const ProductCase& c : kProductCases) {
+        const Matrix x = duplicated_points(1200, c.d, rng);
+        for (const Metric metric : {Metric::l2, Metric::ip}) {
+            const VlatFile file = product_file(x, c.shape, metric, rng);
+            Matrix queries = metric == Metric::ip ? ip_queries(x, 25, rng) : random_points(25, c.d, rng);
+            // A query on a reconstruction: its l2 score rounds near 0.
+            const Matrix y = product_reconstruction(file);
+            std::copy(y.row(11), y.row(11) + c.d, queries.row(5));
+            for (const std::size_t nprobe : {1, 3, 0}) {
+                for (const std::size_t k : {1, 10, 100}) {
+                    INFO("d " << c.d << ", p " << c.shape.p << ", M " << c.shape.subspaces << ", bits "
+                              << c.shape.bits << ", " << metric_name(metric) << ", nprobe " << nprobe << ", k " << k);
+                    const Neighbors found = search(file, queries, options_of(k, nprobe, 0));
+                    check_same(found, brute_force_adc(file, queries, k, nprobe));
+                    for (const float distance : found.distances) {
+                        CHECK_FALSE((distance == 0.0f && std::signbit(distance)));
+                        CHECK((metric == Metric::ip || distance >= 0.0f));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("product codes: the asymmetric distance is the distance to the reconstruction, up to rounding",
+          "[search][product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    for (const ProductCase& c : kProductCases) {
+        const Matrix x = random_points(300, c.d, rng);
+        for (const Metric metric : {Metric::l2, Metric::ip}) {
+            INFO("d " << c.d << ", p " << c.shape.p << ", M " << c.shape.subspaces << ", bits " << c.shape.bits
+                      << ", " << metric_name(metric));
+            const VlatFile file = product_file(x, c.shape, metric, rng);
+            const Matrix y = product_reconstruction(file);
+            const Matrix queries = random_points(10, c.d, rng);
+            const Neighbors found = search(file, queries, options_of(x.rows, 0, 0));
+            for (std::size_t q = 0; q < queries.rows; ++q) {
+                for (std::size_t r = 0; r < x.rows; ++r) {
+                    const auto i = static_cast<std::size_t>(found.ids[q * x.rows + r]);
+                    const float* query = queries.row(q);
+                    const float* anchor = file.anchors.row(file.assignments[i]);
+                    double exact = 0.0;
+                    double scale = 0.0;  // bounds the float terms' rounding
+                    for (std::size_t k = 0; k < c.d; ++k) {
+                        const double qk = query[k];
+                        const double yk = y.row(i)[k];
+                        exact += metric == Metric::ip ? qk * yk : (qk - yk) * (qk - yk);
+                        scale += (std::abs(qk) + std::abs(anchor[k]) + std::abs(yk)) *
+                                 (std::abs(qk) + std::abs(anchor[k]) + std::abs(yk));
+                    }
+                    CHECK(std::abs(found.distances[q * x.rows + r] - exact) <= 1e-5 * scale);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("product codes: re-ranking by the reconstruction", "[search][product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    for (const ProductCase& c : kProductCases) {
+        const Matrix x = duplicated_points(600, c.d, rng);
+        for (const Metric metric : {Metric::l2, Metric::ip}) {
+            const VlatFile file = product_file(x, c.shape, metric, rng);
+            const Matrix y = product_reconstruction(file);
+            const Matrix queries = metric == Metric::ip ? ip_queries(x, 20, rng) : random_points(20, c.d, rng);
+            for (const std::size_t nprobe : {1, 3, 0}) {
+                INFO("d " << c.d << ", p " << c.shape.p << ", M " << c.shape.subspaces << ", bits " << c.shape.bits
+                          << ", " << metric_name(metric) << ", nprobe " << nprobe);
+                // Every visited vector re-scored: the exact search over the reconstruction.
+                for (const std::size_t k : {1, 10}) {
+                    check_same(search(file, queries, options_of(k, nprobe, x.rows)),
+                               brute_force(file, y, queries, k, nprobe));
+                }
+                // The best 20 by asymmetric distance, the 5 best of them by the reconstruction.
+                const Neighbors adc = brute_force_adc(file, queries, 20, nprobe);
+                Neighbors want;
+                want.queries = queries.rows;
+                want.k = 5;
+                want.visited = adc.visited;
+                for (std::size_t q = 0; q < queries.rows; ++q) {
+                    std::vector<std::pair<float, std::int64_t>> rescored;
+                    for (std::size_t r = 0; r < 20; ++r) {
+                        const std::int64_t id = adc.ids[q * 20 + r];
+                        if (id >= 0) {
+                            rescored.emplace_back(
+                                contract_score(file, queries.row(q), y.row(static_cast<std::size_t>(id))), id);
+                        }
+                    }
+                    std::sort(rescored.begin(), rescored.end());
+                    for (std::size_t r = 0; r < 5; ++r) {
+                        const bool here = r < rescored.size();
+                        want.ids.push_back(here ? rescored[r].second : -1);
+                        const float score = here ? rescored[r].first : INFINITY;
+                        want.distances.push_back(metric == Metric::ip ? (here ? 0.0f - score : -INFINITY) : score);
+                    }
+                }
+                check_same(search(file, queries, options_of(5, nprobe, 20)), want);
+                // A re-rank below k re-scores the k best.
+                check_same(search(file, queries, options_of(10, nprobe, 3)),
+                           search(file, queries, options_of(10, nprobe, 10)));
+            }
+        }
+    }
+}
+
+TEST_CASE("product codes: an ip query of zeros ties every vector at +0, lowest ids first", "[search][product][ip]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Matrix x = random_points(200, 9, rng);
+    for (const unsigned bits : {4u, 8u}) {
+        const VlatFile file = product_file(x, {6, 3, bits}, Metric::ip, rng);
+        const Neighbors found = search(file, Matrix(1, 9), options_of(5, 0, 0));
+        for (std::size_t r = 0; r < 5; ++r) {
+            CHECK(found.ids[r] == static_cast<std::int64_t>(r));
+            CHECK(found.distances[r] == 0.0f);
+            CHECK_FALSE(std::signbit(found.distances[r]));
+        }
+    }
 }

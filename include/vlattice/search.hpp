@@ -1,7 +1,8 @@
 // k-nearest-neighbour search over a compressed set, IVF style: each query is scored against the
 // anchors, and the members of its `nprobe` best anchors are ranked by their score against their
 // reconstruction (anchor plus decoded residual): the squared L2 distance, or for a file of metric
-// ip the inner product, largest first.
+// ip the inner product, largest first. Product-coded files are ranked by asymmetric distance through
+// per-query lookup tables instead (below), optionally re-ranked by their reconstruction.
 #pragma once
 
 #include "vlattice/format.hpp"
@@ -21,6 +22,11 @@ struct SearchOptions {
     // (256 MiB: all of Fashion-MNIST, so its exhaustive search decodes each vector once per 1,024
     // queries); a block that would need more is split. The answer does not depend on it.
     std::size_t cache_floats = std::size_t{64} << 20;
+    // Product codes only: the best max(k, rerank) vectors by asymmetric distance are scored again
+    // against their reconstruction (decode_product_row), and the k best of those returned with those
+    // scores. 0 returns the asymmetric distances. Other files are already ranked by their
+    // reconstruction, so it changes nothing there.
+    std::size_t rerank = 0;
 };
 
 // The arithmetic is fixed so that the CPU and the GPU return the same bits: a score is
@@ -29,6 +35,27 @@ struct SearchOptions {
 // (src/search_scores.hpp: 0 - ordered_dot); the probed anchors are the nprobe smallest by (score,
 // anchor id) and the neighbours the k smallest by (score, vector id). So ip takes the largest inner
 // products, ties to the lowest id.
+//
+// Product codes (ResidualCodec::product) are scored by asymmetric distance (ADC), without decoding:
+// the reconstruction is y = c + R^T z (product_codes.hpp), and as R has orthonormal rows,
+// ||q - y||^2 = ||q - c||^2 + sum_t z[t] (z[t] + 2 (Rc)[t]) - 2 sum_t (Rq)[t] z[t] and
+// q . y = q . c + sum_t (Rq)[t] z[t], for any p <= d. Each term is computed once: the first per
+// query and anchor, the second per vector, the last through one lookup table per query. In float,
+// every sum starting at +0 and running in the order given, no fused multiply-add:
+// - Rq[t] = sum over k = 0 .. d-1 of R[t][k] * q[k]; Rc[t] likewise for anchor c.
+// - Per vector, e = sum over t = 0 .. p-1 of z[t] * (z[t] + 2 * Rc[t]), z[t] the centroid value its
+//   code selects (metric l2 and angular only).
+// - Per query and sub-space j, Q_j[c] = sum over t in j, in increasing order, of Rq[t] * centroid
+//   c's value at t. The table of code byte b, T_b[x] for x < 256, is Q_b[x] for 8-bit codes and
+//   Q_2b[x & 15] + Q_2b+1[x >> 4] for 4-bit ones (Q_2b[x & 15] alone for the last byte of an odd M).
+// - S = sum over the code bytes b, in order, of T_b[byte b].
+// - With P the anchor's probe score above: l2 and angular score x = (P + e) - (S + S), taken as is
+//   when x > 0, as +0 when x <= 0 (rounding below an exact 0) and as +infinity when x is NaN; ip
+//   scores inner_product_score((0 - P) + S), where 0 - P = ordered_dot(q, c) (and a NaN product
+//   scores +infinity either way).
+// The neighbours are the k smallest by (score, vector id); with SearchOptions::rerank the best
+// max(k, rerank) by that order are scored again as above against decode_product_row, and the k
+// smallest by (that score, id) returned.
 struct Neighbors {
     std::size_t queries = 0;
     std::size_t k = 0;
@@ -36,7 +63,7 @@ struct Neighbors {
     // queries x k: squared L2 distances, +infinity where ids is -1; for metric ip inner products,
     // -infinity where ids is -1.
     std::vector<float> distances;
-    std::uint64_t visited = 0;       // vectors scored over all queries
+    std::uint64_t visited = 0;       // vectors scored over all queries (a re-rank's not counted again)
 };
 
 // Throws Error when the query dimension is not the file's, k is 0, or the file's parts do not fit

@@ -34,7 +34,7 @@ namespace {
 
 const CommandHelp kHelp{
     "query",
-    "IN.vlat --queries FILE [--k 10] [--nprobe P|all] [--ground-truth FILE[:DATASET]] [options]",
+    "IN.vlat --queries FILE [--k 10] [--nprobe P|all] [--rerank N] [--ground-truth FILE[:DATASET]] [options]",
     "IN.vlat",
     "Finds the k nearest neighbours of each query among the vectors of IN.vlat, IVF\n"
     "style: each query is scored against the anchors, and the members of its nprobe\n"
@@ -43,6 +43,10 @@ const CommandHelp kHelp{
     "the smallest squared L2 distances and report them squared (no square root); ip\n"
     "takes the largest inner products and reports the inner products. Ties go to\n"
     "the lowest id. --nprobe all scores every vector (exhaustive).\n"
+    "Files of product codes are ranked by asymmetric distance instead (each code\n"
+    "against the query through the query's lookup tables, without decoding);\n"
+    "--rerank N scores the best max(k, N) of those again against their\n"
+    "reconstruction and reports the k best with those scores.\n"
     "Prints queries per second and, with --ground-truth (ids, one row per query, as\n"
     "an ann-benchmarks file's `neighbors`), r-recall@r for r = 1, 10, 100 up to k;\n"
     "an r beyond the ground truth's ids per query is left out, with a note saying so.\n"
@@ -58,6 +62,7 @@ struct QueryArgs {
     std::string dataset;
     long long k = static_cast<long long>(SearchOptions{}.k);
     std::string nprobe;
+    long long rerank = 0;
     std::string ground_truth;
     long long limit = 0;
     std::string output;
@@ -76,6 +81,10 @@ void add_options(po::options_description& options, QueryArgs& a) {
          "neighbours per query, from 1 to the number of vectors in IN.vlat")
         ("nprobe", po::value(&a.nprobe)->default_value("16")->value_name("P"),
          "anchors visited per query, or `all` for exhaustive search")
+        ("rerank", whole_number(&a.rerank, 0LL)->default_value(0)->value_name("N"),
+         "product codes: score the best max(k, N) by asymmetric distance again against their reconstruction and "
+         "report the k best of them (0: the asymmetric distances); other files are ranked by their "
+         "reconstruction already")
         ("ground-truth", po::value(&a.ground_truth)->value_name("FILE[:DATASET]"),
          "true neighbour ids, one row per query of --queries, in their order: an HDF5 file's dataset "
          "(`neighbors` by default), .ivecs, .npy of int32 or int64 (as numpy and FAISS write them), or any "
@@ -177,6 +186,7 @@ int query(int argc, char** argv) {
     SearchOptions search_options;
     search_options.k = static_cast<std::size_t>(args.k);
     search_options.nprobe = parse_nprobe(args.nprobe);
+    search_options.rerank = static_cast<std::size_t>(args.rerank);
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
     check_inputs(inputs);
     if (args.threads > 0) {
@@ -234,6 +244,7 @@ int query(int argc, char** argv) {
         {"queries", queries.rows},
         {"k", search_options.k},
         {"nprobe", probed},
+        {"rerank", search_options.rerank},
         {"anchors", m},
         {"metric", metric_name(file.metric)},
         {"distance", distance_name(file.metric)},

@@ -1,0 +1,129 @@
+// The layout, the per-vector terms and the per-query tables of the product-code scan
+// (src/codes/product_scan.hpp).
+#include "codes/product_scan.hpp"
+
+#include "numeric.hpp"
+
+#include <algorithm>
+
+namespace vlattice {
+
+namespace {
+
+Matrix transposed(const Matrix& a) {
+    Matrix t(a.cols, a.rows);
+    for (std::size_t r = 0; r < a.rows; ++r) {
+        for (std::size_t c = 0; c < a.cols; ++c) {
+            t.row(c)[r] = a.row(r)[c];
+        }
+    }
+    return t;
+}
+
+// out[c] <- sum over k < count of rows[k][c] * x[k], in k order, for c < width: each out[c] is its
+// own sum in its own order, and the loop over c vectorises.
+VLATTICE_ALSO_FOR_X86_64_V3
+void ordered_columns(const float* rows, std::size_t width, const float* x, std::size_t count, float* out) {
+    std::fill(out, out + width, 0.0f);
+    for (std::size_t k = 0; k < count; ++k) {
+        const float* row = rows + k * width;
+        const float xk = x[k];
+        for (std::size_t c = 0; c < width; ++c) {
+            out[c] += row[c] * xk;
+        }
+    }
+}
+
+// e = sum over t of z[t] * (z[t] + 2 * rc[t]), z[t] the centroid value of the vector's code.
+float vector_extra(const ProductCodebook& book, const std::uint8_t* code, const float* rc) {
+    float e = 0.0f;
+    for (std::size_t j = 0; j < book.subspaces(); ++j) {
+        const float* centroid = book.centroids.row(product_code(code, book.bits, j));
+        for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
+            const float z = centroid[t];
+            e += z * (z + 2.0f * rc[t]);
+        }
+    }
+    return e;
+}
+
+}  // namespace
+
+ProductTables::ProductTables(const ProductCodebook& book)
+    : book_(book), rotation_t_(transposed(book.rotation)), centroids_t_(transposed(book.centroids)) {}
+
+void ProductTables::rotate(const float* x, float* rotated) const {
+    ordered_columns(rotation_t_.data.data(), rotation_t_.cols, x, rotation_t_.rows, rotated);
+}
+
+void ProductTables::byte_tables(const float* rotated, float* tables, float* sub) const {
+    const std::size_t count = std::size_t{1} << book_.bits;
+    const std::size_t subspaces = book_.subspaces();
+    // Q_j of one sub-space, into sub + offset.
+    const auto subspace_table = [&](std::size_t j, float* out) {
+        const std::size_t first = book_.bounds[j];
+        ordered_columns(centroids_t_.row(first), count, rotated + first, book_.bounds[j + 1] - first, out);
+    };
+    for (std::size_t b = 0; b < book_.code_bytes(); ++b) {
+        float* table = tables + b * kByteValues;
+        if (book_.bits == 8) {
+            subspace_table(b, table);
+            continue;
+        }
+        const float* low = sub;
+        const float* high = sub + 16;
+        subspace_table(2 * b, sub);
+        const bool pair = 2 * b + 1 < subspaces;
+        if (pair) {
+            subspace_table(2 * b + 1, sub + 16);
+        }
+        for (std::size_t x = 0; x < kByteValues; ++x) {
+            table[x] = pair ? low[x & 15] + high[x >> 4] : low[x & 15];
+        }
+    }
+}
+
+ProductScan product_scan(const VlatFile& file) {
+    const ProductCodebook& book = file.product.book;
+    const std::size_t cb = book.code_bytes();
+    ProductScan scan;
+    scan.lists = member_lists(file.assignments, file.anchors.rows);
+    const std::vector<std::uint32_t>& members = scan.lists.members;
+    const std::size_t n = members.size();
+    scan.codes.assign((n + kScanBlock - 1) / kScanBlock * cb * kScanBlock, 0);
+    const auto count = static_cast<std::ptrdiff_t>(n);
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t pp = 0; pp < count; ++pp) {
+        const auto p = static_cast<std::size_t>(pp);
+        const std::uint8_t* code = file.product.codes.data() + std::size_t{members[p]} * cb;
+        std::uint8_t* to = scan.codes.data() + p / kScanBlock * cb * kScanBlock + p % kScanBlock;
+        for (std::size_t b = 0; b < cb; ++b) {
+            to[b * kScanBlock] = code[b];
+        }
+    }
+    if (file.metric == Metric::ip) {
+        return scan;
+    }
+    scan.extra.resize(n);
+    const ProductTables tables(book);
+    const auto m = static_cast<std::ptrdiff_t>(file.anchors.rows);
+#pragma omp parallel
+    {
+        std::vector<float> rc(book.coded_dims());
+#pragma omp for schedule(dynamic, 16)
+        for (std::ptrdiff_t a = 0; a < m; ++a) {
+            const std::size_t first = scan.lists.start[a];
+            const std::size_t end = scan.lists.start[a + 1];
+            if (first == end) {
+                continue;
+            }
+            tables.rotate(file.anchors.row(static_cast<std::size_t>(a)), rc.data());
+            for (std::size_t p = first; p < end; ++p) {
+                scan.extra[p] = vector_extra(book, file.product.codes.data() + std::size_t{members[p]} * cb, rc.data());
+            }
+        }
+    }
+    return scan;
+}
+
+}  // namespace vlattice

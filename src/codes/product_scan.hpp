@@ -1,0 +1,54 @@
+// What the CPU and the GPU scan product codes with (the asymmetric score of include/vlattice/search.hpp):
+// the codes of each anchor's members laid out for lookups in bulk, each vector's e, and the
+// per-query tables. The file-wide parts are built once per search, on the CPU, and the GPU reads
+// the same bits.
+#pragma once
+
+#include "member_lists.hpp"
+#include "vlattice/format.hpp"
+#include "vlattice/product_codes.hpp"
+#include "vlattice/types.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace vlattice {
+
+// The codes of this many consecutive members (MemberLists order) are stored byte by byte, so that
+// one table lookup serves a whole row of SIMD lanes (CPU) or of threads (GPU).
+constexpr std::size_t kScanBlock = 16;
+// Entries of a code byte's table.
+constexpr std::size_t kByteValues = 256;
+
+struct ProductScan {
+    MemberLists lists;
+    // Code byte b of the vector at member position p (lists.members[p]) is at
+    // ((p / kScanBlock) * code_bytes + b) * kScanBlock + p % kScanBlock; zeros pad the last block.
+    std::vector<std::uint8_t> codes;
+    // The e of the vector at member position p; empty for metric ip, which does not use it.
+    std::vector<float> extra;
+};
+
+// The file's parts must fit together (check_compressed_set).
+ProductScan product_scan(const VlatFile& file);
+
+// The rotation and the centroids transposed, so that the sums of search.hpp vectorise across rotated
+// coordinates and centroids while each still runs in its own order.
+class ProductTables {
+public:
+    explicit ProductTables(const ProductCodebook& book);
+
+    // rotated[t] <- Rx[t] for t < p.
+    void rotate(const float* x, float* rotated) const;
+    // tables[b * kByteValues + x] <- T_b[x] of the query whose rotation is `rotated`, for every code
+    // byte b; `sub` holds kByteValues floats.
+    void byte_tables(const float* rotated, float* tables, float* sub) const;
+
+private:
+    const ProductCodebook& book_;
+    Matrix rotation_t_;   // d x p
+    Matrix centroids_t_;  // p x 2^bits
+};
+
+}  // namespace vlattice
