@@ -231,6 +231,33 @@ TEST_CASE("coordinates without variance are left uncoded unless the sub-spaces n
     CHECK(decode_error(a, wide) <= decode_error(a, coded) * 1.001);
 }
 
+TEST_CASE("small or flat training sets still give a complete codebook", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    auto backend = make_cpu_backend(1);
+    // 100 residuals for 256 centroids: the fits find at most 100, the rest of the table copies
+    // centroid 0, and every code is still the nearest centroid.
+    const Anchored few = anchored(random_points(100, 10, rng), 4, rng);
+    const ProductCodes coded = trained_codes(few, product_config(2, 8, 1, s), *backend);
+    REQUIRE(coded.book.centroids.rows == 256);
+    CHECK(std::equal(coded.book.centroids.row(0), coded.book.centroids.row(1), coded.book.centroids.row(255)));
+    require_nearest_codes(few, coded);
+
+    // Every vector is its own anchor: nothing to code, and decoding gives the anchors back.
+    Anchored exact;
+    exact.points = random_points(50, 8, rng);
+    exact.anchors = exact.points;
+    for (std::uint32_t i = 0; i < 50; ++i) {
+        exact.assignments.push_back(i);
+    }
+    const ProductCodes flat = trained_codes(exact, product_config(3, 4, 1, s), *backend);
+    CHECK(flat.book.coded_dims() == 3);
+    CHECK(orthonormality_error(flat.book.rotation) <= 1e-6);
+    CHECK(std::all_of(flat.codes.begin(), flat.codes.end(), [](std::uint8_t c) { return c == 0; }));
+    CHECK(decode_error(exact, flat) == 0.0);
+}
+
 TEST_CASE("a planted product code is recovered exactly", "[product]") {
     const std::uint64_t s = seed();
     INFO("seed " << s);
