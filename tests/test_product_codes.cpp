@@ -231,6 +231,33 @@ TEST_CASE("coordinates without variance are left uncoded unless the sub-spaces n
     CHECK(decode_error(a, wide) <= decode_error(a, coded) * 1.001);
 }
 
+TEST_CASE("small or flat training sets still give a complete codebook", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    auto backend = make_cpu_backend(1);
+    // 100 residuals for 256 centroids: the fits find at most 100, the rest of the table copies
+    // centroid 0, and every code is still the nearest centroid.
+    const Anchored few = anchored(random_points(100, 10, rng), 4, rng);
+    const ProductCodes coded = trained_codes(few, product_config(2, 8, 1, s), *backend);
+    REQUIRE(coded.book.centroids.rows == 256);
+    CHECK(std::equal(coded.book.centroids.row(0), coded.book.centroids.row(1), coded.book.centroids.row(255)));
+    require_nearest_codes(few, coded);
+
+    // Every vector is its own anchor: nothing to code, and decoding gives the anchors back.
+    Anchored exact;
+    exact.points = random_points(50, 8, rng);
+    exact.anchors = exact.points;
+    for (std::uint32_t i = 0; i < 50; ++i) {
+        exact.assignments.push_back(i);
+    }
+    const ProductCodes flat = trained_codes(exact, product_config(3, 4, 1, s), *backend);
+    CHECK(flat.book.coded_dims() == 3);
+    CHECK(orthonormality_error(flat.book.rotation) <= 1e-6);
+    CHECK(std::all_of(flat.codes.begin(), flat.codes.end(), [](std::uint8_t c) { return c == 0; }));
+    CHECK(decode_error(exact, flat) == 0.0);
+}
+
 TEST_CASE("a planted product code is recovered exactly", "[product]") {
     const std::uint64_t s = seed();
     INFO("seed " << s);
@@ -284,10 +311,12 @@ TEST_CASE("encoding gives the same bytes every time and on 1 or 2 threads", "[pr
     const std::uint64_t s = seed();
     INFO("seed " << s);
     std::mt19937_64 rng(s);
-    // Large enough (n d p >= kParallelValues) that the rotation runs in parallel on 2 threads.
+    // Large enough (n d p >= kParallelValues) that the rotation runs in parallel on 2 threads; trained
+    // on a sample.
     const Anchored a = anchored(random_points(2000, 48, rng), 16, rng);
     auto two = make_cpu_backend(2);
-    const ProductCodeConfig config = product_config(5, 8, 1, s);
+    ProductCodeConfig config = product_config(5, 8, 1, s);
+    config.train_sample = 600;
     const ProductCodebook book = train_product_codebook(a.points, a.anchors, a.assignments, config, *two);
     const std::vector<std::uint8_t> codes = encode_product(book, a.points, a.anchors, a.assignments, *two);
     REQUIRE(codes.size() == 2000 * 5);

@@ -1,8 +1,9 @@
 // Encoding vectors with a product codebook (include/vlattice/product_codes.hpp).
 #include "vlattice/product_codes.hpp"
 
-#include "codes/column_block.hpp"
 #include "vlattice/point_format.hpp"
+
+#include "codes/column_block.hpp"
 
 #include <string>
 

@@ -1,9 +1,10 @@
 // Training the sub-space centroids (codes/subspace_centroids.hpp).
 #include "codes/subspace_centroids.hpp"
 
-#include "codes/column_block.hpp"
 #include "vlattice/anneal.hpp"
 #include "vlattice/point_format.hpp"
+
+#include "codes/column_block.hpp"
 
 #include <algorithm>
 #include <cmath>
