@@ -3,6 +3,7 @@
 #include "reference.hpp"
 #include "support.hpp"
 
+#include "codes/product_scan.hpp"
 #include "numeric.hpp"
 #include "vlattice/codec.hpp"
 #include "vlattice/io.hpp"
@@ -653,5 +654,33 @@ TEST_CASE("product codes: query reads a version 3 file and returns what search r
                 }
             }
         }
+    }
+}
+
+// On a CPU with AVX2 the scan sums by gathers; the portable loop must give the same bits (on a CPU
+// without it, both are the portable loop).
+TEST_CASE("product codes: the scan's fastest sums equal the portable loop's", "[search][product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    std::uniform_int_distribution<unsigned> byte(0, 255);
+    std::normal_distribution<float> normal;
+    for (const std::size_t code_bytes : {1, 5, 48}) {
+        const std::size_t blocks = 37;
+        std::vector<std::uint8_t> codes(blocks * code_bytes * kScanBlock);
+        for (std::uint8_t& c : codes) {
+            c = static_cast<std::uint8_t>(byte(rng));
+        }
+        std::vector<float> tables(code_bytes * kByteValues);
+        for (std::size_t e = 0; e < tables.size(); ++e) {
+            // Magnitudes far apart, so that a different order of the adds would round differently.
+            tables[e] = normal(rng) * (e % 3 == 0 ? 1e6f : 1e-3f);
+        }
+        std::vector<float> portable(blocks * kScanBlock);
+        std::vector<float> fastest(blocks * kScanBlock);
+        block_sums(codes.data(), blocks, code_bytes, tables.data(), portable.data());
+        fastest_block_sums()(codes.data(), blocks, code_bytes, tables.data(), fastest.data());
+        INFO(code_bytes << " code bytes");
+        CHECK(std::memcmp(portable.data(), fastest.data(), portable.size() * sizeof(float)) == 0);
     }
 }
