@@ -4,6 +4,7 @@
 
 #include "vlattice/codec.hpp"
 
+#include "codes/device_product.cuh"
 #include "decode_rows.cuh"
 #include "device_buffer.hpp"
 #include "device_codes.cuh"
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace vlattice {
@@ -34,7 +36,11 @@ Matrix reconstruct_cuda(const VlatFile& file, int gpu) {
     const std::size_t d = file.d;
     cuda::Stream stream;
     const cudaStream_t s = stream.get();
-    const cuda::DeviceCodes codes(file.anchors, file.residuals, s);
+    // One of the two holds the codes: the scalar decoder's, or the product decoder's.
+    const bool product = file.codec == ResidualCodec::product;
+    const cuda::DeviceCodes codes(file.anchors, product ? ResidualCodes{} : file.residuals, s);
+    const std::optional<cuda::DeviceProductCodes> product_codes =
+        product ? std::make_optional<cuda::DeviceProductCodes>(file.anchors, file.product, s) : std::nullopt;
     cuda::DeviceBuffer<std::uint32_t> assignments(n);
     CUDA_CHECK(cudaMemcpyAsync(assignments.data(), file.assignments.data(), assignments.bytes(),
                                cudaMemcpyHostToDevice, s));
@@ -50,7 +56,11 @@ Matrix reconstruct_cuda(const VlatFile& file, int gpu) {
         if (c < chunks) {
             const std::size_t first = c * rows;
             const std::size_t count = std::min(rows, n - first);
-            cuda::launch_decode_rows(codes.view(), assignments.data(), first, count, decoded.data(), s);
+            if (product_codes) {
+                cuda::launch_decode_product(product_codes->view(), assignments.data(), first, count, decoded.data(), s);
+            } else {
+                cuda::launch_decode_rows(codes.view(), assignments.data(), first, count, decoded.data(), s);
+            }
             CUDA_CHECK(cudaMemcpyAsync(staging.data() + (c % 2) * rows * d, decoded.data(), count * d * sizeof(float),
                                        cudaMemcpyDeviceToHost, s));
             downloaded[c % 2].record(s);

@@ -1,7 +1,9 @@
 #include "vlattice/pipeline.hpp"
 
 #include "numeric.hpp"
+#include "vlattice/codec.hpp"
 #include "vlattice/half.hpp"
+#include "vlattice/model.hpp"
 #include "vlattice/point_format.hpp"
 #include "vlattice/rate.hpp"
 #include "vlattice/residual.hpp"
@@ -103,40 +105,21 @@ double equal_assignment_share(const std::vector<std::uint32_t>& a, const std::ve
     return static_cast<double>(equal) / static_cast<double>(a.size());
 }
 
-VlatFile make_vlat(const FitResult& result, const RunInput& input, AnchorStorage storage,
-                   const nlohmann::json& metadata) {
+std::size_t anchors_for(const CodingSpec& spec, std::size_t n, std::size_t wanted) {
+    return spec.budget_bytes ? anchors_within(*spec.budget_bytes, n, wanted) : wanted;
+}
+
+VlatFile train_model(const Matrix& points, const FitResult& result, const RunInput& input, AnchorStorage storage,
+                  const CodingSpec& spec, Backend& backend, nlohmann::json metadata, TrainedCoding& coding) {
     if (input.d > std::numeric_limits<std::uint32_t>::max()) {
         throw Error(input.path + ": dimension " + std::to_string(input.d) + " does not fit the .vlat header (32 bits)");
     }
-    VlatFile file;
-    file.n = input.n;
-    file.d = static_cast<std::uint32_t>(input.d);
-    file.metric = input.metric;
-    file.anchor_storage = storage;
-    file.codec = ResidualCodec::none;
-    file.anchors = result.anchors;
-    file.assignments = result.assignments;
-    file.metadata_json = metadata.dump();
-    return file;
-}
-
-std::size_t anchors_for(const CodingRequest& request, std::size_t n, std::size_t wanted) {
-    return request.target_bytes ? anchors_within(*request.target_bytes, n, wanted) : wanted;
-}
-
-std::vector<std::uint8_t> residual_widths(const CodingRequest& request, const Matrix& points, const FitResult& result) {
-    const std::size_t d = points.cols;
-    if (!request.target_bytes) {
-        if (!is_residual_width(request.bits)) {
-            throw Error("--bits: expected 0, 2, 4 or 8, got " + std::to_string(request.bits));
-        }
-        return request.bits == 0 ? std::vector<std::uint8_t>{} : std::vector<std::uint8_t>(d, static_cast<std::uint8_t>(request.bits));
-    }
-    const std::size_t bytes = residual_bytes_within(*request.target_bytes, points.rows, result.anchors.rows, d);
-    if (bytes == 0) {
-        return {};
-    }
-    return allocate_widths(points, result.anchors, result.assignments, 8 * bytes);
+    const Matrix stored = stored_anchors(result.anchors, storage);
+    const std::vector<std::uint32_t> assignments =
+        storage == AnchorStorage::f32 ? result.assignments : nearest_anchors(points, stored, backend);
+    coding = train_coding(points, stored, assignments, spec, backend);
+    metadata["residuals"] = coding_json(spec, coding);
+    return make_model(stored, storage, input.metric, coding, metadata.dump());
 }
 
 void add_residual_codes(VlatFile& file, const Matrix& points, const std::vector<std::uint8_t>& widths) {
@@ -149,10 +132,25 @@ void add_residual_codes(VlatFile& file, const Matrix& points, const std::vector<
     file.codec = ResidualCodec::scalar;
 }
 
-nlohmann::json coding_json(const CodingRequest& request, const std::vector<std::uint8_t>& widths) {
-    nlohmann::json out = {{"bits", request.bits}, {"target_bytes", nullptr}, {"widths", describe_widths(widths)}};
-    if (request.target_bytes) {
-        out["target_bytes"] = *request.target_bytes;
+nlohmann::json coding_json(const CodingSpec& spec, const TrainedCoding& coding) {
+    nlohmann::json candidates = nlohmann::json::array();
+    for (const CodingCandidate& candidate : coding.candidates) {
+        candidates.push_back({{"code", candidate.description},
+                              {"code_bytes", candidate.code_bytes},
+                              {"held_out_mse", candidate.held_out_mse}});
+    }
+    nlohmann::json out = {{"codec", codec_name(coding.codec)},
+                          {"family", codec_family_name(spec.family)},
+                          {"target_bytes", nullptr},
+                          {"candidates", candidates}};
+    if (spec.budget_bytes) {
+        out["target_bytes"] = *spec.budget_bytes;
+    }
+    if (coding.codec == ResidualCodec::scalar) {
+        out["widths"] = describe_widths(coding.scalar.layout.bits);
+    } else if (coding.codec == ResidualCodec::product) {
+        out["product"] = describe_product(coding.product);
+        out["opq_iters"] = spec.product.opq_iters;
     }
     return out;
 }

@@ -44,9 +44,10 @@ nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, c
         {"maintenance_members", fit.maintenance_members},
         {"energy", fit.energy},
         {"validation", fit.validation},
+        {"code", context.code_seconds},
         {"write", context.write_seconds},
         {"fit", fit.total},  // init and every iteration: the span a k-means library times
-        {"total", context.load_seconds + fit.total + context.write_seconds},
+        {"total", context.load_seconds + fit.total + context.code_seconds + context.write_seconds},
     };
     return report;
 }

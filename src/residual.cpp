@@ -65,8 +65,8 @@ unsigned nearest_code(float x, float c, float offset, float step, unsigned level
 
 }  // namespace
 
-ResidualCodes encode_residuals(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
-                               const std::vector<std::uint8_t>& bits) {
+ResidualCodes learn_residual_ranges(const Matrix& points, const Matrix& anchors,
+                                    const std::vector<std::uint32_t>& assignments, const std::vector<std::uint8_t>& bits) {
     const std::size_t d = anchors.cols;
     if (points.cols != d || bits.size() != d || assignments.size() != points.rows) {
         throw Error("encode_residuals: " + std::to_string(points.rows) + " x " + std::to_string(points.cols) +
@@ -80,11 +80,7 @@ ResidualCodes encode_residuals(const Matrix& points, const Matrix& anchors, cons
     out.layout = code_layout(bits);
     out.offset = Matrix(anchors.rows, d);
     out.step = Matrix(anchors.rows, d);
-    out.codes.assign(points.rows * out.layout.code_bytes, 0);
-    const std::ptrdiff_t m = static_cast<std::ptrdiff_t>(anchors.rows);
-#pragma omp parallel for schedule(dynamic, 4)
-    for (std::ptrdiff_t jj = 0; jj < m; ++jj) {
-        const auto j = static_cast<std::size_t>(jj);
+    for (std::size_t j = 0; j < anchors.rows; ++j) {
         for (std::size_t k = 0; k < d; ++k) {
             const CellGrid grid = cell_grid(ranges.lo.row(j)[k], ranges.hi.row(j)[k], ranges.mean.row(j)[k], bits[k]);
             if (!std::isfinite(grid.step)) {
@@ -94,19 +90,43 @@ ResidualCodes encode_residuals(const Matrix& points, const Matrix& anchors, cons
             out.step.row(j)[k] = grid.step;
             out.offset.row(j)[k] = grid.offset;
         }
-        for (std::size_t p = lists.start[j]; p < lists.start[j + 1]; ++p) {
-            const std::size_t i = lists.members[p];
-            std::uint8_t* code = out.codes.data() + i * out.layout.code_bytes;
-            for (std::size_t k = 0; k < d; ++k) {
-                if (bits[k] == 0) {
-                    continue;
-                }
-                const unsigned value = nearest_code(points.row(i)[k], anchors.row(j)[k], out.offset.row(j)[k],
-                                                    out.step.row(j)[k], 1u << bits[k]);
-                code[out.layout.byte[k]] |= static_cast<std::uint8_t>(value << out.layout.shift[k]);
+    }
+    return out;
+}
+
+void encode_with_ranges(ResidualCodes& codes, const Matrix& points, const Matrix& anchors,
+                        const std::vector<std::uint32_t>& assignments) {
+    const std::size_t d = anchors.cols;
+    const CodeLayout& layout = codes.layout;
+    if (points.cols != d || layout.bits.size() != d || assignments.size() != points.rows ||
+        codes.offset.rows != anchors.rows) {
+        throw Error("encode_with_ranges: " + std::to_string(points.rows) + " x " + std::to_string(points.cols) +
+                    " points, " + std::to_string(assignments.size()) + " assignments and ranges of " +
+                    std::to_string(codes.offset.rows) + " anchors of dimension " + std::to_string(d) +
+                    " do not fit together");
+    }
+    codes.codes.assign(points.rows * layout.code_bytes, 0);
+    const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(points.rows);
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t ii = 0; ii < n; ++ii) {
+        const auto i = static_cast<std::size_t>(ii);
+        const std::uint32_t j = assignments[i];
+        std::uint8_t* code = codes.codes.data() + i * layout.code_bytes;
+        for (std::size_t k = 0; k < d; ++k) {
+            if (layout.bits[k] == 0) {
+                continue;
             }
+            const unsigned value = nearest_code(points.row(i)[k], anchors.row(j)[k], codes.offset.row(j)[k],
+                                                codes.step.row(j)[k], 1u << layout.bits[k]);
+            code[layout.byte[k]] |= static_cast<std::uint8_t>(value << layout.shift[k]);
         }
     }
+}
+
+ResidualCodes encode_residuals(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
+                               const std::vector<std::uint8_t>& bits) {
+    ResidualCodes out = learn_residual_ranges(points, anchors, assignments, bits);
+    encode_with_ranges(out, points, anchors, assignments);
     return out;
 }
 

@@ -4,7 +4,9 @@
 #include "support.hpp"
 
 #include "vlattice/codec.hpp"
+#include "vlattice/cpu_backend.hpp"
 #include "vlattice/io.hpp"
+#include "vlattice/model.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/report.hpp"
 
@@ -151,19 +153,28 @@ TEST_CASE("run_metadata describes the result and nothing that varies between mac
     CHECK(run_metadata(other_threads, other_timing, input).dump() == metadata.dump());
 }
 
-TEST_CASE("make_vlat carries the result, the input's shape and the metadata", "[pipeline]") {
+TEST_CASE("train_model then encode_with_model carry the result, the input's shape and the metadata", "[pipeline]") {
     const FitResult result = small_result();
+    const Matrix points = matrix(3, 2, {0.1f, 0, 1, 0.9f, 1.2f, 1});
     const RunInput input{"data.fvecs", 3, 2, Metric::angular};
     const nlohmann::json metadata = {{"energy", 0.25}};
-    const VlatFile file = make_vlat(result, input, AnchorStorage::f16, metadata);
+    const std::unique_ptr<Backend> backend_owner = make_cpu_backend(2);
+    Backend& backend = *backend_owner;
+    TrainedCoding trained;
+    const VlatFile model = train_model(points, result, input, AnchorStorage::f16, CodingSpec{}, backend, metadata, trained);
+    CHECK(model.n == 0);
+    const VlatFile file = encode_with_model(model, points, backend, model.metadata_json);
     CHECK(file.n == 3);
     CHECK(file.d == 2);
     CHECK(file.metric == Metric::angular);
     CHECK(file.anchor_storage == AnchorStorage::f16);
     CHECK(file.codec == ResidualCodec::none);
+    CHECK(trained.codec == ResidualCodec::none);
     CHECK(file.anchors.data == result.anchors.data);
     CHECK(file.assignments == result.assignments);
-    CHECK(nlohmann::json::parse(file.metadata_json) == metadata);
+    const nlohmann::json stored = nlohmann::json::parse(file.metadata_json);
+    CHECK(stored["energy"] == 0.25);
+    CHECK(stored["residuals"]["codec"] == "none");
 }
 
 TEST_CASE("run_report adds the history, the phase seconds, the backend and the threads", "[pipeline]") {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "vlattice/anneal.hpp"
+#include "vlattice/coding_plan.hpp"
 #include "vlattice/config.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/io.hpp"
@@ -56,28 +57,21 @@ nlohmann::json run_metadata(const AnnealConfig& config, const FitResult& result,
 // Throws Error when the two lengths differ.
 double equal_assignment_share(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b);
 
-VlatFile make_vlat(const FitResult& result, const RunInput& input, AnchorStorage storage,
-                   const nlohmann::json& metadata);
-
-// The residual coding a run asks for: `bits` (0, 2, 4 or 8) in every dimension, or, when
-// target_bytes is set, a budget of code bytes per vector spent first on the packed ids, then on the
-// residual widths that remove the most error (rate.hpp).
-struct CodingRequest {
-    unsigned bits = 0;
-    std::optional<double> target_bytes;
-};
-
 // The anchor count to fit: `wanted`, or fewer when the budget cannot hold the ids of that many.
-std::size_t anchors_for(const CodingRequest& request, std::size_t n, std::size_t wanted);
+std::size_t anchors_for(const CodingSpec& spec, std::size_t n, std::size_t wanted);
 
-// One width per dimension for a finished fit; empty when the request leaves no residual bytes.
-std::vector<std::uint8_t> residual_widths(const CodingRequest& request, const Matrix& points, const FitResult& result);
+// A finished fit's model (model.hpp): the anchors as `storage` stores them and the residual code
+// `spec` asks for, trained on `points` (train_coding); `coding` receives what was trained, the
+// metadata its description. compress codes the points with it (encode_with_model), so a compressed
+// file is what `train` then `encode` write.
+VlatFile train_model(const Matrix& points, const FitResult& result, const RunInput& input, AnchorStorage storage,
+                  const CodingSpec& spec, Backend& backend, nlohmann::json metadata, TrainedCoding& coding);
 
 // Encodes `points` against the anchors as `file` stores them (so rounded to float16 first under f16
 // storage, as a reader will see them), and sets the codec. `widths` must not be empty.
 void add_residual_codes(VlatFile& file, const Matrix& points, const std::vector<std::uint8_t>& widths);
 
-// What the metadata records of the coding: the request and the widths chosen.
-nlohmann::json coding_json(const CodingRequest& request, const std::vector<std::uint8_t>& widths);
+// What the metadata records of the coding: the request, the candidates measured and the choice.
+nlohmann::json coding_json(const CodingSpec& spec, const TrainedCoding& coding);
 
 }  // namespace vlattice

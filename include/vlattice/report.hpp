@@ -18,6 +18,7 @@ struct ReportContext {
     std::string backend;  // Backend::name()
     int threads = 0;      // as requested; 0 is reported as the number of threads actually available
     double load_seconds = 0.0;
+    double code_seconds = 0.0;  // training the residual code and coding the vectors
     double write_seconds = 0.0;
 };
 
@@ -25,7 +26,8 @@ nlohmann::json iteration_json(const IterationRecord& record);
 
 // The keys of run_metadata (with the full input path and config.threads), plus backend, threads,
 // history[] (one iteration_json per iteration) and seconds{load, init, assign, reduce, update,
-// maintenance (with its parts maintenance_nearest and maintenance_members), energy, write, total}.
+// maintenance (with its parts maintenance_nearest and maintenance_members), energy, code, write,
+// total}.
 nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, const ReportContext& context);
 
 }  // namespace vlattice

@@ -43,8 +43,17 @@ struct ResidualCodes {
     bool empty() const { return layout.bits.empty(); }
 };
 
-// Learns the ranges from the members of each anchor and encodes every vector; each code is the one
-// whose decoded value (decode_row, exactly) is nearest the vector. `bits` has one width per dimension.
+// The ranges (layout, offset, step; no codes) learned from the members of each anchor, `bits` one
+// width per dimension: what a model stores to code vectors it was not trained on.
+ResidualCodes learn_residual_ranges(const Matrix& points, const Matrix& anchors,
+                                    const std::vector<std::uint32_t>& assignments, const std::vector<std::uint8_t>& bits);
+
+// Sets codes.codes to the code of every row of `points` under the ranges `codes` holds; each code is
+// the one whose decoded value (decode_row, exactly) is nearest the vector, clamped to the range.
+void encode_with_ranges(ResidualCodes& codes, const Matrix& points, const Matrix& anchors,
+                        const std::vector<std::uint32_t>& assignments);
+
+// learn_residual_ranges from these points, then encode_with_ranges of the same points.
 ResidualCodes encode_residuals(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
                                const std::vector<std::uint8_t>& bits);
 

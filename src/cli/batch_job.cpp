@@ -10,6 +10,7 @@
 #include "vlattice/device.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/io.hpp"
+#include "vlattice/model.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/rate.hpp"
 #include "vlattice/residual.hpp"
@@ -71,9 +72,9 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     const std::optional<Evaluation> evaluation =
         load_evaluation(job.file, train_name, plan.metric, loaded.points.rows, loaded.points.cols);
     const double load_seconds = seconds_since(start);
-    CodingRequest coding = coding_request(values, args.coding, loaded.points.cols);
+    CodingSpec coding = coding_spec(values, args.coding, loaded.points.cols, config);
     if (job.bits) {
-        coding.bits = *job.bits;
+        coding.scalar_bits = *job.bits;
     }
     config.anchors = anchors_for(coding, loaded.points.rows, config.anchors);
     BackendChoice choice = make_backend(device, anneal.gpu, config.threads);
@@ -86,13 +87,10 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     OutputGroup outputs;
     const RunInput input{job.file, loaded.points.rows, loaded.points.cols, plan.metric};
     start = clock::now();
-    const std::vector<std::uint8_t> widths = residual_widths(coding, loaded.points, result);
-    nlohmann::json metadata = run_metadata(config, result, input);
-    metadata["residuals"] = coding_json(coding, widths);
-    VlatFile vlat = make_vlat(result, input, AnchorStorage::f32, metadata);
-    if (!widths.empty()) {
-        add_residual_codes(vlat, loaded.points, widths);
-    }
+    TrainedCoding trained;
+    const VlatFile model = train_model(loaded.points, result, input, AnchorStorage::f32, coding, *choice.backend,
+                                       run_metadata(config, result, input), trained);
+    const VlatFile vlat = encode_with_model(model, loaded.points, *choice.backend, model.metadata_json);
     write_vlat(plan.outputs.vlat, vlat);
     const double write_seconds = seconds_since(start);
 
@@ -103,7 +101,7 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
         exhaustive.k = kRecallAt;
         recall = recall_at(search(vlat, evaluation->queries, exhaustive), evaluation->neighbors, kRecallAt);
     }
-    const double mse = widths.empty() ? result.energy : reconstruction_mse(vlat, loaded.points);
+    const double mse = vlat.codec == ResidualCodec::none ? result.energy : reconstruction_mse(vlat, loaded.points);
     const double evaluate_seconds = seconds_since(start);
 
     const double code_bytes = code_bytes_per_vector(vlat);
@@ -117,7 +115,9 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
         {"ratio", code_bytes / (4.0 * static_cast<double>(loaded.points.cols))},
         {"energy", result.energy},
         {"mse", mse},
-        {"residuals", widths.empty() ? std::string("none") : describe_widths(widths)},
+        {"residuals", vlat.codec == ResidualCodec::product ? "pq " + describe_product(vlat.product.book)
+                      : vlat.residuals.empty()                 ? std::string("none")
+                                                               : describe_widths(vlat.residuals.layout.bits)},
         {"recall_at_10", recall},
         {"seconds", {{"load", load_seconds}, {"init", result.seconds.init}, {"fit", result.seconds.total},
                      {"evaluate", evaluate_seconds}, {"write", write_seconds}}},

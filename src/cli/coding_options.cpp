@@ -7,13 +7,14 @@
 #include "vlattice/residual.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace vlattice::cli {
 
 void add_coding_options(po::options_description& options, CodingArgs& a) {
     options.add_options()
-        ("bits", whole_number(&a.bits, 0LL, 8LL)->default_value(CodingRequest{}.bits)->value_name("B"),
+        ("bits", whole_number(&a.bits, 0LL, 8LL)->default_value(CodingSpec{}.scalar_bits)->value_name("B"),
          "residual code width in every dimension: 0 (anchor ids only), 2, 4 or 8; each anchor's "
          "members set its own range per dimension")
         ("target-bytes", real_number(&a.target_bytes, {0.0, kUnbounded, true})->value_name("BYTES"),
@@ -22,7 +23,17 @@ void add_coding_options(po::options_description& options, CodingArgs& a) {
          "that removes the most error for the bits left; never exceeds the budget, and a budget beyond what "
          "8-bit codes in every dimension take gets those (a note says so)")
         ("target-ratio", po::value(&a.target_ratio)->value_name("R"),
-         "the same budget as a share of the float32 size (4 d bytes): 0.125 or 12.5%");
+         "the same budget as a share of the float32 size (4 d bytes): 0.125 or 12.5%")
+        ("codec", po::value(&a.codec)->default_value(a.codec)->value_name("FAMILY"),
+         "residual code family a budget chooses from: auto (every family; the one with the lowest error on "
+         "held-out vectors wins, and the candidates are printed), scalar (per-anchor ranges, 0/2/4/8 bits per "
+         "dimension), or pq (a learned rotation, then M sub-spaces of 2^b centroids each)")
+        ("subspaces", whole_number(&a.subspaces, 0LL, 1LL << 20)->default_value(a.subspaces)->value_name("M"),
+         "with --codec pq and no budget: the number of sub-spaces M (code bytes: M x pq-bits / 8)")
+        ("pq-bits", whole_number(&a.pq_bits, 4LL, 8LL)->default_value(a.pq_bits)->value_name("B"),
+         "with --codec pq and --subspaces: bits per sub-space code, 4 or 8 (a budget tries both)")
+        ("opq-iters", whole_number(&a.opq_iters, 0LL, 100LL)->default_value(a.opq_iters)->value_name("N"),
+         "rounds that refine the product code's rotation (OPQ); 0 keeps the PCA start");
 }
 
 namespace {
@@ -60,35 +71,75 @@ void check_coding_args(const po::variables_map& values, const CodingArgs& args) 
     if (ratio) {
         parse_ratio(args.target_ratio);
     }
-}
-
-CodingRequest coding_request(const po::variables_map& values, const CodingArgs& args, std::size_t d) {
-    CodingRequest request;
-    request.bits = static_cast<unsigned>(args.bits);
-    if (values.count("target-bytes") > 0) {
-        request.target_bytes = args.target_bytes;
-    } else if (values.count("target-ratio") > 0) {
-        request.target_bytes = parse_ratio(args.target_ratio) * 4.0 * static_cast<double>(d);
+    const CodecFamily family = [&] {
+        try {
+            return parse_codec_family(args.codec);
+        } catch (const Error& e) {
+            throw UsageError(std::string("--codec: ") + e.what());
+        }
+    }();
+    require_option(args.pq_bits == 4 || args.pq_bits == 8, "--pq-bits", "4 or 8", args.pq_bits);
+    if (family == CodecFamily::product && !values["bits"].defaulted()) {
+        throw UsageError("--bits sets the scalar code's width; --codec pq takes --subspaces or a budget");
     }
-    return request;
+    if (family == CodecFamily::product && !(bytes || ratio) && args.subspaces == 0) {
+        throw UsageError("--codec pq needs --subspaces M or a --target-bytes/--target-ratio budget");
+    }
+    if (args.subspaces > 0 && (family != CodecFamily::product || bytes || ratio)) {
+        throw UsageError("--subspaces fixes the product code without a budget: give it with --codec pq and no budget");
+    }
 }
 
-std::string budget_note(const CodingRequest& request, std::size_t n, std::size_t m, std::size_t d) {
-    if (!request.target_bytes) {
+CodingSpec coding_spec(const po::variables_map& values, const CodingArgs& args, std::size_t d,
+                       const AnnealConfig& config) {
+    CodingSpec spec;
+    spec.family = parse_codec_family(args.codec);
+    spec.scalar_bits = static_cast<unsigned>(args.bits);
+    if (values.count("target-bytes") > 0) {
+        spec.budget_bytes = args.target_bytes;
+    } else if (values.count("target-ratio") > 0) {
+        spec.budget_bytes = parse_ratio(args.target_ratio) * 4.0 * static_cast<double>(d);
+    }
+    spec.product.subspaces = static_cast<std::size_t>(args.subspaces);
+    spec.product.bits = static_cast<unsigned>(args.pq_bits);
+    spec.product.opq_iters = static_cast<int>(args.opq_iters);
+    spec.product.kmeans.seed = config.seed;
+    spec.product.kmeans.threads = config.threads;
+    return spec;
+}
+
+std::string budget_note(const CodingSpec& spec, std::size_t n, std::size_t m, std::size_t d) {
+    if (!spec.budget_bytes) {
         return {};
     }
     const double best = assignment_bytes_per_vector(n, m) + static_cast<double>(d);
-    if (*request.target_bytes <= best) {
+    if (*spec.budget_bytes <= best || spec.family == CodecFamily::product) {
         return {};
     }
-    return "the budget of " + show(*request.target_bytes) + " bytes per vector is more than the best coding takes (" +
+    return "the budget of " + show(*spec.budget_bytes) + " bytes per vector is more than the best coding takes (" +
            show(best) + " bytes per vector: 8-bit codes in every dimension beside the ids of " + std::to_string(m) +
            " anchors), which it gets";
 }
 
-std::string describe_coding(std::size_t m, const std::vector<std::uint8_t>& widths) {
-    return "m = " + std::to_string(m) + " (" + std::to_string(assignment_bits(m)) + "-bit ids), residuals " +
-           (widths.empty() ? std::string("none") : describe_widths(widths));
+std::string describe_coding(const VlatFile& file) {
+    const std::size_t m = file.anchors.rows;
+    std::string out = "m = " + std::to_string(m) + " (" + std::to_string(assignment_bits(m)) + "-bit ids), ";
+    if (file.codec == ResidualCodec::product) {
+        return out + "product code " + describe_product(file.product.book);
+    }
+    return out + "residuals " + (file.residuals.empty() ? std::string("none") : describe_widths(file.residuals.layout.bits));
+}
+
+std::string describe_candidates(const TrainedCoding& coding) {
+    std::string out;
+    for (std::size_t c = 0; c < coding.candidates.size(); ++c) {
+        const CodingCandidate& candidate = coding.candidates[c];
+        char line[256];
+        std::snprintf(line, sizeof line, "  %s %-44s %8.2f code bytes  held-out MSE %.6g\n", c == coding.chosen ? "*" : " ",
+                      candidate.description.c_str(), candidate.code_bytes, candidate.held_out_mse);
+        out += line;
+    }
+    return out;
 }
 
 }  // namespace vlattice::cli

@@ -8,7 +8,9 @@ int run_batch(int argc, char** argv);
 int run_compress(int argc, char** argv);
 int run_compare(int argc, char** argv);
 int run_decompress(int argc, char** argv);
+int run_encode(int argc, char** argv);
 int run_info(int argc, char** argv);
 int run_query(int argc, char** argv);
+int run_train(int argc, char** argv);
 
 }  // namespace vlattice::cli

@@ -1,18 +1,21 @@
-// vlattice compress INPUT -o OUT.vlat: load, anneal, write the .vlat (and the run report).
+// vlattice compress INPUT -o OUT.vlat: load, anneal, train the residual code, code the vectors, write
+// the .vlat (and the run report). vlattice train is the same run without the coding: it writes the
+// model.
 #include "activity.hpp"
 #include "anneal_options.hpp"
 #include "coding_options.hpp"
 #include "commands.hpp"
 #include "device_note.hpp"
+#include "anchor_source.hpp"
 #include "input_files.hpp"
 #include "options.hpp"
-#include "progress.hpp"
 
 #include "vlattice/anneal.hpp"
 #include "vlattice/atomic_file.hpp"
 #include "vlattice/codec.hpp"
 #include "vlattice/device.hpp"
 #include "vlattice/format.hpp"
+#include "vlattice/model.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/report.hpp"
 
@@ -20,19 +23,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <unistd.h>
 
 namespace vlattice::cli {
 
 namespace {
 
-const CommandHelp kHelp{
-    "compress",
-    "INPUT -o OUT.vlat [options]",
-    "INPUT",
-    "Learns M anchors for the vectors in INPUT with an annealed, outlier-robust\n"
-    "k-means and stores each vector as the id of its anchor, plus, with --bits or a\n"
-    "--target-bytes/--target-ratio budget, a scalar code of its residual from it.\n"
+const char* const kInputHelp =
     "INPUT: .fvecs .bvecs .ivecs .fbin .u8bin .i8bin, .npy (float32, float64,\n"
     "float16, uint8, int8), .h5/.hdf5 (the dataset named by --dataset), or - for\n"
     "standard input: read to its end into memory before the run, in the format\n"
@@ -40,7 +36,28 @@ const CommandHelp kHelp{
     "and (after --metric angular scales each vector to unit length) within\n"
     "+-sqrt(FLT_MAX / (8 d)), 2.3e18 at d = 8, so that squared distances fit\n"
     "float32; the largest |value| must be 0 or at least 2^-46 (1.42e-14). The error\n"
-    "names the row and column of a value that is not.",
+    "names the row and column of a value that is not.";
+
+const CommandHelp kTrainHelp{
+    "train",
+    "INPUT -o MODEL.vlat [options]",
+    "INPUT",
+    std::string("Learns what compress learns (the anchors, and with --bits, --codec pq\n"
+                "--subspaces or a budget the residual code) and writes it as a model: a .vlat\n"
+                "without vectors, which `vlattice encode --model MODEL.vlat` codes any vectors\n"
+                "with, exactly as compress would have coded them.\n") + kInputHelp,
+};
+
+const CommandHelp kCompressHelp{
+    "compress",
+    "INPUT -o OUT.vlat [options]",
+    "INPUT",
+    "Learns M anchors for the vectors in INPUT with an annealed, outlier-robust\n"
+    "k-means and stores each vector as the id of its anchor, plus, with --bits,\n"
+    "--codec pq --subspaces or a --target-bytes/--target-ratio budget, a code of its\n"
+    "residual from it: a per-anchor scalar code or a rotated product code, the one\n"
+    "with the lower error on held-out vectors (--codec). The same as `train` then\n"
+    "`encode` with the model; --anchors-from reuses another file's anchors.\n" + std::string(kInputHelp),
 };
 
 struct CompressArgs {
@@ -51,6 +68,7 @@ struct CompressArgs {
     std::string device;
     std::string anchor_storage;
     std::string report;
+    std::string anchors_from;
     bool quiet = false;
 };
 
@@ -70,6 +88,9 @@ void add_options(po::options_description& options, CompressArgs& a) {
          "auto (the GPU when one is usable, else the CPU), cpu, or cuda (fail when no GPU is usable)")
         ("anchor-storage", po::value(&a.anchor_storage)->default_value(storage)->value_name("TYPE"),
          "f32, or f16 (half the anchor bytes; anchors rounded to half precision)")
+        ("anchors-from", po::value(&a.anchors_from)->value_name("FILE.vlat"),
+         "take the anchors of this .vlat or model (as it stores them) instead of fitting new ones; "
+         "-m and the fit's options are then unused")
         ("report", po::value(&a.report)->value_name("FILE"),
          "also write a JSON run report: config, every iteration, seconds per phase")
         ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors");
@@ -77,26 +98,40 @@ void add_options(po::options_description& options, CompressArgs& a) {
 
 void print_summary(const RunInput& input, const AnnealConfig& config, const FitResult& result,
                    const ReportContext& context, const std::string& output, const VlatFile& file) {
-    const double total = context.load_seconds + result.seconds.total + context.write_seconds;
+    const double total = context.load_seconds + result.seconds.total + context.code_seconds + context.write_seconds;
     const auto bytes = static_cast<double>(std::filesystem::file_size(output));
     const double raw = 4.0 * static_cast<double>(input.n) * static_cast<double>(input.d);
     std::printf("vectors     %zu x %zu (%s)\n", input.n, input.d, metric_name(input.metric));
     std::printf("anchors     %zu requested, %zu final\n", config.anchors, result.anchors.rows);
     std::printf("iterations  %d (%s)\n", result.iterations, result.stop_reason.c_str());
     std::printf("energy      %.9g\n", result.energy);
-    std::printf("seconds     %.3f (load %.3f, fit %.3f, write %.3f; %s)\n", total, context.load_seconds,
-                result.seconds.total, context.write_seconds, context.backend.c_str());
-    std::printf("codes       %s\n", describe_coding(file.anchors.rows, file.residuals.layout.bits).c_str());
+    std::printf("seconds     %.3f (load %.3f, fit %.3f, code %.3f, write %.3f; %s)\n", total, context.load_seconds,
+                result.seconds.total, context.code_seconds, context.write_seconds, context.backend.c_str());
+    std::printf("codes       %s\n", describe_coding(file).c_str());
     const double code_bytes = code_bytes_per_vector(file);
     std::printf("code bytes  %.3f per vector, %.4f of float32\n", code_bytes, code_bytes / (4.0 * static_cast<double>(input.d)));
     std::printf("output      %s: %.0f bytes in all, %.3f bytes per vector, %.4f of float32 (%.1fx smaller)\n",
                 output.c_str(), bytes, bytes / static_cast<double>(input.n), bytes / raw, raw / bytes);
 }
 
-int compress(int argc, char** argv) {
+void print_model_summary(const RunInput& input, const FitResult& result, const ReportContext& context,
+                         const std::string& output, const VlatFile& model) {
+    std::printf("vectors     %zu x %zu (%s), trained on\n", input.n, input.d, metric_name(input.metric));
+    std::printf("iterations  %d (%s)\n", result.iterations, result.stop_reason.c_str());
+    std::printf("seconds     %.3f (load %.3f, fit %.3f, code %.3f, write %.3f; %s)\n",
+                context.load_seconds + result.seconds.total + context.code_seconds + context.write_seconds,
+                context.load_seconds, result.seconds.total, context.code_seconds, context.write_seconds,
+                context.backend.c_str());
+    std::printf("model       %s: %s, %.0f bytes\n", output.c_str(), describe_coding(model).c_str(),
+                static_cast<double>(std::filesystem::file_size(output)));
+}
+
+// compress, or with `model_only` train.
+int compress(int argc, char** argv, bool model_only) {
+    const CommandHelp& help = model_only ? kTrainHelp : kCompressHelp;
     CompressArgs args;
     po::variables_map values;
-    if (!parse_command_line(argc, argv, kHelp, [&](po::options_description& o) { add_options(o, args); }, values)) {
+    if (!parse_command_line(argc, argv, help, [&](po::options_description& o) { add_options(o, args); }, values)) {
         return 0;
     }
     args.input = values["input"].as<std::string>();
@@ -104,7 +139,7 @@ int compress(int argc, char** argv) {
     check_coding_args(values, args.coding);
     const std::vector<NamedPath> outputs{{"-o", args.output}, {"--report", args.report}};
     check_outputs(outputs, {{"INPUT", args.input == "-" ? "" : args.input}});
-    clear_stale_temporaries(kHelp.name, outputs, args.quiet);
+    clear_stale_temporaries(help.name, outputs, args.quiet);
     AnnealConfig& config = args.anneal.config;
     const AnchorStorage storage = parse_option_value([&] { return parse_anchor_storage(args.anchor_storage); });
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
@@ -125,41 +160,49 @@ int compress(int argc, char** argv) {
     ReportContext context;
     context.backend = choice.backend->name();
     auto start = std::chrono::steady_clock::now();
-    const LoadedPoints loaded = load_input(kHelp.name, args.input, args.anneal, metric, args.quiet);
+    const LoadedPoints loaded = load_input(help.name, args.input, args.anneal, metric, args.quiet);
     context.load_seconds = seconds_since(start);
-    print_device_note(kHelp.name, choice.note, args.quiet);
+    print_device_note(help.name, choice.note, args.quiet);
     context.input = {args.input, loaded.points.rows, loaded.points.cols, metric};
-    const CodingRequest coding = coding_request(values, args.coding, loaded.points.cols);
-    const std::size_t budget_anchors = anchors_for(coding, loaded.points.rows, config.anchors);
-    if (budget_anchors != config.anchors && !args.quiet) {
-        print_notice(kHelp.name, "note",
-                     "the budget of " + std::to_string(*coding.target_bytes) + " bytes per vector holds the ids of " +
+    const CodingSpec coding = coding_spec(values, args.coding, loaded.points.cols, config);
+    const std::optional<VlatFile> source = anchor_source(args.anchors_from);
+    const std::size_t budget_anchors =
+        anchors_for(coding, loaded.points.rows, source ? source->anchors.rows : config.anchors);
+    if (source && budget_anchors != source->anchors.rows) {
+        throw Error("--anchors-from " + args.anchors_from + ": the budget holds the ids of " +
+                    std::to_string(budget_anchors) + " anchors, and the file has " +
+                    std::to_string(source->anchors.rows));
+    }
+    if (budget_anchors != config.anchors && !source && !args.quiet) {
+        print_notice(help.name, "note",
+                     "the budget of " + show(*coding.budget_bytes) + " bytes per vector holds the ids of " +
                          std::to_string(budget_anchors) + " anchors, not " + std::to_string(config.anchors));
     }
     config.anchors = budget_anchors;
     if (const std::string note = budget_note(coding, loaded.points.rows, budget_anchors, loaded.points.cols);
         !note.empty() && !args.quiet) {
-        print_notice(kHelp.name, "note", note);
+        print_notice(help.name, "note", note);
     }
 
-    ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), config.max_iters, loaded.points.rows);
-    const FitResult result = during("fitting " + std::to_string(config.anchors) + " anchors", [&] {
-        return fit(loaded.points, config, *choice.backend,
-                   [&](const IterationRecord& record) { progress.update(record); });
-    });
-    progress.finish();
+    const FitResult result = fit_or_reuse(source, args.anchors_from, loaded.points, config, *choice.backend, args.quiet);
 
     start = std::chrono::steady_clock::now();
     // The .vlat and the report are renamed into place together, once both are written.
     OutputGroup written;
-    const Activity writing("coding the vectors and writing -o " + args.output);
-    const std::vector<std::uint8_t> widths = residual_widths(coding, loaded.points, result);
-    nlohmann::json metadata = run_metadata(config, result, context.input);
-    metadata["residuals"] = coding_json(coding, widths);
-    VlatFile file = make_vlat(result, context.input, storage, metadata);
-    if (!widths.empty()) {
-        add_residual_codes(file, loaded.points, widths);
+    TrainedCoding trained;
+    const VlatFile model = during("training the residual code", [&] {
+        return train_model(loaded.points, result, context.input, storage, coding, *choice.backend,
+                           run_metadata(config, result, context.input), trained);
+    });
+    const VlatFile file = model_only ? model : during("coding the vectors", [&] {
+        return encode_with_model(model, loaded.points, *choice.backend, model.metadata_json);
+    });
+    context.code_seconds = seconds_since(start);
+    if (!args.quiet && !trained.candidates.empty()) {
+        std::printf("candidates  measured on held-out vectors (* chosen):\n%s", describe_candidates(trained).c_str());
     }
+    start = std::chrono::steady_clock::now();
+    const Activity writing("writing -o " + args.output);
     write_vlat(args.output, file);
     context.write_seconds = seconds_since(start);
 
@@ -168,7 +211,9 @@ int compress(int argc, char** argv) {
         report_file->commit();
     }
     written.commit();
-    if (!args.quiet) {
+    if (!args.quiet && model_only) {
+        print_model_summary(context.input, result, context, args.output, file);
+    } else if (!args.quiet) {
         print_summary(context.input, config, result, context, args.output, file);
     }
     return 0;
@@ -177,7 +222,11 @@ int compress(int argc, char** argv) {
 }  // namespace
 
 int run_compress(int argc, char** argv) {
-    return run_guarded(kHelp.name, [&] { return compress(argc, argv); });
+    return run_guarded(kCompressHelp.name, [&] { return compress(argc, argv, false); });
+}
+
+int run_train(int argc, char** argv) {
+    return run_guarded(kTrainHelp.name, [&] { return compress(argc, argv, true); });
 }
 
 }  // namespace vlattice::cli

@@ -15,7 +15,9 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"compress", "learn anchors for a vector file and write a .vlat", vlattice::cli::run_compress},
+    {"compress", "learn anchors and a residual code for a vector file and write a .vlat", vlattice::cli::run_compress},
+    {"train", "learn what compress learns and write it as a model (a .vlat without vectors)", vlattice::cli::run_train},
+    {"encode", "code vectors with a model; optionally append them to a file of the same model", vlattice::cli::run_encode},
     {"decompress", "write the vectors a .vlat stands for; with --reference, their error", vlattice::cli::run_decompress},
     {"info", "show a .vlat's header, sections, cost per vector and run metadata", vlattice::cli::run_info},
     {"query", "k nearest neighbours of query vectors in a .vlat; recall against ground truth", vlattice::cli::run_query},

@@ -1,0 +1,22 @@
+// The PCA start of product-code training: the principal directions of the residuals, shared out
+// among the sub-spaces so that each holds a like share of the variance.
+#pragma once
+
+#include "vlattice/types.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace vlattice {
+
+struct SubspaceRotation {
+    Matrix rotation;                      // p x d, orthonormal rows
+    std::vector<std::uint32_t> bounds;    // M + 1 offsets into the rows
+};
+
+// Coded dimensions p: the directions whose eigenvalue of the residuals' second moment exceeds 1e-10 of
+// the largest, at least `subspaces`. Their eigenvectors, grouped by sub-space (allocate_eigenvalues),
+// are the rotation's rows. Requires 1 <= subspaces <= d.
+SubspaceRotation pca_rotation(const Matrix& residuals, std::size_t subspaces);
+
+}  // namespace vlattice

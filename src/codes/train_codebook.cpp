@@ -1,0 +1,96 @@
+// Training a product codebook: a PCA start, then rounds of OPQ (include/vlattice/product_codes.hpp).
+#include "vlattice/product_codes.hpp"
+
+#include "codes/pca_rotation.hpp"
+#include "codes/procrustes.hpp"
+#include "codes/residuals.hpp"
+#include "codes/rotation.hpp"
+#include "codes/subspace_centroids.hpp"
+#include "init.hpp"
+#include "numeric.hpp"
+#include "random.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace vlattice {
+
+namespace {
+
+// The fits of the rounds before the last only steer the rotation: a few cold Lloyd steps from the
+// k-means++ seeds do that (FAISS's OPQ also runs 4 k-means iterations per round), and each costs
+// about as much as one iteration of the final fit, whose assign over n points and 2^b centroids per
+// sub-space dominates training.
+AnnealConfig steering_fits(const AnnealConfig& kmeans) {
+    AnnealConfig config = kmeans;
+    config.max_iters = std::min(config.max_iters, 4);
+    config.t0 = 0.0;
+    config.maintenance_every = 0;
+    return config;
+}
+
+void check_config(const ProductCodeConfig& config, std::size_t n, std::size_t d) {
+    if (!is_product_code_bits(config.bits)) {
+        throw Error("pq-bits is " + std::to_string(config.bits) + "; a sub-space code has 4 or 8 bits");
+    }
+    if (config.subspaces == 0) {
+        throw Error("subspaces must be at least 1 to train product codes, got 0");
+    }
+    if (config.subspaces > d) {
+        throw Error("subspaces is " + std::to_string(config.subspaces) + " but the vectors have only " +
+                    std::to_string(d) + " dimensions; use at most " + std::to_string(d));
+    }
+    if (config.opq_iters < 0) {
+        throw Error("opq-iters must be >= 0, got " + std::to_string(config.opq_iters));
+    }
+    if (n == 0) {
+        throw Error("no vectors to train product codes on");
+    }
+}
+
+// The residuals of a seeded sample of the rows (all of them when the sample is 0 or at least n), in
+// row order.
+Matrix sample_residuals(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
+                        std::size_t sample, std::uint64_t seed) {
+    const std::size_t n = points.rows;
+    const std::size_t d = points.cols;
+    Random random(seed);
+    std::vector<std::size_t> rows = draw_sample(n, sample == 0 ? n : std::min(sample, n), random);
+    std::sort(rows.begin(), rows.end());
+    Matrix residuals(rows.size(), d);
+#pragma omp parallel for schedule(static) if (rows.size() * d >= kParallelValues)
+    for (std::size_t s = 0; s < rows.size(); ++s) {
+        residual_of(points, anchors, assignments, rows[s], residuals.row(s));
+    }
+    return residuals;
+}
+
+}  // namespace
+
+ProductCodebook train_product_codebook(const Matrix& points, const Matrix& anchors,
+                                       const std::vector<std::uint32_t>& assignments,
+                                       const ProductCodeConfig& config, Backend& backend) {
+    check_config(config, points.rows, points.cols);
+    check_residual_inputs(points, anchors, assignments, "product-code training");
+    const Matrix residuals = sample_residuals(points, anchors, assignments, config.train_sample, config.kmeans.seed);
+
+    SubspaceRotation start = pca_rotation(residuals, config.subspaces);
+    ProductCodebook book;
+    book.bits = config.bits;
+    book.rotation = std::move(start.rotation);
+    book.bounds = std::move(start.bounds);
+    const AnnealConfig steering = steering_fits(config.kmeans);
+    for (int round = 0; round <= config.opq_iters; ++round) {
+        const bool last = round == config.opq_iters;
+        const Matrix rotated = rotate_rows(book.rotation, residuals);
+        SubspaceCentroids trained =
+            train_subspace_centroids(rotated, book.bounds, book.bits, last ? config.kmeans : steering, backend);
+        book.centroids = std::move(trained.centroids);
+        if (!last) {
+            book.rotation = procrustes_rotation(trained.decoded, residuals);
+        }
+    }
+    return book;
+}
+
+}  // namespace vlattice

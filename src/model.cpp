@@ -1,0 +1,136 @@
+// Models: training once, coding many (include/vlattice/model.hpp).
+#include "vlattice/model.hpp"
+
+#include "vlattice/half.hpp"
+#include "vlattice/point_format.hpp"
+
+#include <chrono>
+#include <cstring>
+
+namespace vlattice {
+
+Matrix stored_anchors(const Matrix& anchors, AnchorStorage storage) {
+    Matrix out = anchors;
+    if (storage == AnchorStorage::f16) {
+        for (float& value : out.data) {
+            value = half_to_float(float_to_half(value));
+        }
+    }
+    return out;
+}
+
+std::vector<std::uint32_t> nearest_anchors(const Matrix& points, const Matrix& anchors, Backend& backend) {
+    if (points.rows == 0) {
+        return {};
+    }
+    backend.upload_points(points, RunSetup{point_format(points, PointStorage::f32), AssignPrecision::exact});
+    backend.upload_anchors(anchors);
+    backend.assign();
+    return backend.download_assignments();
+}
+
+VlatFile make_model(const Matrix& stored, AnchorStorage storage, Metric metric, const TrainedCoding& coding,
+                    const std::string& metadata_json) {
+    VlatFile model;
+    model.n = 0;
+    model.d = static_cast<std::uint32_t>(stored.cols);
+    model.metric = metric;
+    model.anchor_storage = storage;
+    model.anchors = stored;
+    model.codec = coding.codec;
+    if (coding.codec == ResidualCodec::scalar) {
+        model.residuals = coding.scalar;
+        model.residuals.codes.clear();
+    } else if (coding.codec == ResidualCodec::product) {
+        model.product.book = coding.product;
+    }
+    model.metadata_json = metadata_json;
+    return model;
+}
+
+FitResult reuse_anchors(const VlatFile& source, const Matrix& points, Backend& backend, const std::string& source_name) {
+    if (points.cols != source.d) {
+        throw Error(source_name + ": its anchors have dimension " + std::to_string(source.d) + ", the vectors " +
+                    std::to_string(points.cols));
+    }
+    const auto start = std::chrono::steady_clock::now();
+    FitResult result;
+    result.anchors = source.anchors;
+    result.assignments = nearest_anchors(points, source.anchors, backend);
+    result.energy = cpu_energy(points, result.anchors, result.assignments);
+    result.converged = true;
+    result.stop_reason = "anchors taken from " + source_name;
+    result.validation.recomputed_energy = result.energy;
+    result.seconds.assign = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.seconds.total = result.seconds.assign;
+    return result;
+}
+
+VlatFile model_of(const VlatFile& file) {
+    VlatFile model = file;
+    model.n = 0;
+    model.assignments.clear();
+    model.residuals.codes.clear();
+    model.product.codes.clear();
+    model.sections.clear();
+    model.file_bytes = 0;
+    return model;
+}
+
+VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend& backend,
+                           const std::string& metadata_json) {
+    if (points.cols != model.d) {
+        throw Error("the vectors have dimension " + std::to_string(points.cols) + ", the model " +
+                    std::to_string(model.d));
+    }
+    VlatFile file = model_of(model);
+    file.n = points.rows;
+    file.metadata_json = metadata_json;
+    file.assignments = nearest_anchors(points, model.anchors, backend);
+    if (model.codec == ResidualCodec::scalar) {
+        encode_with_ranges(file.residuals, points, file.anchors, file.assignments);
+    } else if (model.codec == ResidualCodec::product) {
+        file.product.codes = encode_product(model.product.book, points, file.anchors, file.assignments, backend);
+    }
+    return file;
+}
+
+namespace {
+
+bool same_bits(const Matrix& a, const Matrix& b) {
+    return a.rows == b.rows && a.cols == b.cols &&
+           std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0;
+}
+
+void require(bool same, const std::string& what) {
+    if (!same) {
+        throw Error("the vectors to append were coded with another model: " + what + " differ");
+    }
+}
+
+}  // namespace
+
+VlatFile append_vectors(const VlatFile& base, const VlatFile& tail) {
+    require(base.d == tail.d && base.metric == tail.metric, "the dimension or the metric");
+    require(base.anchor_storage == tail.anchor_storage && same_bits(base.anchors, tail.anchors), "the anchors");
+    require(base.codec == tail.codec, "the residual codecs");
+    const ResidualCodes& a = base.residuals;
+    const ResidualCodes& b = tail.residuals;
+    require(a.layout.bits == b.layout.bits && same_bits(a.offset, b.offset) && same_bits(a.step, b.step),
+            "the scalar widths or ranges");
+    const ProductCodebook& p = base.product.book;
+    const ProductCodebook& q = tail.product.book;
+    require(p.bits == q.bits && p.bounds == q.bounds && same_bits(p.rotation, q.rotation) &&
+                same_bits(p.centroids, q.centroids),
+            "the product codebooks");
+    VlatFile out = base;
+    out.sections.clear();
+    out.file_bytes = 0;
+    out.n = base.n + tail.n;
+    out.assignments.insert(out.assignments.end(), tail.assignments.begin(), tail.assignments.end());
+    out.residuals.codes.insert(out.residuals.codes.end(), b.codes.begin(), b.codes.end());
+    out.product.codes.insert(out.product.codes.end(), tail.product.codes.begin(), tail.product.codes.end());
+    return out;
+}
+
+}  // namespace vlattice

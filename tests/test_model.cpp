@@ -1,0 +1,166 @@
+// Models and the choice of the residual code: train once, encode many; budgets never exceeded.
+#include "support.hpp"
+
+#include "vlattice/anneal.hpp"
+#include "vlattice/codec.hpp"
+#include "vlattice/coding_plan.hpp"
+#include "vlattice/cpu_backend.hpp"
+#include "vlattice/model.hpp"
+#include "vlattice/pipeline.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
+#include <string>
+
+using namespace vlattice;
+using namespace vlattice::test;
+using Catch::Contains;
+
+namespace {
+
+struct Fitted {
+    Matrix points;
+    FitResult result;
+};
+
+Fitted fitted(std::size_t n, std::size_t d, std::size_t m, std::mt19937_64& rng) {
+    Fitted out;
+    out.points = random_points(n, d, rng, 12);
+    AnnealConfig config;
+    config.anchors = m;
+    config.max_iters = 8;
+    config.threads = 2;
+    out.result = fit(out.points, config, *make_cpu_backend(2));
+    return out;
+}
+
+Matrix rows(const Matrix& points, std::size_t first, std::size_t count) {
+    Matrix out(count, points.cols);
+    std::copy(points.row(first), points.row(first) + count * points.cols, out.data.begin());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a budget is never exceeded, and the chosen code is the candidate with the lowest held-out error",
+          "[model][codes]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    for (int trial = 0; trial < 6; ++trial) {
+        const std::size_t n = 300 + rng() % 1200;
+        const std::size_t d = 4 + rng() % 36;
+        const std::size_t m = 4 + rng() % 28;
+        const Fitted f = fitted(n, d, m, rng);
+        CodingSpec spec;
+        spec.budget_bytes = 0.2 + std::uniform_real_distribution<double>(0.0, 1.2 * static_cast<double>(d))(rng);
+        spec.product.opq_iters = static_cast<int>(rng() % 2);
+        spec.product.kmeans.max_iters = 6;
+        spec.product.kmeans.threads = 2;
+        INFO("n " << n << ", d " << d << ", m " << f.result.anchors.rows << ", budget " << *spec.budget_bytes);
+        const std::unique_ptr<Backend> cpu = make_cpu_backend(2);
+        Backend& backend = *cpu;
+        TrainedCoding trained;
+        const RunInput input{"mix", n, d, Metric::l2};
+        const VlatFile model = train_model(f.points, f.result, input, AnchorStorage::f32, spec, backend, {}, trained);
+        const VlatFile file = encode_with_model(model, f.points, backend, "{}");
+        CHECK(code_bytes_per_vector(file) <= *spec.budget_bytes);
+        for (const CodingCandidate& candidate : trained.candidates) {
+            CHECK(candidate.code_bytes <= *spec.budget_bytes);
+            CHECK(trained.candidates[trained.chosen].held_out_mse <= candidate.held_out_mse);
+        }
+        if (!trained.candidates.empty()) {
+            CHECK(file.codec == trained.candidates[trained.chosen].codec);
+            CHECK(code_bytes_per_vector(file) == Approx(trained.candidates[trained.chosen].code_bytes));
+        }
+    }
+}
+
+TEST_CASE("vectors encoded in two parts and appended equal the two parts encoded at once", "[model][codes]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Fitted f = fitted(900, 16, 16, rng);
+    for (const CodecFamily family : {CodecFamily::scalar, CodecFamily::product}) {
+        CodingSpec spec;
+        spec.family = family;
+        spec.budget_bytes = 6.0;
+        spec.product.kmeans.max_iters = 6;
+        const std::unique_ptr<Backend> cpu = make_cpu_backend(2);
+        Backend& backend = *cpu;
+        TrainedCoding trained;
+        const VlatFile model = train_model(f.points, f.result, {"mix", 900, 16, Metric::l2}, AnchorStorage::f16, spec,
+                                           backend, {}, trained);
+        const VlatFile whole = encode_with_model(model, f.points, backend, "{}");
+        const VlatFile joined = append_vectors(encode_with_model(model, rows(f.points, 0, 400), backend, "{}"),
+                                               encode_with_model(model, rows(f.points, 400, 500), backend, "{}"));
+        CHECK(joined.n == 900);
+        CHECK(joined.assignments == whole.assignments);
+        CHECK(joined.residuals.codes == whole.residuals.codes);
+        CHECK(joined.product.codes == whole.product.codes);
+        CHECK(reconstruction_mse(joined, f.points) == reconstruction_mse(whole, f.points));
+
+        VlatFile other = model;
+        other.anchors.data[3] += 1.0f;
+        CHECK_THROWS_WITH(append_vectors(whole, encode_with_model(other, rows(f.points, 0, 10), backend, "{}")),
+                          Contains("another model") && Contains("anchors"));
+    }
+}
+
+TEST_CASE("train then encode write what compress writes; --anchors-from reuses the anchors", "[model][cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const ScratchDir dir;
+    const Matrix points = random_points(1500, 24, rng, 10);
+    const std::string input = dir.path("x.fvecs");
+    write_file(input, [&] {
+        std::string bytes;
+        for (std::size_t i = 0; i < points.rows; ++i) {
+            const std::int32_t d = 24;
+            bytes.append(reinterpret_cast<const char*>(&d), 4);
+            bytes.append(reinterpret_cast<const char*>(points.row(i)), 24 * sizeof(float));
+        }
+        return bytes;
+    }());
+    const std::string run = " -m 32 --iters 8 --device cpu --threads 2 -q";
+    for (const std::string codec : {"scalar --target-bytes 9", "pq --target-bytes 9", "pq --subspaces 6 --pq-bits 4",
+                                    "auto --target-ratio 10%"}) {
+        INFO("codec " << codec);
+        const std::string compressed = dir.path("c.vlat");
+        const std::string model = dir.path("m.vlat");
+        const std::string encoded = dir.path("e.vlat");
+        CommandResult done = run_cli("compress " + quote(input) + " -o " + quote(compressed) + run + " --codec " + codec);
+        INFO(done.output);
+        REQUIRE(done.exit_code == 0);
+        done = run_cli("train " + quote(input) + " -o " + quote(model) + run + " --codec " + codec);
+        INFO(done.output);
+        REQUIRE(done.exit_code == 0);
+        done = run_cli("encode --model " + quote(model) + " " + quote(input) + " -o " + quote(encoded) +
+                       " --device cpu -q");
+        INFO(done.output);
+        REQUIRE(done.exit_code == 0);
+        const VlatFile a = read_vlat(compressed);
+        const VlatFile b = read_vlat(encoded);
+        CHECK(read_vlat(model).n == 0);
+        CHECK(a.anchors.data == b.anchors.data);
+        CHECK(a.assignments == b.assignments);
+        CHECK(a.codec == b.codec);
+        CHECK(a.residuals.codes == b.residuals.codes);
+        CHECK(a.product.codes == b.product.codes);
+        CHECK(a.product.book.rotation.data == b.product.book.rotation.data);
+    }
+
+    const std::string first = dir.path("first.vlat");
+    const std::string second = dir.path("second.vlat");
+    REQUIRE(run_cli("compress " + quote(input) + " -o " + quote(first) + run + " --target-bytes 12").exit_code == 0);
+    const CommandResult reused = run_cli("compress " + quote(input) + " -o " + quote(second) +
+                                         " --device cpu --threads 2 --target-bytes 5 --anchors-from " + quote(first));
+    INFO(reused.output);
+    REQUIRE(reused.exit_code == 0);
+    CHECK_THAT(reused.output, Contains("anchors taken from"));
+    CHECK(read_vlat(first).anchors.data == read_vlat(second).anchors.data);
+    CHECK(code_bytes_per_vector(read_vlat(second)) <= 5.0);
+}

@@ -1,0 +1,397 @@
+// Product codes: the eigenvalue allocation, training (PCA start and OPQ), encoding and its packing,
+// on the CPU backend.
+#include "reference.hpp"
+#include "support.hpp"
+
+#include "codes/column_block.hpp"
+#include "codes/eigenvalue_allocation.hpp"
+#include "vlattice/cpu_backend.hpp"
+#include "vlattice/product_codes.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+using namespace vlattice;
+using namespace vlattice::test;
+using Catch::Contains;
+
+namespace {
+
+// Gaussian vectors with strongly correlated, unequally scaled coordinates: x = A g.
+Matrix correlated_gaussian(std::size_t n, std::size_t d, std::mt19937_64& rng) {
+    std::normal_distribution<float> normal;
+    Matrix mix(d, d);
+    for (std::size_t k = 0; k < d; ++k) {
+        for (std::size_t l = 0; l < d; ++l) {
+            mix.row(k)[l] = normal(rng) / static_cast<float>(1 + l);
+        }
+    }
+    Matrix x(n, d);
+    std::vector<float> g(d);
+    for (std::size_t i = 0; i < n; ++i) {
+        for (float& v : g) {
+            v = normal(rng);
+        }
+        for (std::size_t k = 0; k < d; ++k) {
+            float sum = 0.0f;
+            for (std::size_t l = 0; l < d; ++l) {
+                sum += mix.row(k)[l] * g[l];
+            }
+            x.row(i)[k] = sum;
+        }
+    }
+    return x;
+}
+
+// Points with anchors near them, each point on its nearest anchor.
+struct Anchored {
+    Matrix points;
+    Matrix anchors;
+    std::vector<std::uint32_t> assignments;
+};
+
+Anchored anchored(Matrix points, std::size_t m, std::mt19937_64& rng) {
+    Anchored a;
+    a.anchors = anchors_near(points, m, rng);
+    a.assignments = reference_assign(points, a.anchors).assignment;
+    a.points = std::move(points);
+    return a;
+}
+
+ProductCodeConfig product_config(std::size_t subspaces, unsigned bits, int opq_iters, std::uint64_t seed) {
+    ProductCodeConfig config;
+    config.subspaces = subspaces;
+    config.bits = bits;
+    config.opq_iters = opq_iters;
+    config.train_sample = 0;
+    config.kmeans.seed = seed;
+    return config;
+}
+
+// The largest |R R^T - I| entry, in double.
+double orthonormality_error(const Matrix& rotation) {
+    double worst = 0.0;
+    for (std::size_t s = 0; s < rotation.rows; ++s) {
+        for (std::size_t t = 0; t < rotation.rows; ++t) {
+            double dot = 0.0;
+            for (std::size_t k = 0; k < rotation.cols; ++k) {
+                dot += static_cast<double>(rotation.row(s)[k]) * rotation.row(t)[k];
+            }
+            worst = std::max(worst, std::abs(dot - (s == t ? 1.0 : 0.0)));
+        }
+    }
+    return worst;
+}
+
+// Mean squared distance between the points and their decoded codes, in double.
+double decode_error(const Anchored& a, const ProductCodes& codes) {
+    std::vector<float> y(a.points.cols);
+    double sum = 0.0;
+    for (std::size_t i = 0; i < a.points.rows; ++i) {
+        decode_product_row(a.anchors, codes, a.assignments[i], i, y.data());
+        for (std::size_t k = 0; k < y.size(); ++k) {
+            const double diff = static_cast<double>(y[k]) - a.points.row(i)[k];
+            sum += diff * diff;
+        }
+    }
+    return sum / static_cast<double>(a.points.rows);
+}
+
+ProductCodes trained_codes(const Anchored& a, const ProductCodeConfig& config, Backend& backend) {
+    ProductCodes codes;
+    codes.book = train_product_codebook(a.points, a.anchors, a.assignments, config, backend);
+    codes.codes = encode_product(codes.book, a.points, a.anchors, a.assignments, backend);
+    return codes;
+}
+
+// Every sub-space's code checked against the brute-force nearest centroid (ties to the lowest id)
+// of the rotated residual.
+void require_nearest_codes(const Anchored& a, const ProductCodes& codes) {
+    const ProductCodebook& book = codes.book;
+    const Matrix rotated = rotate_residuals(book, a.points, a.anchors, a.assignments);
+    for (std::size_t j = 0; j < book.subspaces(); ++j) {
+        const std::size_t first = book.bounds[j];
+        const std::size_t width = book.bounds[j + 1] - first;
+        const ReferenceAssign nearest =
+            reference_assign(column_block(rotated, first, width), column_block(book.centroids, first, width));
+        for (std::size_t i = 0; i < a.points.rows; ++i) {
+            INFO("vector " << i << ", sub-space " << j);
+            REQUIRE(product_code(codes.codes.data() + i * book.code_bytes(), book.bits, j) ==
+                    nearest.assignment[i]);
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("the eigenvalue allocation balances the sub-spaces' products of eigenvalues", "[product]") {
+    // 100 and 50 open the two sub-spaces; 10 joins 50 (500 < 100), then 5 goes where room is left.
+    CHECK(allocate_eigenvalues({100, 50, 10, 5}, 2) == std::vector<std::vector<std::size_t>>{{0, 3}, {1, 2}});
+    // 7 directions over 3 sub-spaces: sizes 3, 2, 2, every direction once.
+    const auto directions = allocate_eigenvalues({64, 32, 16, 8, 4, 2, 1}, 3);
+    REQUIRE(directions.size() == 3);
+    CHECK(directions[0].size() == 3);
+    CHECK(directions[1].size() == 2);
+    CHECK(directions[2].size() == 2);
+    std::set<std::size_t> all;
+    for (const auto& d : directions) {
+        all.insert(d.begin(), d.end());
+    }
+    CHECK(all.size() == 7);
+    // Rounding noise below zero must not break the allocation.
+    CHECK(allocate_eigenvalues({1.0, 0.0, -1e-18}, 3) == std::vector<std::vector<std::size_t>>{{0}, {1}, {2}});
+}
+
+TEST_CASE("rotated residuals are each coordinate's products summed in k order", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    std::normal_distribution<float> normal;
+    // Shapes that fill no block of rows and no tile of coordinates evenly; the larger set is rotated
+    // on two threads (n d p >= kParallelValues).
+    for (const std::size_t n : {21, 4001}) {
+        const Anchored a = anchored(random_points(n, 37, rng), 5, rng);
+        ProductCodebook book;
+        book.rotation = Matrix(35, 37);
+        for (float& v : book.rotation.data) {
+            v = normal(rng);
+        }
+        auto backend = make_cpu_backend(2);  // sets the thread count
+        const Matrix z = rotate_residuals(book, a.points, a.anchors, a.assignments);
+        REQUIRE(z.rows == n);
+        REQUIRE(z.cols == 35);
+        for (std::size_t i = 0; i < n; ++i) {
+            const float* c = a.anchors.row(a.assignments[i]);
+            std::vector<float> expected(35);
+            for (std::size_t t = 0; t < 35; ++t) {
+                float sum = 0.0f;
+                for (std::size_t k = 0; k < 37; ++k) {
+                    sum = sum + book.rotation.row(t)[k] * (a.points.row(i)[k] - c[k]);
+                }
+                expected[t] = sum;
+            }
+            INFO("row " << i);
+            REQUIRE(std::vector<float>(z.row(i), z.row(i) + 35) == expected);
+        }
+    }
+}
+
+TEST_CASE("trained rotations have orthonormal rows and balanced sub-spaces", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Anchored a = anchored(correlated_gaussian(1500, 26, rng), 4, rng);
+    auto backend = make_cpu_backend(1);
+    for (const int opq_iters : {0, 3}) {
+        INFO("opq_iters " << opq_iters);
+        const ProductCodebook book =
+            train_product_codebook(a.points, a.anchors, a.assignments, product_config(6, 4, opq_iters, s), *backend);
+        REQUIRE(book.coded_dims() == 26);
+        REQUIRE(book.rotation.cols == 26);
+        CHECK(orthonormality_error(book.rotation) <= 1e-6);
+        // 26 = 6 * 4 + 2: the first two sub-spaces hold 5 coordinates, the others 4.
+        CHECK(book.bounds == std::vector<std::uint32_t>{0, 5, 10, 14, 18, 22, 26});
+        CHECK(book.centroids.rows == 16);
+        CHECK(book.centroids.cols == 26);
+        CHECK(book.code_bytes() == 3);
+    }
+}
+
+TEST_CASE("coordinates without variance are left uncoded unless the sub-spaces need them", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    Matrix x = correlated_gaussian(800, 12, rng);
+    // Like an image's border: three coordinates equal in every vector and every anchor.
+    const auto flatten = [](Matrix& rows) {
+        for (std::size_t i = 0; i < rows.rows; ++i) {
+            for (const std::size_t k : {0, 5, 11}) {
+                rows.row(i)[k] = 3.0f;
+            }
+        }
+    };
+    flatten(x);
+    Anchored a = anchored(std::move(x), 3, rng);
+    flatten(a.anchors);
+    a.assignments = reference_assign(a.points, a.anchors).assignment;
+    auto backend = make_cpu_backend(1);
+    const ProductCodes coded = trained_codes(a, product_config(3, 4, 1, s), *backend);
+    CHECK(coded.book.coded_dims() == 9);
+    CHECK(orthonormality_error(coded.book.rotation) <= 1e-6);
+    require_nearest_codes(a, coded);
+
+    // 11 sub-spaces need 11 coordinates: two carry no variance and cost nothing to code.
+    const ProductCodes wide = trained_codes(a, product_config(11, 4, 1, s), *backend);
+    CHECK(wide.book.coded_dims() == 11);
+    CHECK(orthonormality_error(wide.book.rotation) <= 1e-6);
+    require_nearest_codes(a, wide);
+    CHECK(decode_error(a, wide) <= decode_error(a, coded) * 1.001);
+}
+
+TEST_CASE("a planted product code is recovered exactly", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    // Residuals on a grid: each of the 4 coordinates takes 4 levels, scaled differently per coordinate
+    // so the principal directions are the coordinate axes, and every combination occurs equally often
+    // around each anchor, so the residuals' second moment is exactly diagonal. Any pairing of the
+    // coordinates into two sub-spaces then holds exactly 16 distinct points, one per centroid.
+    const float levels[4] = {-3.0f, -1.0f, 1.0f, 3.0f};
+    const float scale[4] = {8.0f, 0.5f, 2.0f, 1.0f};
+    Anchored a;
+    a.anchors = Matrix(2, 4);
+    a.anchors.data = {10.0f, -20.0f, 30.0f, 5.0f, -7.0f, 3.0f, 12.0f, 40.0f};
+    for (std::uint32_t anchor = 0; anchor < 2; ++anchor) {
+        for (std::size_t combination = 0; combination < 256; ++combination) {
+            std::vector<float> row(4);
+            for (std::size_t k = 0; k < 4; ++k) {
+                row[k] = a.anchors.row(anchor)[k] + scale[k] * levels[(combination >> (2 * k)) & 3];
+            }
+            a.points.data.insert(a.points.data.end(), row.begin(), row.end());
+            a.assignments.push_back(anchor);
+        }
+    }
+    a.points.rows = 512;
+    a.points.cols = 4;
+    auto backend = make_cpu_backend(1);
+    for (const int opq_iters : {0, 2}) {
+        INFO("opq_iters " << opq_iters);
+        const ProductCodes coded = trained_codes(a, product_config(2, 4, opq_iters, s), *backend);
+        REQUIRE(coded.book.coded_dims() == 4);
+        std::vector<float> y(4);
+        double worst = 0.0;
+        for (std::size_t i = 0; i < a.points.rows; ++i) {
+            decode_product_row(a.anchors, coded, a.assignments[i], i, y.data());
+            for (std::size_t k = 0; k < 4; ++k) {
+                worst = std::max(worst, static_cast<double>(std::abs(y[k] - a.points.row(i)[k])));
+            }
+        }
+        CHECK(worst <= 1e-5);
+        // Exact reconstruction with 16 centroids per sub-space: every centroid is one planted value.
+        for (std::size_t j = 0; j < 2; ++j) {
+            std::set<unsigned> used;
+            for (std::size_t i = 0; i < a.points.rows; ++i) {
+                used.insert(product_code(coded.codes.data() + i * coded.book.code_bytes(), 4, j));
+            }
+            CHECK(used.size() == 16);
+        }
+    }
+}
+
+TEST_CASE("encoding gives the same bytes every time and on 1 or 2 threads", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    // Large enough (n d p >= kParallelValues) that the rotation runs in parallel on 2 threads.
+    const Anchored a = anchored(random_points(2000, 48, rng), 16, rng);
+    auto two = make_cpu_backend(2);
+    const ProductCodeConfig config = product_config(5, 8, 1, s);
+    const ProductCodebook book = train_product_codebook(a.points, a.anchors, a.assignments, config, *two);
+    const std::vector<std::uint8_t> codes = encode_product(book, a.points, a.anchors, a.assignments, *two);
+    REQUIRE(codes.size() == 2000 * 5);
+    CHECK(encode_product(book, a.points, a.anchors, a.assignments, *two) == codes);
+    auto one = make_cpu_backend(1);
+    CHECK(encode_product(book, a.points, a.anchors, a.assignments, *one) == codes);
+    // Training too is a function of its input and seed.
+    const ProductCodebook again = train_product_codebook(a.points, a.anchors, a.assignments, config, *one);
+    CHECK(again.rotation.data == book.rotation.data);
+    CHECK(again.centroids.data == book.centroids.data);
+    CHECK(again.bounds == book.bounds);
+}
+
+TEST_CASE("codes are the nearest centroids and decoding rebuilds their reconstruction", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Anchored a = anchored(random_points(1200, 22, rng), 8, rng);
+    auto backend = make_cpu_backend(1);
+    const ProductCodes coded = trained_codes(a, product_config(5, 8, 1, s), *backend);
+    const ProductCodebook& book = coded.book;
+    require_nearest_codes(a, coded);
+
+    // y = c + sum_t R[t] * zhat[t], in float in t order, from s = 0.
+    std::vector<float> y(22), expected(22);
+    for (std::size_t i = 0; i < a.points.rows; ++i) {
+        std::fill(expected.begin(), expected.end(), 0.0f);
+        const std::uint8_t* code = coded.codes.data() + i * book.code_bytes();
+        for (std::size_t j = 0; j < book.subspaces(); ++j) {
+            for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
+                const float z = book.centroids.row(product_code(code, book.bits, j))[t];
+                for (std::size_t k = 0; k < 22; ++k) {
+                    expected[k] = expected[k] + book.rotation.row(t)[k] * z;
+                }
+            }
+        }
+        for (std::size_t k = 0; k < 22; ++k) {
+            expected[k] = a.anchors.row(a.assignments[i])[k] + expected[k];
+        }
+        decode_product_row(a.anchors, coded, a.assignments[i], i, y.data());
+        INFO("vector " << i);
+        REQUIRE(y == expected);
+    }
+}
+
+TEST_CASE("OPQ does not raise the training error of the PCA start", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Anchored a = anchored(correlated_gaussian(4000, 32, rng), 4, rng);
+    auto backend = make_cpu_backend(1);
+    const double pca = decode_error(a, trained_codes(a, product_config(8, 4, 0, s), *backend));
+    const double opq = decode_error(a, trained_codes(a, product_config(8, 4, 4, s), *backend));
+    INFO("PCA " << pca << ", OPQ " << opq);
+    CHECK(opq <= pca * 1.001);
+}
+
+TEST_CASE("4-bit codes pack two sub-spaces per byte, low nibble first", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Anchored a = anchored(random_points(900, 15, rng), 6, rng);
+    auto backend = make_cpu_backend(1);
+    const ProductCodes coded = trained_codes(a, product_config(5, 4, 1, s), *backend);
+    REQUIRE(coded.book.code_bytes() == 3);
+    REQUIRE(coded.codes.size() == 900 * 3);
+    require_nearest_codes(a, coded);
+    // require_nearest_codes read every code back through product_code: sub-space 2j from the low
+    // nibble of byte j, 2j + 1 from its high nibble. The fifth sub-space leaves the last high nibble 0.
+    std::set<unsigned> second;
+    for (std::size_t i = 0; i < a.points.rows; ++i) {
+        REQUIRE((coded.codes[i * 3 + 2] >> 4) == 0);
+        second.insert(coded.codes[i * 3] >> 4);
+    }
+    CHECK(second.size() > 1);
+}
+
+TEST_CASE("product-code training and encoding reject what they cannot do", "[product]") {
+    const std::uint64_t s = seed();
+    std::mt19937_64 rng(s);
+    const Anchored a = anchored(random_points(300, 6, rng), 3, rng);
+    auto backend = make_cpu_backend(1);
+    const auto train = [&](std::size_t subspaces, unsigned bits) {
+        return train_product_codebook(a.points, a.anchors, a.assignments, product_config(subspaces, bits, 0, s),
+                                      *backend);
+    };
+    CHECK_THROWS_WITH(train(7, 8), Contains("subspaces is 7 but the vectors have only 6 dimensions"));
+    CHECK_THROWS_WITH(train(0, 8), Contains("subspaces must be at least 1"));
+    CHECK_THROWS_WITH(train(2, 6), Contains("pq-bits is 6"));
+    CHECK_THROWS_WITH(train(2, 16), Contains("pq-bits is 16"));
+
+    std::vector<std::uint32_t> wrong = a.assignments;
+    wrong[17] = 3;
+    CHECK_THROWS_WITH(train_product_codebook(a.points, a.anchors, wrong, product_config(2, 4, 0, s), *backend),
+                      Contains("point 17 is assigned to anchor 3"));
+    const ProductCodebook book = train(2, 4);
+    CHECK_THROWS_WITH(encode_product(book, a.points, a.anchors, wrong, *backend),
+                      Contains("point 17 is assigned to anchor 3"));
+    ProductCodebook short_table = book;
+    short_table.centroids.rows = 8;
+    short_table.centroids.data.resize(8 * book.coded_dims());
+    CHECK_THROWS_WITH(encode_product(short_table, a.points, a.anchors, a.assignments, *backend),
+                      Contains("centroids are 8 x"));
+    const Matrix narrow(300, 5);
+    CHECK_THROWS_WITH(encode_product(book, narrow, a.anchors, a.assignments, *backend),
+                      Contains("rotation has 6 columns for 5-dimensional vectors"));
+}
