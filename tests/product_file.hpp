@@ -1,14 +1,15 @@
-// Product-coded files built in memory, without training: a random rotation with orthonormal rows
-// (Gram-Schmidt in double), and either centroids taken from the rotated residuals of random vectors
-// with each vector coded by the nearest centroid of every sub-space, or (quicker, for large files)
-// random centroids and random codes. For the search tests, CPU and GPU.
+// Product-coded files for the search tests, CPU and GPU, built in memory without training: either
+// centroids taken from the rotated residuals of random vectors, each vector coded by the nearest
+// centroid of every sub-space, or (quicker, for large files) product_sample.hpp's random centroids
+// and codes.
 #pragma once
+
+#include "product_sample.hpp"
 
 #include "vlattice/format.hpp"
 #include "vlattice/product_codes.hpp"
 #include "vlattice/types.hpp"
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -22,46 +23,6 @@ struct ProductShape {
     std::size_t subspaces;  // M, <= p
     unsigned bits;          // 4 or 8
 };
-
-// p x d, orthonormal rows.
-inline Matrix random_rotation(std::size_t p, std::size_t d, std::mt19937_64& rng) {
-    std::normal_distribution<double> normal;
-    std::vector<std::vector<double>> rows;
-    while (rows.size() < p) {
-        std::vector<double> v(d);
-        for (double& x : v) {
-            x = normal(rng);
-        }
-        // Twice, so that the rounding of the first pass is taken out too.
-        for (int pass = 0; pass < 2; ++pass) {
-            for (const auto& r : rows) {
-                double dot = 0.0;
-                for (std::size_t k = 0; k < d; ++k) {
-                    dot += v[k] * r[k];
-                }
-                for (std::size_t k = 0; k < d; ++k) {
-                    v[k] -= dot * r[k];
-                }
-            }
-        }
-        double norm = 0.0;
-        for (const double x : v) {
-            norm += x * x;
-        }
-        norm = std::sqrt(norm);
-        for (double& x : v) {
-            x /= norm;
-        }
-        rows.push_back(v);
-    }
-    Matrix r(p, d);
-    for (std::size_t t = 0; t < p; ++t) {
-        for (std::size_t k = 0; k < d; ++k) {
-            r.row(t)[k] = static_cast<float>(rows[t][k]);
-        }
-    }
-    return r;
-}
 
 enum class CodeChoice { nearest, random };
 
@@ -77,30 +38,14 @@ inline VlatFile product_coded(const Matrix& points, const Matrix& anchors,
     file.anchors = anchors;
     file.assignments = assignments;
     file.codec = ResidualCodec::product;
-    ProductCodebook& book = file.product.book;
-    book.bits = s.bits;
-    book.rotation = random_rotation(s.p, d, rng);
-    for (std::size_t j = 0; j <= s.subspaces; ++j) {
-        book.bounds.push_back(static_cast<std::uint32_t>(j * s.p / s.subspaces));
-    }
-    const std::size_t count = std::size_t{1} << s.bits;
-    const std::size_t cb = book.code_bytes();
-    book.centroids = Matrix(count, s.p);
-    file.product.codes.assign(points.rows * cb, 0);
     if (codes == CodeChoice::random) {
-        std::normal_distribution<float> normal;
-        for (float& v : book.centroids.data) {
-            v = normal(rng);
-        }
-        std::uniform_int_distribution<unsigned> code(0, static_cast<unsigned>(count - 1));
-        for (std::size_t i = 0; i < points.rows; ++i) {
-            for (std::size_t j = 0; j < s.subspaces; ++j) {
-                std::uint8_t& byte = file.product.codes[i * cb + (s.bits == 8 ? j : j / 2)];
-                byte = static_cast<std::uint8_t>(byte | code(rng) << (s.bits == 8 ? 0 : 4 * (j % 2)));
-            }
-        }
+        file.product = random_product_codes(rng, points.rows, d, s.p, s.bits, s.subspaces);
         return file;
     }
+    ProductCodebook& book = file.product.book;
+    book.bits = s.bits;
+    book.rotation = orthonormal_rows(s.p, d, rng);
+    book.bounds = even_bounds(s.p, s.subspaces);
     // Rotated residuals in double.
     std::vector<std::vector<double>> z(points.rows, std::vector<double>(s.p));
     for (std::size_t i = 0; i < points.rows; ++i) {
@@ -113,6 +58,10 @@ inline VlatFile product_coded(const Matrix& points, const Matrix& anchors,
             z[i][t] = sum;
         }
     }
+    const std::size_t count = std::size_t{1} << s.bits;
+    const std::size_t cb = book.code_bytes();
+    book.centroids = Matrix(count, s.p);
+    file.product.codes.assign(points.rows * cb, 0);
     std::normal_distribution<double> noise(0.0, 0.1);
     std::uniform_int_distribution<std::size_t> pick(0, points.rows == 0 ? 0 : points.rows - 1);
     for (std::size_t c = 0; c < count; ++c) {
@@ -145,15 +94,6 @@ inline VlatFile product_coded(const Matrix& points, const Matrix& anchors,
         }
     }
     return file;
-}
-
-// Every vector's reconstruction (decode_product_row).
-inline Matrix product_reconstruction(const VlatFile& file) {
-    Matrix y(file.n, file.d);
-    for (std::size_t i = 0; i < file.n; ++i) {
-        decode_product_row(file.anchors, file.product, file.assignments[i], i, y.row(i));
-    }
-    return y;
 }
 
 }  // namespace vlattice::test

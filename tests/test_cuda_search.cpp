@@ -83,8 +83,7 @@ Compressed compressed(const Shape& s, Codes codes, std::mt19937_64& rng) {
 // Queries in four kinds: stored vectors, anchors (which tie with their copies), reconstructions
 // (distance 0 to every copy) and fresh points.
 Matrix queries_for(const Compressed& c, std::size_t count, std::mt19937_64& rng) {
-    const Matrix reconstruction =
-        c.file.codec == ResidualCodec::product ? product_reconstruction(c.file) : reconstruct(c.file);
+    const Matrix reconstruction = reconstruct(c.file);
     const std::size_t d = c.points.cols;
     std::normal_distribution<float> normal;
     std::uniform_int_distribution<std::size_t> vector(0, c.points.rows - 1);

@@ -3,12 +3,15 @@
 #include "reference.hpp"
 #include "support.hpp"
 
+#include "codes/product_scan.hpp"
 #include "numeric.hpp"
 #include "vlattice/codec.hpp"
+#include "vlattice/io.hpp"
 #include "vlattice/residual.hpp"
 #include "vlattice/search.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -44,10 +47,10 @@ float contract_score(const VlatFile& file, const float* query, const float* row)
 }
 
 // The contract written out: the probed anchors by (score, id), their members by (score, id) against
-// their reconstruction y; reported as squared distances, or for ip as inner products (-infinity for
+// their reconstruction; reported as squared distances, or for ip as inner products (-infinity for
 // a missing neighbour).
-Neighbors brute_force(const VlatFile& file, const Matrix& y, const Matrix& queries, std::size_t k,
-                      std::size_t nprobe) {
+Neighbors brute_force(const VlatFile& file, const Matrix& queries, std::size_t k, std::size_t nprobe) {
+    const Matrix y = reconstruct(file);
     const std::size_t m = file.anchors.rows;
     Neighbors out;
     out.queries = queries.rows;
@@ -78,10 +81,6 @@ Neighbors brute_force(const VlatFile& file, const Matrix& y, const Matrix& queri
         }
     }
     return out;
-}
-
-Neighbors brute_force(const VlatFile& file, const Matrix& queries, std::size_t k, std::size_t nprobe) {
-    return brute_force(file, reconstruct(file), queries, k, nprobe);
 }
 
 void check_same(const Neighbors& got, const Neighbors& want) {
@@ -506,7 +505,7 @@ TEST_CASE("product codes: search returns the asymmetric-distance contract's neig
             const VlatFile file = product_file(x, c.shape, metric, rng);
             Matrix queries = metric == Metric::ip ? ip_queries(x, 25, rng) : random_points(25, c.d, rng);
             // A query on a reconstruction: its l2 score rounds near 0.
-            const Matrix y = product_reconstruction(file);
+            const Matrix y = reconstruct(file);
             std::copy(y.row(11), y.row(11) + c.d, queries.row(5));
             for (const std::size_t nprobe : {1, 3, 0}) {
                 for (const std::size_t k : {1, 10, 100}) {
@@ -535,7 +534,7 @@ TEST_CASE("product codes: the asymmetric distance is the distance to the reconst
             INFO("d " << c.d << ", p " << c.shape.p << ", M " << c.shape.subspaces << ", bits " << c.shape.bits
                       << ", " << metric_name(metric));
             const VlatFile file = product_file(x, c.shape, metric, rng);
-            const Matrix y = product_reconstruction(file);
+            const Matrix y = reconstruct(file);
             const Matrix queries = random_points(10, c.d, rng);
             const Neighbors found = search(file, queries, options_of(x.rows, 0, 0));
             for (std::size_t q = 0; q < queries.rows; ++q) {
@@ -567,7 +566,7 @@ TEST_CASE("product codes: re-ranking by the reconstruction", "[search][product]"
         const Matrix x = duplicated_points(600, c.d, rng);
         for (const Metric metric : {Metric::l2, Metric::ip}) {
             const VlatFile file = product_file(x, c.shape, metric, rng);
-            const Matrix y = product_reconstruction(file);
+            const Matrix y = reconstruct(file);
             const Matrix queries = metric == Metric::ip ? ip_queries(x, 20, rng) : random_points(20, c.d, rng);
             for (const std::size_t nprobe : {1, 3, 0}) {
                 INFO("d " << c.d << ", p " << c.shape.p << ", M " << c.shape.subspaces << ", bits " << c.shape.bits
@@ -575,7 +574,7 @@ TEST_CASE("product codes: re-ranking by the reconstruction", "[search][product]"
                 // Every visited vector re-scored: the exact search over the reconstruction.
                 for (const std::size_t k : {1, 10}) {
                     check_same(search(file, queries, options_of(k, nprobe, x.rows)),
-                               brute_force(file, y, queries, k, nprobe));
+                               brute_force(file, queries, k, nprobe));
                 }
                 // The best 20 by asymmetric distance, the 5 best of them by the reconstruction.
                 const Neighbors adc = brute_force_adc(file, queries, 20, nprobe);
@@ -622,5 +621,66 @@ TEST_CASE("product codes: an ip query of zeros ties every vector at +0, lowest i
             CHECK(found.distances[r] == 0.0f);
             CHECK_FALSE(std::signbit(found.distances[r]));
         }
+    }
+}
+
+TEST_CASE("product codes: query reads a version 3 file and returns what search returns", "[search][product][cli]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Matrix x = random_points(500, 12, rng);
+    const Matrix queries = random_points(7, 12, rng);
+    const ScratchDir dir;
+    const std::string vlat = dir.path("product.vlat");
+    const std::string query_file = dir.path("queries.fvecs");
+    write_vectors(query_file, queries);
+    for (const Metric metric : {Metric::l2, Metric::ip}) {
+        write_vlat(vlat, product_file(x, {10, 5, 4}, metric, rng));
+        const VlatFile file = read_vlat(vlat);
+        for (const std::size_t rerank : {0, 30}) {
+            INFO(metric_name(metric) << ", rerank " << rerank);
+            const CommandResult run = run_cli("query " + quote(vlat) + " --queries " + quote(query_file) +
+                                              " --k 5 --nprobe all --rerank " + std::to_string(rerank) +
+                                              " --device cpu --json");
+            INFO(run.output);
+            REQUIRE(run.exit_code == 0);
+            const nlohmann::json found = nlohmann::json::parse(run.output);
+            CHECK(found["rerank"] == rerank);
+            const Neighbors want = search(file, queries, options_of(5, 0, rerank));
+            for (std::size_t q = 0; q < queries.rows; ++q) {
+                for (std::size_t r = 0; r < 5; ++r) {
+                    CHECK(found["ids"][q][r].get<std::int64_t>() == want.ids[q * 5 + r]);
+                    CHECK(found["distances"][q][r].get<float>() == want.distances[q * 5 + r]);
+                }
+            }
+        }
+    }
+}
+
+// On a CPU with AVX2 the scan sums by gathers; the portable loop must give the same bits (on a CPU
+// without it, both are the portable loop).
+TEST_CASE("product codes: the scan's fastest sums equal the portable loop's", "[search][product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    std::uniform_int_distribution<unsigned> byte(0, 255);
+    std::normal_distribution<float> normal;
+    for (const std::size_t code_bytes : {1, 5, 48}) {
+        const std::size_t blocks = 37;
+        std::vector<std::uint8_t> codes(blocks * code_bytes * kScanBlock);
+        for (std::uint8_t& c : codes) {
+            c = static_cast<std::uint8_t>(byte(rng));
+        }
+        std::vector<float> tables(code_bytes * kByteValues);
+        for (std::size_t e = 0; e < tables.size(); ++e) {
+            // Magnitudes far apart, so that a different order of the adds would round differently.
+            tables[e] = normal(rng) * (e % 3 == 0 ? 1e6f : 1e-3f);
+        }
+        std::vector<float> portable(blocks * kScanBlock);
+        std::vector<float> fastest(blocks * kScanBlock);
+        block_sums(codes.data(), blocks, code_bytes, tables.data(), portable.data());
+        fastest_block_sums()(codes.data(), blocks, code_bytes, tables.data(), fastest.data());
+        INFO(code_bytes << " code bytes");
+        CHECK(std::memcmp(portable.data(), fastest.data(), portable.size() * sizeof(float)) == 0);
     }
 }

@@ -6,6 +6,11 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define VLATTICE_GATHER_SUMS 1
+#endif
+
 namespace vlattice {
 
 namespace {
@@ -47,7 +52,54 @@ float vector_extra(const ProductCodebook& book, const std::uint8_t* code, const 
     return e;
 }
 
+#ifdef VLATTICE_GATHER_SUMS
+// block_sums by AVX2 gathers, lane v adding exactly what block_sums adds to sum[v], in the same
+// order. GCC's generic tuning loads each lane of a gather on its own, which took 1.5 times as long.
+__attribute__((target("avx2"))) void gathered_block_sums(const std::uint8_t* codes, std::size_t blocks,
+                                                         std::size_t code_bytes, const float* tables, float* sums) {
+    static_assert(kScanBlock == 16, "two gathers of 8 lanes per block");
+    for (std::size_t block = 0; block < blocks; ++block) {
+        __m256 low = _mm256_setzero_ps();
+        __m256 high = _mm256_setzero_ps();
+        const std::uint8_t* code = codes + block * code_bytes * kScanBlock;
+        for (std::size_t b = 0; b < code_bytes; ++b) {
+            const float* table = tables + b * kByteValues;
+            const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(code + b * kScanBlock));
+            low = _mm256_add_ps(low, _mm256_i32gather_ps(table, _mm256_cvtepu8_epi32(bytes), 4));
+            high = _mm256_add_ps(high, _mm256_i32gather_ps(table, _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)), 4));
+        }
+        _mm256_storeu_ps(sums + block * kScanBlock, low);
+        _mm256_storeu_ps(sums + block * kScanBlock + 8, high);
+    }
+}
+#endif
+
 }  // namespace
+
+void block_sums(const std::uint8_t* codes, std::size_t blocks, std::size_t code_bytes, const float* tables,
+                float* sums) {
+    for (std::size_t block = 0; block < blocks; ++block) {
+        float sum[kScanBlock] = {};
+        const std::uint8_t* code = codes + block * code_bytes * kScanBlock;
+        for (std::size_t b = 0; b < code_bytes; ++b) {
+            const float* table = tables + b * kByteValues;
+            const std::uint8_t* bytes = code + b * kScanBlock;
+            for (std::size_t v = 0; v < kScanBlock; ++v) {
+                sum[v] += table[bytes[v]];
+            }
+        }
+        std::copy(sum, sum + kScanBlock, sums + block * kScanBlock);
+    }
+}
+
+BlockSums fastest_block_sums() {
+#ifdef VLATTICE_GATHER_SUMS
+    if (__builtin_cpu_supports("avx2")) {
+        return gathered_block_sums;
+    }
+#endif
+    return block_sums;
+}
 
 ProductTables::ProductTables(const ProductCodebook& book)
     : book_(book), rotation_t_(transposed(book.rotation)), centroids_t_(transposed(book.centroids)) {}

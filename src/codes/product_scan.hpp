@@ -33,6 +33,14 @@ struct ProductScan {
 // The file's parts must fit together (check_compressed_set).
 ProductScan product_scan(const VlatFile& file);
 
+// sums[v] <- S of the v-th vector of `blocks` blocks of laid-out codes (ProductScan::codes) and a
+// query's tables, the bytes added in order for every vector, kScanBlock vectors side by side.
+void block_sums(const std::uint8_t* codes, std::size_t blocks, std::size_t code_bytes, const float* tables,
+                float* sums);
+using BlockSums = decltype(&block_sums);
+// block_sums, or on a CPU with AVX2 the same sums by its gathers.
+BlockSums fastest_block_sums();
+
 // The rotation and the centroids transposed, so that the sums of search.hpp vectorise across rotated
 // coordinates and centroids while each still runs in its own order.
 class ProductTables {
