@@ -5,6 +5,8 @@ distance = 'euclidean'.
 
   fashion-mnist [OUT]            Debian's dataset-fashion-mnist: 60,000 train, 10,000 test images
   synthetic N D OUT [options]    a Gaussian mixture of N train rows of dimension D
+  npy IN.npy OUT [--queries Q]   the rows of IN.npy, its last Q held out as test (so that a file in a
+                                 random order, such as scripts/embeddings writes, gives random queries)
 """
 import argparse
 import os
@@ -78,6 +80,11 @@ def main():
     synthetic.add_argument("--clusters", type=positive, default=1000, help="mixture components (default 1000)")
     synthetic.add_argument("--seed", type=int, default=0)
     synthetic.add_argument("--k", type=positive, default=100, help="neighbours per test row (default 100)")
+    held_out = commands.add_parser("npy", help="a .npy file's rows, its last Q as test")
+    held_out.add_argument("input", help="n x d .npy (converted to float32)")
+    held_out.add_argument("out")
+    held_out.add_argument("--queries", type=positive, default=1000, help="rows held out as test (default 1000)")
+    held_out.add_argument("--k", type=positive, default=100, help="neighbours per test row (default 100)")
     args = parser.parse_args()
 
     if args.command == "fashion-mnist":
@@ -88,6 +95,12 @@ def main():
         train = fashion_mnist.read_images("train-images-idx3-ubyte.gz")
         test = fashion_mnist.read_images("t10k-images-idx3-ubyte.gz")
         write_ann_hdf5(args.out, train, test, args.k)
+    elif args.command == "npy":
+        both = np.load(args.input).astype(np.float32)
+        if both.ndim != 2 or len(both) <= args.queries:
+            print(f"{args.input}: {both.shape} holds no n x d set with more than {args.queries} rows", file=sys.stderr)
+            return 1
+        write_ann_hdf5(args.out, both[:-args.queries], both[-args.queries:], args.k)
     else:
         both = gaussian_mixture(args.n + args.queries, args.d, args.clusters, args.seed)
         write_ann_hdf5(args.out, both[:args.n], both[args.n:], args.k)

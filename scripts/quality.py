@@ -1,20 +1,49 @@
-"""scripts/quality: vlattice's rate-distortion table and plot beside FAISS's codecs.
+"""scripts/quality: vlattice against FAISS's codecs at the same code bytes per vector, on the same file.
 
-For each budget vlattice compresses the `train` set (`--target-ratio`), decodes it, and is scored
-exactly as scripts/faiss_peer.py scores FAISS: reconstruction MSE over the train set and
-10-recall@10 of exhaustive float32 search over the reconstruction for the first --queries `test`
-vectors, against exhaustive search over the originals. vlattice's own IVF search (`vlattice query`
-at --nprobe) adds its recall and queries per second. Code bytes per vector count what every vector
-costs (FAISS's code sizes, vlattice's packed id + residual code); total bytes add everything per
-file: FAISS's codebooks, coarse centroids and inverted-list ids, vlattice's header, anchors, ranges
-and metadata.
+For each budget B (code bytes per vector) vlattice compresses the base vectors (`compress
+--target-bytes B`, with --codec only when --vlattice-codec is given) and scripts/faiss_peer.py trains
+FAISS's codecs at no more code bytes: SQ, PQ, OPQ+PQ, IVF-PQ, OPQ+IVF-PQ, RQ and LSQ (see
+`faiss_peer.py --help` for how each is fitted to B). Both are scored the same way:
+
+  code B       what every vector costs: FAISS's sa_code_size, plus ceil(log2 nlist)/8 bytes of list id
+               under IVF; vlattice's packed anchor id (ceil(log2 m) bits) plus its residual code
+  total B      everything stored, over n: FAISS's faiss.serialize_index size of the filled index
+               (codebooks, coarse centroids, 64-bit ids of the inverted lists), vlattice's file size
+  MSE          mean over the base vectors of the squared L2 distance between vector and reconstruction
+  recall       10-recall@10 of exhaustive float32 search over the reconstruction for the queries,
+               against the true neighbours (the file's)
+  seconds      FAISS: training and adding (the shared IVF coarse quantiser's training included);
+               vlattice: its compress run less reading the input (--report's seconds total - load);
+               wall seconds, and CPU seconds of all threads (vlattice's whole compress process)
+  IVF recall, queries/s   vlattice's own search (`vlattice query --nprobe N --k 10`) at each --nprobe
+
+Per budget the summary names FAISS's best codec (lowest MSE at no more code bytes), the ratio of
+vlattice's MSE to its MSE and the difference of their recalls. Every FAISS codec has --faiss-limit
+CPU seconds (all threads together; 600 are 300 s of 2 threads on cores of their own) to train and
+add, in a process of its own; past that it reads "over limit", and its family's larger budgets are
+not tried. CPU time, not wall time, so that a busy machine cuts off the same codecs as an idle one. Both tools get --threads threads (OpenMP wait policy passive unless
+OMP_WAIT_POLICY says otherwise: on shared cores spinning threads steal the working ones' time).
+
+Data: --data FILE.hdf5 in the ann-benchmarks layout (train, test, neighbors; the default,
+Fashion-MNIST, is made by scripts/ann-hdf5 when missing), or --npy BASE.npy with --queries Q.npy and
+--truth T.npy (ids, one row per query); the first --limit queries are used. Writes quality.json,
+quality.md (the tables) and quality.png (MSE and recall against code bytes) to --out, and the FAISS
+rows as faiss.jsonl, which --faiss-json takes back to score a new vlattice without retraining FAISS.
+The vlattice binary is $VLATTICE_BIN, else build/vlattice. Needs python3-faiss, python3-h5py,
+python3-matplotlib (scripts/setup --bench); run with /usr/bin/python3.
 """
-import argparse, json, os, subprocess, sys, time
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
 
 # Everything the run needs is checked before the first job: a missing package found after minutes of
 # compressing would throw the work away.
 try:
-    import faiss
+    import faiss  # noqa: F401 (scripts/faiss_peer.py needs it)
     import h5py
     import matplotlib
     import numpy as np
@@ -23,135 +52,278 @@ except ImportError as missing:
              "python3-matplotlib and python3-numpy (scripts/setup --bench does)")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import faiss_peer  # noqa: E402
+
+DEFAULT_DATA = os.path.join(ROOT, "data/fashion-mnist-784-euclidean.hdf5")
+# 32, 49, 98, 196, 392 and 784 bytes of Fashion-MNIST's 3,136 (d = 784 floats).
+DEFAULT_BUDGETS = "1.0204%,1.5625%,3.125%,6.25%,12.5%,25%"
+ENV = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
 
 
-def run(cmd, **kw):
-    done = subprocess.run(cmd, capture_output=True, text=True, **kw)
+def run(cmd):
+    done = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
     if done.returncode != 0:
         sys.exit(f"quality: {' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
     return done.stdout
 
 
-def faiss_total_bytes(spec, n, d, code):
-    """A FAISS index's size beside its codes: trained tables and, for IVF, the ids of its lists."""
-    tables = 0
-    ids = 0
-    for part in spec.split(','):
-        if part.startswith('IVF'):
-            tables += int(part[3:]) * d * 4   # coarse centroids
-            ids = 8 * n                       # each inverted list stores 64-bit ids
-        elif part.startswith('SQ'):
-            tables += 2 * d * 4               # per-dimension min and range
-        elif part.startswith('PQ'):
-            tables += 256 * d * 4             # M codebooks of 256 centroids of d/M floats
-    return n * code + tables + ids
+def children_cpu_seconds():
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--data', default=os.path.join(ROOT, 'data/fashion-mnist-784-euclidean.hdf5'))
-    ap.add_argument('--budgets', default='1.6%,3.1%,6.25%,12.5%,25.1%')
-    ap.add_argument('--anchors', type=int, default=1024)
-    ap.add_argument('--nprobe', type=int, default=32)
-    ap.add_argument('--queries', type=int, default=1000)
-    ap.add_argument('--device', default='auto')
-    ap.add_argument('--out', default='quality-out')
-    ap.add_argument('--faiss-json', help='reuse the JSON lines of an earlier scripts/faiss_peer.py codecs run')
-    a = ap.parse_args()
+def budget_bytes(text, d):
+    """A budget as whole code bytes per vector: as given, or a share of float32 rounded to the nearest byte."""
+    try:
+        value = float(text[:-1]) * 4 * d / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        sys.exit(f"quality: --budgets: '{text}' is neither bytes nor a percentage")
+    if round(value) < 1:
+        sys.exit(f"quality: --budgets: '{text}' is less than one byte per vector at d = {d}")
+    return int(round(value))
 
-    vlattice = os.environ.get('VLATTICE_BIN', os.path.join(ROOT, 'build/vlattice'))
-    if not os.access(vlattice, os.X_OK):
-        sys.exit(f"quality: no vlattice binary at {vlattice}; build it (scripts/setup) or set VLATTICE_BIN")
-    if a.faiss_json and not os.path.isfile(a.faiss_json):
-        sys.exit(f"quality: --faiss-json {a.faiss_json}: no such file")
-    if not os.path.exists(a.data):
-        run([os.path.join(ROOT, 'scripts/ann-hdf5'), 'fashion-mnist', a.data])
-    os.makedirs(a.out, exist_ok=True)
 
-    with h5py.File(a.data, 'r') as f:
-        x = f['train'][:].astype(np.float32)
-        q = f['test'][:a.queries].astype(np.float32)
-    n, d = x.shape
-    flat = faiss.IndexFlatL2(d)
-    flat.add(x)
-    _, truth = flat.search(q, 10)
+def load(a):
+    """Base vectors, queries and their true neighbour ids (first 10), and the files vlattice reads them from."""
+    if a.npy:
+        x = np.load(a.npy).astype(np.float32)
+        q = np.load(a.queries)[:a.limit].astype(np.float32)
+        truth = np.load(a.truth)[:a.limit, :10]
+        return x, q, truth, {"base": a.npy, "queries": a.queries, "truth": a.truth}
+    with h5py.File(a.data, "r") as f:
+        for name in ("train", "test", "neighbors"):
+            if name not in f:
+                sys.exit(f"quality: {a.data} has no dataset '{name}' (the ann-benchmarks layout has train, "
+                         "test and neighbors)")
+        x = f["train"][:].astype(np.float32)
+        q = f["test"][:a.limit].astype(np.float32)
+        truth = f["neighbors"][:a.limit, :10]
+    return x, q, truth, {"base": a.data, "queries": a.data, "truth": a.data + ":neighbors"}
 
-    def exhaustive_recall(xr):
-        index = faiss.IndexFlatL2(d)
-        index.add(xr)
-        _, got = index.search(q, 10)
-        return float(np.mean([len(set(truth[i]) & set(got[i])) / 10 for i in range(len(q))]))
 
-    rows = []
-    for budget in a.budgets.split(','):
-        stem = os.path.join(a.out, 'vlattice-' + budget.rstrip('%').replace('.', '_'))
-        start = time.perf_counter()
-        run([vlattice, 'compress', a.data, '-o', stem + '.vlat', '-m', str(a.anchors), '--target-ratio', budget,
-             '--device', a.device, '--quiet'])
-        seconds = time.perf_counter() - start
-        info = json.loads(run([vlattice, 'info', '--json', stem + '.vlat']))
-        run([vlattice, 'decompress', stem + '.vlat', '-o', stem + '.npy', '--device', a.device, '--quiet'])
-        xr = np.load(stem + '.npy')
-        os.remove(stem + '.npy')
-        found = json.loads(run([vlattice, 'query', stem + '.vlat', '--queries', a.data, '--limit', str(a.queries),
-                                '--k', '10', '--nprobe', str(a.nprobe), '--ground-truth', a.data + ':neighbors',
-                                '--device', a.device, '--json']))
-        rows.append({'tool': 'vlattice', 'setting': f"m={info['m']}, {info['residual_widths']} (budget {budget})",
-                     'bytes_per_vector': info['code_bytes_per_vector'], 'total_bytes': info['total_bytes'],
-                     'mse': float(((x.astype(np.float64) - xr) ** 2).sum(1).mean()),
-                     'recall10_at_10': exhaustive_recall(xr), 'ivf_recall10_at_10': found['recall']['10-recall@10'],
-                     'ivf_qps': found['queries_per_second'], 'nprobe': found['nprobe'], 'device': found['device'],
-                     'compress_seconds': seconds})
-        print(f"quality: vlattice {budget}: {rows[-1]['bytes_per_vector']:.2f} B/vector, mse {rows[-1]['mse']:.1f}, "
-              f"recall {rows[-1]['recall10_at_10']:.4f}", file=sys.stderr)
+def vlattice_rows(a, vlattice, files, budget, x, q, truth):
+    stem = os.path.join(a.out, f"vlattice-{budget}B")
+    cmd = [vlattice, "compress", files["base"], "-o", stem + ".vlat", "--target-bytes", str(budget),
+           "--threads", str(a.threads), "--device", a.device, "--quiet", "--report", stem + ".report.json"]
+    if a.anchors:
+        cmd += ["-m", str(a.anchors)]
+    if a.vlattice_codec:
+        cmd += ["--codec", a.vlattice_codec]
+    start, cpu_start = time.perf_counter(), children_cpu_seconds()
+    run(cmd)
+    wall, cpu = time.perf_counter() - start, children_cpu_seconds() - cpu_start
+    with open(stem + ".report.json") as f:
+        phases = json.load(f)["seconds"]
+    os.remove(stem + ".report.json")
+    seconds = phases["total"] - phases["load"]
+    info = json.loads(run([vlattice, "info", "--json", stem + ".vlat"]))
+    run([vlattice, "decompress", stem + ".vlat", "-o", stem + ".npy", "--device", a.device, "--quiet"])
+    decoded = np.load(stem + ".npy")
+    os.remove(stem + ".npy")
+    row = {"tool": "vlattice", "budget": budget, "family": "vlattice",
+           "codec": f"{info.get('codec', 'scalar')}, m = {info['m']}, {info['residual_widths']}",
+           "status": "ok", "code_bytes": info["code_bytes_per_vector"],
+           "total_bytes_per_vector": os.path.getsize(stem + ".vlat") / len(x),
+           "mse": faiss_peer.squared_error(x, decoded),
+           "recall10_at_10": faiss_peer.recall10(truth, faiss_peer.nearest10(decoded, q)),
+           "seconds": seconds, "cpu_seconds": cpu, "wall_seconds": wall, "ivf": []}
+    for nprobe in a.nprobe.split(","):
+        found = json.loads(run([vlattice, "query", stem + ".vlat", "--queries", files["queries"], "--limit", str(len(q)),
+                                "--k", "10", "--nprobe", nprobe, "--ground-truth", files["truth"],
+                                "--threads", str(a.threads), "--device", a.device, "--json"]))
+        row["ivf"].append({"nprobe": found["nprobe"], "recall10_at_10": found["recall"]["10-recall@10"],
+                           "queries_per_second": found["queries_per_second"], "device": found["device"]})
+    if not a.keep:
+        os.remove(stem + ".vlat")
+    print(f"quality: vlattice {budget} B: {row['code_bytes']:.2f} code B, mse {row['mse']:.6g}, "
+          f"recall {row['recall10_at_10']:.4f}, {seconds:.1f} s", file=sys.stderr)
+    return row
 
+
+def faiss_rows(a, files, budgets):
     if a.faiss_json:
         lines = open(a.faiss_json).read().splitlines()
     else:
-        lines = run(['/usr/bin/python3', os.path.join(ROOT, 'scripts/faiss_peer.py'), 'codecs', '--input', a.data,
-                     '--queries', str(a.queries)]).splitlines()
+        cmd = ["/usr/bin/python3", os.path.join(ROOT, "scripts/faiss_peer.py"), "codecs", "--input", files["base"],
+               "--budgets", ",".join(map(str, budgets)), "--families", a.faiss_families, "--nlist", str(a.nlist),
+               "--limit", str(a.faiss_limit), "--threads", str(a.threads), "--queries", str(a.limit)]
+        if a.npy:
+            cmd += ["--query-file", a.queries, "--truth", a.truth]
+        print(f"quality: FAISS: {' '.join(cmd)}", file=sys.stderr)
+        lines = []
+        # Each row is written as it comes, so that a run stopped early keeps what it measured.
+        with open(os.path.join(a.out, "faiss.jsonl"), "w") as saved, \
+                open(os.path.join(a.out, "faiss.log"), "w") as log:
+            peer = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=ENV)
+            for line in peer.stdout:
+                lines.append(line.strip())
+                saved.write(line)
+                saved.flush()
+                r = json.loads(line)
+                print(f"quality: FAISS {r['budget']:g} B {r['codec'] or r['family']}: {r['status']}"
+                      + (f", mse {r['mse']:.6g}" if r["status"] == "ok" else ""), file=sys.stderr)
+            if peer.wait() != 0:
+                sys.exit(f"quality: {' '.join(cmd)} failed ({peer.returncode}); see {a.out}/faiss.log")
+    rows = []
     for line in lines:
         r = json.loads(line)
-        rows.append({'tool': 'FAISS', 'setting': r['codec'], 'bytes_per_vector': r['bytes_per_vector'],
-                     'total_bytes': faiss_total_bytes(r['codec'], n, d, r['bytes_per_vector']), 'mse': r['mse'],
-                     'recall10_at_10': r['recall10_at_10']})
+        if r["budget"] in budgets:
+            r["tool"] = "FAISS"
+            r["seconds"] = r.pop("train_add_seconds", None)
+            r["cpu_seconds"] = r.pop("train_add_cpu_seconds", None)
+            rows.append(r)
+    return rows
 
-    rows.sort(key=lambda r: (r['bytes_per_vector'], r['tool']))
-    raw = 4.0 * n * d
-    device = next(r['device'] for r in rows if r['tool'] == 'vlattice')
-    print(f"\n{os.path.basename(a.data)}: {n} x {d}, first {len(q)} test queries; vlattice m = {a.anchors}, "
-          f"IVF search at nprobe {a.nprobe} on the {device}\n")
-    print('| tool | setting | code B/vector | ratio to float32 | total bytes | total ratio | MSE | 10-recall@10 '
-          '(exhaustive) | IVF 10-recall@10 | IVF queries/s |')
-    print('|---|---|---|---|---|---|---|---|---|---|')
-    for r in rows:
-        ivf = (f"{r['ivf_recall10_at_10']:.4f} | {r['ivf_qps']:.0f}" if 'ivf_qps' in r else '- | -')
-        print(f"| {r['tool']} | {r['setting']} | {r['bytes_per_vector']:.2f} | {100 * r['bytes_per_vector'] / (4 * d):.2f} % "
-              f"| {r['total_bytes']:,} | {100 * r['total_bytes'] / raw:.2f} % | {r['mse']:,.0f} | {r['recall10_at_10']:.4f} "
-              f"| {ivf} |")
-    with open(os.path.join(a.out, 'quality.json'), 'w') as f:
-        json.dump({'data': a.data, 'n': n, 'd': d, 'queries': len(q), 'rows': rows}, f, indent=2)
 
-    matplotlib.use('Agg')
+def summary(budgets, rows):
+    out = []
+    for budget in budgets:
+        peers = [r for r in rows if r["tool"] == "FAISS" and r["budget"] == budget and r["status"] == "ok"
+                 and r["code_bytes"] <= budget]
+        ours = next((r for r in rows if r["tool"] == "vlattice" and r["budget"] == budget), None)
+        best = min(peers, key=lambda r: r["mse"], default=None)
+        entry = {"budget": budget, "best_faiss": best and best["codec"], "best_faiss_mse": best and best["mse"],
+                 "best_faiss_recall": best and best["recall10_at_10"]}
+        if best and ours:
+            entry["mse_ratio"] = ours["mse"] / best["mse"]
+            entry["recall_difference"] = ours["recall10_at_10"] - best["recall10_at_10"]
+        out.append(entry)
+    return out
+
+
+def fmt(value, spec, none="-"):
+    return none if value is None else format(value, spec)
+
+
+def tables(a, name, n, d, nq, budgets, rows, best):
+    lines = [f"{name}: {n} x {d}, {nq} queries, {a.threads} threads; vlattice m = {a.anchors or 'default'}, "
+             f"codec {a.vlattice_codec or 'default'}; FAISS limit {a.faiss_limit} CPU s of training and adding "
+             "per codec", "",
+             f"Code B counts the IVF list id as ceil(log2 nlist)/8 = {faiss_peer.list_id_bytes(a.nlist):g} B per "
+             f"vector (nlist {a.nlist}), the way vlattice counts its anchor id; total B is the serialized index "
+             "(FAISS) or the file (vlattice) over n.", "",
+             "| budget B | tool | codec | code B | total B | MSE | 10-recall@10 exhaustive | train+add s | CPU s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for budget in budgets:
+        for r in (r for r in rows if r["budget"] == budget):
+            if r["status"] != "ok":
+                lines.append(f"| {budget} | {r['tool']} | {r['codec'] or r['family']} | {r['status']} | | | | | |")
+                continue
+            lines.append(f"| {budget} | {r['tool']} | {r['codec']} | {r['code_bytes']:.2f} | "
+                         f"{r['total_bytes_per_vector']:.2f} | {r['mse']:.6g} | {r['recall10_at_10']:.4f} | "
+                         f"{fmt(r['seconds'], '.1f')} | {fmt(r['cpu_seconds'], '.1f')} |")
+    lines += ["", "| budget B | best FAISS (lowest MSE) | its MSE | its recall | vlattice MSE / best | "
+              "vlattice recall - best |", "|---|---|---|---|---|---|"]
+    for s in best:
+        lines.append(f"| {s['budget']} | {s['best_faiss'] or '-'} | {fmt(s['best_faiss_mse'], '.6g')} | "
+                     f"{fmt(s['best_faiss_recall'], '.4f')} | {fmt(s.get('mse_ratio'), '.3f')} | "
+                     f"{fmt(s.get('recall_difference'), '+.4f')} |")
+    ivf = [r for r in rows if r["tool"] == "vlattice"]
+    if ivf:
+        lines += ["", "vlattice's own IVF search, k = 10:", "",
+                  "| budget B | nprobe | 10-recall@10 | queries/s | device |", "|---|---|---|---|---|"]
+        for r in ivf:
+            for s in r["ivf"]:
+                lines.append(f"| {r['budget']} | {s['nprobe']} | {s['recall10_at_10']:.4f} | "
+                             f"{s['queries_per_second']:.0f} | {s['device']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(path, title, rows):
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for tool, style in (('vlattice', 'o-'), ('FAISS', 's')):
-        pts = [r for r in rows if r['tool'] == tool]
-        ax.plot([r['bytes_per_vector'] for r in pts], [r['recall10_at_10'] for r in pts], style, label=tool)
-        for r in pts:
-            if tool == 'FAISS':
-                ax.annotate(r['setting'], (r['bytes_per_vector'], r['recall10_at_10']), fontsize=7,
-                            textcoords='offset points', xytext=(4, -10))
-    ax.set_xscale('log')
-    ax.set_xlabel('code bytes per vector')
-    ax.set_ylabel('10-recall@10, exhaustive search over the reconstruction')
-    ax.set_title(f"{os.path.basename(a.data)}: {len(q)} queries")
-    ax.grid(True, which='both', alpha=0.3)
-    ax.legend()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    groups = {}
+    for r in rows:
+        if r["status"] == "ok":
+            groups.setdefault(r["family"], []).append(r)
+    for family, pts in groups.items():
+        pts.sort(key=lambda r: r["code_bytes"])
+        style = dict(marker="o", linewidth=2.5, color="black") if family == "vlattice" else dict(marker=".")
+        label = family if family == "vlattice" else f"FAISS {family}"
+        left.plot([r["code_bytes"] for r in pts], [r["mse"] for r in pts], label=label, **style)
+        right.plot([r["code_bytes"] for r in pts], [r["recall10_at_10"] for r in pts], label=label, **style)
+    for ax, what in ((left, "MSE (mean squared L2 error per vector)"),
+                     (right, "10-recall@10, exhaustive search over the reconstruction")):
+        ax.set_xscale("log")
+        ax.set_xlabel("code bytes per vector")
+        ax.set_ylabel(what)
+        ax.grid(True, which="both", alpha=0.3)
+    left.set_yscale("log")
+    right.legend(fontsize=8)
+    fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(os.path.join(a.out, 'quality.png'), dpi=120)
-    print(f"\nwrote {a.out}/quality.json and {a.out}/quality.png")
+    fig.savefig(path, dpi=120)
 
 
-if __name__ == '__main__':
+def main():
+    ap = argparse.ArgumentParser(prog="scripts/quality", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", help=f"HDF5 in the ann-benchmarks layout (default: {DEFAULT_DATA})")
+    ap.add_argument("--npy", help="base vectors as .npy, in place of --data; needs --queries and --truth")
+    ap.add_argument("--queries", help="with --npy: the query vectors (.npy)")
+    ap.add_argument("--truth", help="with --npy: the true neighbour ids of each query (.npy, one row per query)")
+    ap.add_argument("--limit", type=int, default=1000, help="queries used, the first ones (default 1000)")
+    ap.add_argument("--budgets", default=DEFAULT_BUDGETS,
+                    help="code bytes per vector, or shares of float32 (4 d bytes) such as 1.6%% rounded to "
+                         f"the nearest byte; comma-separated (default {DEFAULT_BUDGETS.replace('%', '%%')})")
+    ap.add_argument("--anchors", type=int, default=1024, help="vlattice -m; 0 leaves vlattice's default (default 1024)")
+    ap.add_argument("--vlattice-codec", choices=["auto", "scalar", "pq"],
+                    help="pass --codec to vlattice compress (default: not passed)")
+    ap.add_argument("--nprobe", default="1,4,16,64", help="nprobe values of vlattice's own search (default 1,4,16,64)")
+    ap.add_argument("--faiss-families", default=",".join(faiss_peer.FAMILIES),
+                    help=f"FAISS codecs to run (default {','.join(faiss_peer.FAMILIES)})")
+    ap.add_argument("--nlist", type=int, default=1024, help="FAISS IVF lists (default 1024)")
+    ap.add_argument("--faiss-limit", type=int, default=600,
+                    help="CPU seconds (all threads) of training and adding allowed per FAISS codec (default 600)")
+    ap.add_argument("--faiss-json", help="take the FAISS rows from an earlier run's faiss.jsonl instead of running it")
+    ap.add_argument("--no-vlattice", action="store_true", help="FAISS only")
+    ap.add_argument("--threads", type=int, default=2, help="threads of both tools (default 2)")
+    ap.add_argument("--device", default="cpu", help="vlattice --device (default cpu, as FAISS runs on the CPU)")
+    ap.add_argument("--keep", action="store_true", help="keep vlattice's .vlat files in --out")
+    ap.add_argument("--out", default="quality-out", help="output folder (default quality-out)")
+    a = ap.parse_args()
+
+    if a.npy and a.data:
+        ap.error("give --data or --npy, not both")
+    if a.npy and not (a.queries and a.truth):
+        ap.error("--npy needs --queries and --truth")
+    if not a.npy and (a.queries or a.truth):
+        ap.error("--queries and --truth go with --npy; an HDF5 --data holds its own")
+    for path in (a.npy, a.queries, a.truth, a.data, a.faiss_json):
+        if path and not os.path.isfile(path):
+            sys.exit(f"quality: {path}: no such file")
+    vlattice = os.environ.get("VLATTICE_BIN", os.path.join(ROOT, "build/vlattice"))
+    if not a.no_vlattice and not os.access(vlattice, os.X_OK):
+        sys.exit(f"quality: no vlattice binary at {vlattice}; build it (scripts/setup) or set VLATTICE_BIN")
+    if not a.npy and not a.data:
+        a.data = DEFAULT_DATA
+        if not os.path.exists(a.data):
+            run([os.path.join(ROOT, "scripts/ann-hdf5"), "fashion-mnist", a.data])
+    os.makedirs(a.out, exist_ok=True)
+
+    x, q, truth, files = load(a)
+    n, d = x.shape
+    budgets = sorted({budget_bytes(b, d) for b in a.budgets.split(",")})
+    rows = [] if a.no_vlattice else [vlattice_rows(a, vlattice, files, b, x, q, truth) for b in budgets]
+    rows += faiss_rows(a, files, budgets)
+    order = {family: i for i, family in enumerate(faiss_peer.FAMILIES + ["vlattice"])}
+    rows.sort(key=lambda r: (r["budget"], order[r["family"]]))
+    best = summary(budgets, rows)
+
+    name = os.path.basename(files["base"])
+    text = tables(a, name, n, d, len(q), budgets, rows, best)
+    print("\n" + text)
+    with open(os.path.join(a.out, "quality.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(a.out, "quality.json"), "w") as f:
+        json.dump({"data": files["base"], "n": n, "d": d, "queries": len(q), "threads": a.threads,
+                   "anchors": a.anchors, "vlattice_codec": a.vlattice_codec, "nlist": a.nlist,
+                   "faiss_limit_seconds": a.faiss_limit, "budgets": budgets, "rows": rows, "summary": best}, f, indent=2)
+    plot(os.path.join(a.out, "quality.png"), f"{name}: {n} x {d}, {len(q)} queries", rows)
+    print(f"wrote {a.out}/quality.md, quality.json, quality.png" + ("" if a.faiss_json else " and faiss.jsonl"))
+
+
+if __name__ == "__main__":
     main()
