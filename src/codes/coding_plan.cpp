@@ -67,38 +67,32 @@ std::vector<std::uint32_t> pick(const std::vector<std::uint32_t>& values, const 
     return out;
 }
 
-double squared_error(const float* x, const float* y, std::size_t d) {
-    double sum = 0.0;
-    for (std::size_t k = 0; k < d; ++k) {
-        const double e = static_cast<double>(x[k]) - y[k];
-        sum += e * e;
+// Mean over rows of the squared distance between each row and what decode(i, out) reconstructs.
+template <class Decode>
+double mean_error(const Matrix& points, Decode decode) {
+    double total = 0.0;
+    std::vector<float> decoded(points.cols);
+    for (std::size_t i = 0; i < points.rows; ++i) {
+        decode(i, decoded.data());
+        for (std::size_t k = 0; k < points.cols; ++k) {
+            const double e = static_cast<double>(points.row(i)[k]) - decoded[k];
+            total += e * e;
+        }
     }
-    return sum;
+    return total / static_cast<double>(points.rows);
 }
 
 double product_mse(const ProductCodebook& book, const Matrix& points, const Matrix& anchors,
                    const std::vector<std::uint32_t>& assignments, Backend& backend) {
-    ProductCodes codes{book, encode_product(book, points, anchors, assignments, backend)};
-    double total = 0.0;
-    std::vector<float> decoded(points.cols);
-    for (std::size_t i = 0; i < points.rows; ++i) {
-        decode_product_row(anchors, codes, assignments[i], i, decoded.data());
-        total += squared_error(points.row(i), decoded.data(), points.cols);
-    }
-    return total / static_cast<double>(points.rows);
+    const ProductCodes codes{book, encode_product(book, points, anchors, assignments, backend)};
+    return mean_error(points, [&](std::size_t i, float* out) { decode_product_row(anchors, codes, assignments[i], i, out); });
 }
 
 double scalar_mse(const ResidualCodes& ranges, const Matrix& points, const Matrix& anchors,
                   const std::vector<std::uint32_t>& assignments) {
     ResidualCodes codes = ranges;
     encode_with_ranges(codes, points, anchors, assignments);
-    double total = 0.0;
-    std::vector<float> decoded(points.cols);
-    for (std::size_t i = 0; i < points.rows; ++i) {
-        decode_row(anchors, codes, assignments[i], i, decoded.data());
-        total += squared_error(points.row(i), decoded.data(), points.cols);
-    }
-    return total / static_cast<double>(points.rows);
+    return mean_error(points, [&](std::size_t i, float* out) { decode_row(anchors, codes, assignments[i], i, out); });
 }
 
 ProductCodebook train_product(const Matrix& training, const Matrix& anchors,
