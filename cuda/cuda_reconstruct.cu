@@ -4,7 +4,9 @@
 
 #include "vlattice/codec.hpp"
 
-#include "codes/device_product.cuh"
+#include "codes/product_scan.hpp"
+#include "decode_product.cuh"
+#include "device_product.cuh"
 #include "decode_rows.cuh"
 #include "device_buffer.hpp"
 #include "device_codes.cuh"
@@ -39,8 +41,10 @@ Matrix reconstruct_cuda(const VlatFile& file, int gpu) {
     // One of the two holds the codes: the scalar decoder's, or the product decoder's.
     const bool product = file.codec == ResidualCodec::product;
     const cuda::DeviceCodes codes(file.anchors, product ? ResidualCodes{} : file.residuals, s);
-    const std::optional<cuda::DeviceProductCodes> product_codes =
-        product ? std::make_optional<cuda::DeviceProductCodes>(file.anchors, file.product, s) : std::nullopt;
+    std::optional<cuda::DeviceProduct> product_codes;
+    if (product) {
+        product_codes.emplace(file, product_scan(file), s);
+    }
     cuda::DeviceBuffer<std::uint32_t> assignments(n);
     CUDA_CHECK(cudaMemcpyAsync(assignments.data(), file.assignments.data(), assignments.bytes(),
                                cudaMemcpyHostToDevice, s));
@@ -57,7 +61,8 @@ Matrix reconstruct_cuda(const VlatFile& file, int gpu) {
             const std::size_t first = c * rows;
             const std::size_t count = std::min(rows, n - first);
             if (product_codes) {
-                cuda::launch_decode_product(product_codes->view(), assignments.data(), first, count, decoded.data(), s);
+                cuda::launch_decode_product(product_codes->view(), codes.view().anchors, static_cast<int>(d), first, count,
+                                            decoded.data(), s);
             } else {
                 cuda::launch_decode_rows(codes.view(), assignments.data(), first, count, decoded.data(), s);
             }
