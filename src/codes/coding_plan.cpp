@@ -161,7 +161,8 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
         const Matrix training = select_rows(points, rows.training);
         const std::vector<std::uint32_t> training_assignments = pick(assignments, rows.training);
         for (const unsigned bits : {8u, 4u}) {
-            const auto subspaces = static_cast<std::size_t>(std::floor(left * 8.0 / bits));
+            // Whole code bytes: an odd number of 4-bit codes still takes its last byte.
+            const auto subspaces = static_cast<std::size_t>(std::floor(left)) * 8 / bits;
             // A sub-space of one rotated dimension is a scalar code; the scalar family covers those rates.
             if (subspaces == 0 || 2 * subspaces > d) {
                 continue;
