@@ -22,7 +22,7 @@ using namespace vlattice;
 using namespace vlattice::test;
 
 TEST_CASE("a product model codes byte-identically on the CPU and the GPU, and decodes identically",
-          "[cuda][codes]") {
+          "[gpu][codes]") {
     if (!gpu_usable()) {
         return;
     }
