@@ -44,13 +44,15 @@ nlohmann::json query_json(const std::string& arguments) {
 
 }  // namespace
 
-TEST_CASE("compress --target-bytes never overshoots and says what it chose", "[cli][codes]") {
+// The scalar family on its own: test_model covers the choice between the families.
+TEST_CASE("compress --codec scalar --target-bytes never overshoots and says what it chose", "[cli][codes]") {
     const AnnFile ann;
     for (const double budget : {0.4, 1.0, 2.5, 7.0, 13.3, 30.0, 200.0}) {
         INFO("budget " << budget);
         const std::string out = ann.dir.path("budget.vlat");
         const CommandResult run = run_cli("compress " + quote(ann.path) + " -o " + quote(out) +
-                                          " -m 64 --iters 12 --device cpu --threads 2 --target-bytes " + std::to_string(budget));
+                                          " -m 64 --iters 12 --device cpu --threads 2 --codec scalar --target-bytes " +
+                                          std::to_string(budget));
         INFO(run.output);
         REQUIRE(run.exit_code == 0);
         CHECK_THAT(run.output, Contains("code bytes"));
@@ -70,9 +72,9 @@ TEST_CASE("compress --target-bytes never overshoots and says what it chose", "[c
     }
     // A ratio is of the float32 size, 4 d bytes: 12.5 % of 96 is 12.
     REQUIRE(run_cli("compress " + quote(ann.path) + " -o " + quote(ann.dir.path("ratio.vlat")) + kRun +
-                    " --target-ratio 12.5%").exit_code == 0);
+                    " --codec scalar --target-ratio 12.5%").exit_code == 0);
     REQUIRE(run_cli("compress " + quote(ann.path) + " -o " + quote(ann.dir.path("bytes.vlat")) + kRun +
-                    " --target-bytes 12").exit_code == 0);
+                    " --codec scalar --target-bytes 12").exit_code == 0);
     CHECK(read_file(ann.dir.path("ratio.vlat")) == read_file(ann.dir.path("bytes.vlat")));
     CHECK(info_of(ann.dir.path("ratio.vlat"))["code_bytes_per_vector"].get<double>() <= 12.0);
 }
