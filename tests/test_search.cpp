@@ -49,6 +49,18 @@ float contract_score(const VlatFile& file, const float* query, const float* row)
 // The contract written out: the probed anchors by (score, id), their members by (score, id) against
 // their reconstruction; reported as squared distances, or for ip as inner products (-infinity for
 // a missing neighbour).
+// The nprobe anchors (all for 0) with the smallest (score, id) against the query, with their scores.
+std::vector<std::pair<float, std::uint32_t>> probed_anchors(const VlatFile& file, const float* query, std::size_t nprobe) {
+    const std::size_t m = file.anchors.rows;
+    std::vector<std::pair<float, std::uint32_t>> anchors;
+    for (std::uint32_t j = 0; j < m; ++j) {
+        anchors.emplace_back(contract_score(file, query, file.anchors.row(j)), j);
+    }
+    std::sort(anchors.begin(), anchors.end());
+    anchors.resize(std::min(nprobe == 0 ? m : nprobe, m));
+    return anchors;
+}
+
 Neighbors brute_force(const VlatFile& file, const Matrix& queries, std::size_t k, std::size_t nprobe) {
     const Matrix y = reconstruct(file);
     const std::size_t m = file.anchors.rows;
@@ -56,14 +68,9 @@ Neighbors brute_force(const VlatFile& file, const Matrix& queries, std::size_t k
     out.queries = queries.rows;
     out.k = k;
     for (std::size_t q = 0; q < queries.rows; ++q) {
-        std::vector<std::pair<float, std::uint32_t>> anchors;
-        for (std::uint32_t j = 0; j < m; ++j) {
-            anchors.emplace_back(contract_score(file, queries.row(q), file.anchors.row(j)), j);
-        }
-        std::sort(anchors.begin(), anchors.end());
         std::set<std::uint32_t> probed;
-        for (std::size_t r = 0; r < std::min(nprobe == 0 ? m : nprobe, m); ++r) {
-            probed.insert(anchors[r].second);
+        for (const auto& anchor : probed_anchors(file, queries.row(q), nprobe)) {
+            probed.insert(anchor.second);
         }
         std::vector<std::pair<float, std::uint32_t>> points;
         for (std::uint32_t i = 0; i < file.n; ++i) {
@@ -443,12 +450,7 @@ Neighbors brute_force_adc(const VlatFile& file, const Matrix& queries, std::size
     out.queries = queries.rows;
     out.k = k;
     for (std::size_t q = 0; q < queries.rows; ++q) {
-        std::vector<std::pair<float, std::uint32_t>> anchors;
-        for (std::uint32_t j = 0; j < m; ++j) {
-            anchors.emplace_back(contract_score(file, queries.row(q), file.anchors.row(j)), j);
-        }
-        std::sort(anchors.begin(), anchors.end());
-        anchors.resize(std::min(nprobe == 0 ? m : nprobe, m));
+        const std::vector<std::pair<float, std::uint32_t>> anchors = probed_anchors(file, queries.row(q), nprobe);
         const std::vector<float> rq = rotated(file.product.book, queries.row(q));
         std::vector<std::pair<float, std::uint32_t>> points;
         for (const auto& [probe, j] : anchors) {
