@@ -19,7 +19,7 @@ FAISS's codecs at no more code bytes: SQ, PQ, OPQ+PQ, IVF-PQ, OPQ+IVF-PQ, RQ and
 
 Per budget the summary names FAISS's best codec (lowest MSE at no more code bytes), the ratio of
 vlattice's MSE to its MSE and the difference of their recalls. Every FAISS codec has --faiss-limit
-CPU seconds (all threads together; 600 are 300 s of 2 threads on cores of their own) to train and
+CPU seconds (all threads together; 1,200 are 10 minutes of 2 threads on cores of their own) to train and
 add, in a process of its own; past that it reads "over limit", and its family's larger budgets are
 not tried. CPU time, not wall time, so that a busy machine cuts off the same codecs as an idle one. Both tools get --threads threads (OpenMP wait policy passive unless
 OMP_WAIT_POLICY says otherwise: on shared cores spinning threads steal the working ones' time).
@@ -197,9 +197,11 @@ def fmt(value, spec, none="-"):
 
 
 def tables(a, name, n, d, nq, budgets, rows, best):
+    # Rows taken back with --faiss-json carry the limit they ran under.
+    limits = sorted({r.get("limit_cpu_seconds", a.faiss_limit) for r in rows if r["tool"] == "FAISS"})
     lines = [f"{name}: {n} x {d}, {nq} queries, {a.threads} threads; vlattice m = {a.anchors or 'default'}, "
-             f"codec {a.vlattice_codec or 'default'}; FAISS limit {a.faiss_limit} CPU s of training and adding "
-             "per codec", "",
+             f"codec {a.vlattice_codec or 'default'}; FAISS limit {' or '.join(map(str, limits)) or '-'} CPU s "
+             "of training and adding per codec", "",
              f"Code B counts the IVF list id as ceil(log2 nlist)/8 = {faiss_peer.list_id_bytes(a.nlist):g} B per "
              f"vector (nlist {a.nlist}), the way vlattice counts its anchor id; total B is the serialized index "
              "(FAISS) or the file (vlattice) over n.", "",
@@ -275,8 +277,8 @@ def main():
     ap.add_argument("--faiss-families", default=",".join(faiss_peer.FAMILIES),
                     help=f"FAISS codecs to run (default {','.join(faiss_peer.FAMILIES)})")
     ap.add_argument("--nlist", type=int, default=1024, help="FAISS IVF lists (default 1024)")
-    ap.add_argument("--faiss-limit", type=int, default=600,
-                    help="CPU seconds (all threads) of training and adding allowed per FAISS codec (default 600)")
+    ap.add_argument("--faiss-limit", type=int, default=1200,
+                    help="CPU seconds (all threads) of training and adding allowed per FAISS codec (default 1200)")
     ap.add_argument("--faiss-json", help="take the FAISS rows from an earlier run's faiss.jsonl instead of running it")
     ap.add_argument("--no-vlattice", action="store_true", help="FAISS only")
     ap.add_argument("--threads", type=int, default=2, help="threads of both tools (default 2)")
