@@ -122,7 +122,8 @@ def vlattice_rows(a, vlattice, files, budget, x, q, truth):
     decoded = np.load(stem + ".npy")
     os.remove(stem + ".npy")
     row = {"tool": "vlattice", "budget": budget, "family": "vlattice",
-           "codec": f"{info.get('codec', 'scalar')}, m = {info['m']}, {info['residual_widths']}",
+           "codec": f"{info.get('codec', 'scalar')}, m = {info['m']}, "
+                    + (info["product"]["description"] if "product" in info else info["residual_widths"]),
            "status": "ok", "code_bytes": info["code_bytes_per_vector"],
            "total_bytes_per_vector": os.path.getsize(stem + ".vlat") / len(x),
            "mse": faiss_peer.squared_error(x, decoded),
