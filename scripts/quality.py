@@ -233,7 +233,7 @@ def tables(a, name, n, d, nq, budgets, rows, best):
     return "\n".join(lines) + "\n"
 
 
-def plot(path, title, rows):
+def plot(path, title, rows, budgets):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
@@ -250,6 +250,8 @@ def plot(path, title, rows):
     for ax, what in ((left, "MSE (mean squared L2 error per vector)"),
                      (right, "10-recall@10, exhaustive search over the reconstruction")):
         ax.set_xscale("log")
+        ax.set_xticks(budgets, [str(b) for b in budgets])
+        ax.minorticks_off()
         ax.set_xlabel("code bytes per vector")
         ax.set_ylabel(what)
         ax.grid(True, which="both", alpha=0.3)
@@ -324,7 +326,7 @@ def main():
         json.dump({"data": files["base"], "n": n, "d": d, "queries": len(q), "threads": a.threads,
                    "anchors": a.anchors, "vlattice_codec": a.vlattice_codec, "nlist": a.nlist,
                    "faiss_limit_seconds": a.faiss_limit, "budgets": budgets, "rows": rows, "summary": best}, f, indent=2)
-    plot(os.path.join(a.out, "quality.png"), f"{name}: {n} x {d}, {len(q)} queries", rows)
+    plot(os.path.join(a.out, "quality.png"), f"{name}: {n} x {d}, {len(q)} queries", rows, budgets)
     print(f"wrote {a.out}/quality.md, quality.json, quality.png" + ("" if a.faiss_json else " and faiss.jsonl"))
 
 
