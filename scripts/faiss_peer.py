@@ -22,7 +22,7 @@ seconds are added to each. Every codec runs in its own process with --limit CPU 
 together) of training and adding; RLIMIT_CPU ends it there, it is reported with status "over limit",
 and the family's larger budgets, which cost more, are reported so without running. The limit is on
 CPU time, not wall time, so that it cuts off the same codecs on a busy machine as on an idle one:
-600 CPU seconds are 300 s of 2 threads on cores of their own. Code bytes are
+1,200 CPU seconds are 10 minutes of 2 threads on cores of their own. Code bytes are
 FAISS's sa_code_size (plus the list id under IVF); total bytes per vector are the size of
 faiss.serialize_index of the filled index over n (codebooks, coarse centroids, inverted lists with
 their 64-bit ids). MSE is the mean over vectors of the squared L2 error of the reconstruction;
@@ -242,7 +242,8 @@ def codecs(args, n, d):
             over = None
             for budget in sorted(budgets):
                 text = spec(family, budget, d, args.nlist)
-                row = {"peer": "faiss-codec", "budget": budget, "family": family, "codec": text}
+                row = {"peer": "faiss-codec", "faiss": faiss.__version__, "budget": budget, "family": family,
+                       "codec": text, "limit_cpu_seconds": args.limit}
                 if text is None:
                     row["status"] = "no fit"
                 elif over is not None:
@@ -276,9 +277,9 @@ def main():
     parser.add_argument("--families", default=",".join(FAMILIES),
                         help=f"codecs: which, comma-separated (default {','.join(FAMILIES)})")
     parser.add_argument("--nlist", type=int, default=1024, help="codecs: IVF lists (default 1024)")
-    parser.add_argument("--limit", type=int, default=600,
+    parser.add_argument("--limit", type=int, default=1200,
                         help="codecs: CPU seconds (all threads) of training and adding allowed per codec "
-                             "(default 600)")
+                             "(default 1200)")
     parser.add_argument("--queries", type=int, default=1000, help="codecs: queries for the recall (default 1000)")
     parser.add_argument("--query-file", help="codecs: the queries of a .npy/.fvecs --input")
     parser.add_argument("--truth", help="codecs: .npy of the true neighbour ids of --query-file, one row per query")

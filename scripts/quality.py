@@ -19,7 +19,7 @@ FAISS's codecs at no more code bytes: SQ, PQ, OPQ+PQ, IVF-PQ, OPQ+IVF-PQ, RQ and
 
 Per budget the summary names FAISS's best codec (lowest MSE at no more code bytes), the ratio of
 vlattice's MSE to its MSE and the difference of their recalls. Every FAISS codec has --faiss-limit
-CPU seconds (all threads together; 600 are 300 s of 2 threads on cores of their own) to train and
+CPU seconds (all threads together; 1,200 are 10 minutes of 2 threads on cores of their own) to train and
 add, in a process of its own; past that it reads "over limit", and its family's larger budgets are
 not tried. CPU time, not wall time, so that a busy machine cuts off the same codecs as an idle one. Both tools get --threads threads (OpenMP wait policy passive unless
 OMP_WAIT_POLICY says otherwise: on shared cores spinning threads steal the working ones' time).
@@ -122,7 +122,8 @@ def vlattice_rows(a, vlattice, files, budget, x, q, truth):
     decoded = np.load(stem + ".npy")
     os.remove(stem + ".npy")
     row = {"tool": "vlattice", "budget": budget, "family": "vlattice",
-           "codec": f"{info.get('codec', 'scalar')}, m = {info['m']}, {info['residual_widths']}",
+           "codec": f"{info.get('codec', 'scalar')}, m = {info['m']}, "
+                    + (info["product"]["description"] if "product" in info else info["residual_widths"]),
            "status": "ok", "code_bytes": info["code_bytes_per_vector"],
            "total_bytes_per_vector": os.path.getsize(stem + ".vlat") / len(x),
            "mse": faiss_peer.squared_error(x, decoded),
@@ -197,9 +198,11 @@ def fmt(value, spec, none="-"):
 
 
 def tables(a, name, n, d, nq, budgets, rows, best):
+    # Rows taken back with --faiss-json carry the limit they ran under.
+    limits = sorted({r.get("limit_cpu_seconds", a.faiss_limit) for r in rows if r["tool"] == "FAISS"})
     lines = [f"{name}: {n} x {d}, {nq} queries, {a.threads} threads; vlattice m = {a.anchors or 'default'}, "
-             f"codec {a.vlattice_codec or 'default'}; FAISS limit {a.faiss_limit} CPU s of training and adding "
-             "per codec", "",
+             f"codec {a.vlattice_codec or 'default'}; FAISS limit {' or '.join(map(str, limits)) or '-'} CPU s "
+             "of training and adding per codec", "",
              f"Code B counts the IVF list id as ceil(log2 nlist)/8 = {faiss_peer.list_id_bytes(a.nlist):g} B per "
              f"vector (nlist {a.nlist}), the way vlattice counts its anchor id; total B is the serialized index "
              "(FAISS) or the file (vlattice) over n.", "",
@@ -230,7 +233,7 @@ def tables(a, name, n, d, nq, budgets, rows, best):
     return "\n".join(lines) + "\n"
 
 
-def plot(path, title, rows):
+def plot(path, title, rows, budgets):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
@@ -247,6 +250,8 @@ def plot(path, title, rows):
     for ax, what in ((left, "MSE (mean squared L2 error per vector)"),
                      (right, "10-recall@10, exhaustive search over the reconstruction")):
         ax.set_xscale("log")
+        ax.set_xticks(budgets, [str(b) for b in budgets])
+        ax.minorticks_off()
         ax.set_xlabel("code bytes per vector")
         ax.set_ylabel(what)
         ax.grid(True, which="both", alpha=0.3)
@@ -275,8 +280,8 @@ def main():
     ap.add_argument("--faiss-families", default=",".join(faiss_peer.FAMILIES),
                     help=f"FAISS codecs to run (default {','.join(faiss_peer.FAMILIES)})")
     ap.add_argument("--nlist", type=int, default=1024, help="FAISS IVF lists (default 1024)")
-    ap.add_argument("--faiss-limit", type=int, default=600,
-                    help="CPU seconds (all threads) of training and adding allowed per FAISS codec (default 600)")
+    ap.add_argument("--faiss-limit", type=int, default=1200,
+                    help="CPU seconds (all threads) of training and adding allowed per FAISS codec (default 1200)")
     ap.add_argument("--faiss-json", help="take the FAISS rows from an earlier run's faiss.jsonl instead of running it")
     ap.add_argument("--no-vlattice", action="store_true", help="FAISS only")
     ap.add_argument("--threads", type=int, default=2, help="threads of both tools (default 2)")
@@ -321,7 +326,7 @@ def main():
         json.dump({"data": files["base"], "n": n, "d": d, "queries": len(q), "threads": a.threads,
                    "anchors": a.anchors, "vlattice_codec": a.vlattice_codec, "nlist": a.nlist,
                    "faiss_limit_seconds": a.faiss_limit, "budgets": budgets, "rows": rows, "summary": best}, f, indent=2)
-    plot(os.path.join(a.out, "quality.png"), f"{name}: {n} x {d}, {len(q)} queries", rows)
+    plot(os.path.join(a.out, "quality.png"), f"{name}: {n} x {d}, {len(q)} queries", rows, budgets)
     print(f"wrote {a.out}/quality.md, quality.json, quality.png" + ("" if a.faiss_json else " and faiss.jsonl"))
 
 
