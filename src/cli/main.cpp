@@ -45,7 +45,8 @@ void print_usage(std::ostream& out) {
     out << "usage: vlattice COMMAND [options]\n"
            "       vlattice help COMMAND\n"
            "       vlattice --version\n\n"
-           "Compresses dense float vectors into anchors and one anchor id per vector.\n\n";
+           "Compresses dense float vectors: each is stored as the id of its nearest anchor\n"
+           "and a code of its residual from it.\n\n";
     print_commands(out);
     out << "\nrun 'vlattice COMMAND --help' for the options of a command\n";
 }
