@@ -239,7 +239,7 @@ def codecs(args, n, d):
             done = child(args, "coarse", ["--nlist", str(args.nlist), "--coarse", coarse], timeout)
             coarse_seconds = done
         for family in families:
-            over = None
+            over, done = None, {}
             for budget in sorted(budgets):
                 text = spec(family, budget, d, args.nlist)
                 row = {"peer": "faiss-codec", "faiss": faiss.__version__, "budget": budget, "family": family,
@@ -248,6 +248,9 @@ def codecs(args, n, d):
                     row["status"] = "no fit"
                 elif over is not None:
                     row["status"] = f"over limit (at {over:g} B already)"
+                elif text in done:
+                    # The largest codec that fits can be the same at two budgets; it is trained once.
+                    row.update({k: v for k, v in done[text].items() if k not in row})
                 else:
                     extra = ["--spec", text] + (["--coarse", coarse] if family == "ivfpq" else [])
                     result = child(args, "one", extra, timeout)
@@ -260,6 +263,7 @@ def codecs(args, n, d):
                             row.update(coarse_seconds)
                             row["train_add_seconds"] += coarse_seconds["coarse_seconds"]
                             row["train_add_cpu_seconds"] += coarse_seconds["coarse_cpu_seconds"]
+                        done[text] = row
                 print(json.dumps(row), flush=True)
 
 
