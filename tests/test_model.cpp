@@ -7,6 +7,7 @@
 #include "vlattice/cpu_backend.hpp"
 #include "vlattice/model.hpp"
 #include "vlattice/pipeline.hpp"
+#include "vlattice/rate.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -52,10 +53,11 @@ TEST_CASE("a budget is never exceeded, and the chosen code is the candidate with
     for (int trial = 0; trial < 6; ++trial) {
         const std::size_t n = 300 + rng() % 1200;
         const std::size_t d = 4 + rng() % 36;
-        const std::size_t m = 4 + rng() % 28;
-        const Fitted f = fitted(n, d, m, rng);
         CodingSpec spec;
         spec.budget_bytes = 0.2 + std::uniform_real_distribution<double>(0.0, 1.2 * static_cast<double>(d))(rng);
+        // As compress does: a budget below the ids of m anchors gets fewer anchors.
+        const std::size_t m = anchors_within(*spec.budget_bytes, n, 4 + rng() % 28);
+        const Fitted f = fitted(n, d, m, rng);
         spec.product.opq_iters = static_cast<int>(rng() % 2);
         spec.product.kmeans.max_iters = 6;
         spec.product.kmeans.threads = 2;
