@@ -11,6 +11,7 @@
 #include "graph.hpp"
 #include "half_operands.cuh"
 #include "point_distance.cuh"
+#include "product_encode.cuh"
 #include "robust_reduce.cuh"
 #include "seed_anchors.cuh"
 #include "stream.hpp"
@@ -37,6 +38,9 @@ constexpr std::size_t kMaxRows = std::size_t{1} << 31;
 constexpr std::size_t kMaxAllAnchorShare = 2;
 // An anchor's move since the last assign when it was replaced: the distances to it bound nothing.
 constexpr float kReplaced = std::numeric_limits<float>::infinity();
+// Siblings fitting side by side (product-code training): enough streams that the GPU has work while
+// each fit's host steps run, few enough that their buffers stay small.
+constexpr std::size_t kSiblings = 8;
 
 cuda::FastPath first_fast_path(FastKernel kernel) {
     return kernel == FastKernel::split ? cuda::FastPath::half_split : cuda::FastPath::half_single;
@@ -505,6 +509,27 @@ public:
     }
 
     // The rows go up into buffers of their own, so nothing the run keeps on the device is touched.
+    std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matrix& points, const Matrix& anchors,
+                                             const std::vector<std::uint32_t>& assignments) override {
+        use_device();
+        return cuda::encode_product(book, points, anchors, assignments, stream_.get());
+    }
+
+    Matrix rotate_rows(const Matrix& rotation, const Matrix& rows) override {
+        use_device();
+        if (rotation.cols != rows.cols) {
+            throw Error("cuda backend: rotate_rows: the rotation has " + std::to_string(rotation.cols) +
+                        " columns for rows of " + std::to_string(rows.cols));
+        }
+        return cuda::rotate_rows(rotation, rows, stream_.get());
+    }
+
+    // Sub-space fits are small: several streams keep the GPU busy while each waits on its host.
+    std::size_t side_by_side() const override { return kSiblings; }
+    std::unique_ptr<Backend> sibling() const override {
+        return std::make_unique<CudaBackend>(gpu_, kernel_, gather_floats_);
+    }
+
     NearestRows nearest_rows(const Matrix& rows) override {
         use_device();
         require_points("nearest_rows");

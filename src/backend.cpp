@@ -1,5 +1,9 @@
 #include "vlattice/backend.hpp"
 
+#include "vlattice/product_codes.hpp"
+
+#include "codes/rotation.hpp"
+
 namespace vlattice {
 
 void require_distinct_anchors(const std::vector<std::uint32_t>& anchors, std::size_t m, const std::string& backend,
@@ -38,6 +42,19 @@ Matrix Backend::download_anchor_rows(const std::vector<std::uint32_t>& rows) {
 
 NearestRows Backend::nearest_anchors(const std::vector<std::uint32_t>& live) {
     return nearest_rows(select_rows(download_anchors(), live));
+}
+
+std::unique_ptr<Backend> Backend::sibling() const {
+    throw Error(std::string("the ") + name() + " backend runs no fits side by side");
+}
+
+Matrix Backend::rotate_rows(const Matrix& rotation, const Matrix& rows) {
+    return vlattice::rotate_rows(rotation, rows);
+}
+
+std::vector<std::uint8_t> Backend::encode_product(const ProductCodebook& book, const Matrix& points,
+                                                  const Matrix& anchors, const std::vector<std::uint32_t>& assignments) {
+    return encode_product_on_cpu(book, points, anchors, assignments);
 }
 
 }  // namespace vlattice

@@ -78,7 +78,7 @@ VlatFile model_of(const VlatFile& file) {
 }
 
 VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend& backend,
-                           const std::string& metadata_json) {
+                           const std::string& metadata_json, StageSeconds* seconds) {
     if (points.cols != model.d) {
         throw Error("the vectors have dimension " + std::to_string(points.cols) + ", the model " +
                     std::to_string(model.d));
@@ -86,11 +86,12 @@ VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend&
     VlatFile file = model_of(model);
     file.n = points.rows;
     file.metadata_json = metadata_json;
-    file.assignments = nearest_anchors(points, model.anchors, backend);
+    file.assignments = timed(seconds, "anchors", [&] { return nearest_anchors(points, model.anchors, backend); });
     if (model.codec == ResidualCodec::scalar) {
-        encode_with_ranges(file.residuals, points, file.anchors, file.assignments);
+        timed(seconds, "codes", [&] { encode_with_ranges(file.residuals, points, file.anchors, file.assignments); });
     } else if (model.codec == ResidualCodec::product) {
-        file.product.codes = encode_product(model.product.book, points, file.anchors, file.assignments, backend);
+        file.product.codes =
+            encode_product(model.product.book, points, file.anchors, file.assignments, backend, seconds);
     }
     return file;
 }

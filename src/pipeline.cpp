@@ -151,6 +151,7 @@ nlohmann::json coding_json(const CodingSpec& spec, const TrainedCoding& coding) 
     } else if (coding.codec == ResidualCodec::product) {
         out["product"] = describe_product(coding.product);
         out["opq_iters"] = spec.product.opq_iters;
+        out["opq_min_gain"] = spec.product.opq_min_gain;
     }
     return out;
 }

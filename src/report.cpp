@@ -49,6 +49,14 @@ nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, c
         {"fit", fit.total},  // init and every iteration: the span a k-means library times
         {"total", context.load_seconds + fit.total + context.code_seconds + context.write_seconds},
     };
+    const auto stages = [](const StageSeconds& seconds) {
+        nlohmann::json out = nlohmann::json::object();
+        for (const auto& [stage, value] : seconds.entries()) {
+            out[stage] = value;
+        }
+        return out;
+    };
+    report["code_seconds"] = {{"training", stages(context.code_training)}, {"coding", stages(context.code_coding)}};
     return report;
 }
 

@@ -1,6 +1,6 @@
-// Product codes on the GPU against the CPU: the same model codes the same bytes through either
-// backend's exact assign, codebooks train through the CUDA backend, and the GPU's decoder gives the
-// CPU's reconstruction bit for bit. Every test skips with a warning where no usable GPU is present.
+// Product codes on the GPU against the CPU: the same model codes the same bytes on either backend,
+// codebooks train through the CUDA backend (its sub-space fits side by side on sibling streams) into
+// the CPU's codebook, and the GPU's decoder gives the CPU's reconstruction bit for bit. Every test skips with a warning where no usable GPU is present.
 #include <catch2/catch.hpp>
 
 #ifdef VLATTICE_HAVE_CUDA
@@ -15,6 +15,7 @@
 #include "vlattice/cuda_search.hpp"
 #include "vlattice/model.hpp"
 #include "vlattice/pipeline.hpp"
+#include "vlattice/product_codes.hpp"
 
 #include <cstring>
 
@@ -63,6 +64,44 @@ TEST_CASE("a product model codes byte-identically on the CPU and the GPU, and de
         REQUIRE(got.data.size() == want.data.size());
         CHECK(std::memcmp(got.data.data(), want.data.data(), want.data.size() * sizeof(float)) == 0);
         CHECK(reconstruction_mse(on_cpu, points) < result.energy);
+    }
+}
+
+TEST_CASE("the GPU trains the CPU's product codebook and rotates rows to the same bits", "[gpu][codes]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix points = random_points(3000, 200, rng, 12);
+    AnnealConfig config;
+    config.anchors = 24;
+    config.max_iters = 6;
+    const std::unique_ptr<Backend> cpu = make_cpu_backend(0);
+    const std::unique_ptr<Backend> gpu = make_cuda_backend(0);
+    const FitResult result = fit(points, config, *cpu);
+
+    const Matrix rotation = random_points(150, 200, rng, 1);
+    const Matrix on_cpu = cpu->rotate_rows(rotation, points);
+    const Matrix on_gpu = gpu->rotate_rows(rotation, points);
+    REQUIRE(on_gpu.rows == on_cpu.rows);
+    REQUIRE(on_gpu.cols == on_cpu.cols);
+    CHECK(std::memcmp(on_gpu.data.data(), on_cpu.data.data(), on_cpu.data.size() * sizeof(float)) == 0);
+
+    for (const unsigned bits : {8u, 4u}) {
+        INFO(bits << " bits");
+        ProductCodeConfig product;
+        product.subspaces = 20;
+        product.bits = bits;
+        product.opq_iters = 2;
+        product.kmeans.max_iters = 8;
+        product.kmeans.seed = run_seed;
+        const ProductCodebook cpu_book = train_product_codebook(points, result.anchors, result.assignments, product, *cpu);
+        const ProductCodebook gpu_book = train_product_codebook(points, result.anchors, result.assignments, product, *gpu);
+        CHECK(gpu_book.bounds == cpu_book.bounds);
+        CHECK(gpu_book.rotation.data == cpu_book.rotation.data);
+        CHECK(gpu_book.centroids.data == cpu_book.centroids.data);
     }
 }
 

@@ -374,6 +374,37 @@ TEST_CASE("OPQ does not raise the training error of the PCA start", "[product]")
     CHECK(opq <= pca * 1.001);
 }
 
+TEST_CASE("OPQ rounds stop before their next SVD once a round gains less than opq_min_gain", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Anchored a = anchored(correlated_gaussian(3000, 24, rng), 4, rng);
+    auto backend = make_cpu_backend(2);
+    // No round can gain 99.9 % of the error: the second round's steering fits stop the rounds, and
+    // the final fit runs on the rotation of the first Procrustes step, as with one round, or on the
+    // PCA start, as with none, when that step raised the error.
+    ProductCodeConfig stopping = product_config(6, 8, 4, s);
+    stopping.opq_min_gain = 0.999;
+    ProductCodeConfig one_round = product_config(6, 8, 1, s);
+    one_round.opq_min_gain = 0.0;
+    const ProductCodebook stopped = train_product_codebook(a.points, a.anchors, a.assignments, stopping, *backend);
+    const ProductCodebook once = train_product_codebook(a.points, a.anchors, a.assignments, one_round, *backend);
+    const ProductCodebook none =
+        train_product_codebook(a.points, a.anchors, a.assignments, product_config(6, 8, 0, s), *backend);
+    const bool as_once = stopped.rotation.data == once.rotation.data && stopped.centroids.data == once.centroids.data;
+    const bool as_none = stopped.rotation.data == none.rotation.data && stopped.centroids.data == none.centroids.data;
+    CHECK((as_once || as_none));
+    // Without the rule every round runs, and the rotation moves on.
+    ProductCodeConfig every = product_config(6, 8, 4, s);
+    every.opq_min_gain = 0.0;
+    CHECK(train_product_codebook(a.points, a.anchors, a.assignments, every, *backend).rotation.data !=
+          once.rotation.data);
+    ProductCodeConfig bad = product_config(6, 8, 4, s);
+    bad.opq_min_gain = 1.0;
+    CHECK_THROWS_WITH(train_product_codebook(a.points, a.anchors, a.assignments, bad, *backend),
+                      Catch::Contains("opq-min-gain must be in [0, 1)"));
+}
+
 TEST_CASE("4-bit codes pack two sub-spaces per byte, low nibble first", "[product]") {
     const std::uint64_t s = seed();
     INFO("seed " << s);

@@ -10,10 +10,13 @@
 #include "vlattice/types.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace vlattice {
+
+struct ProductCodebook;
 
 struct AssignStats {
     std::size_t changed = 0;  // points whose anchor differs from the previous assign
@@ -54,6 +57,13 @@ public:
     virtual ~Backend() = default;
 
     virtual const char* name() const = 0;
+
+    // Many small independent fits (product-code training's sub-spaces) run side by side, each on a
+    // sibling: a backend of the same kind on the same device with its own state (and stream), driven
+    // by a thread of its own. side_by_side() is how many are worth running at once; 1 keeps them on
+    // this backend, one after the other. A sibling gives the results this backend would.
+    virtual std::size_t side_by_side() const { return 1; }
+    virtual std::unique_ptr<Backend> sibling() const;
 
     // Once per run, before anything else. Assignments start as "none", so the first assign counts
     // every point as changed.
@@ -98,6 +108,16 @@ public:
     // nearest_rows over the listed rows of the current anchors (at least two, each below m once),
     // the indices positions in the list. By default on a downloaded copy.
     virtual NearestRows nearest_anchors(const std::vector<std::uint32_t>& live);
+
+    // The product codes of `points` (encode_product in product_codes.hpp, which checks the shapes
+    // first): the same bytes on every backend. Independent of the uploaded points and anchors. By
+    // default on the CPU.
+    virtual std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matrix& points,
+                                                     const Matrix& anchors,
+                                                     const std::vector<std::uint32_t>& assignments);
+    // z = R r for every row r of `rows` (rotate_rows in src/codes/rotation.hpp): the same bits on
+    // every backend. By default on the CPU.
+    virtual Matrix rotate_rows(const Matrix& rotation, const Matrix& rows);
 };
 
 }  // namespace vlattice

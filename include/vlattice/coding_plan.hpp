@@ -7,6 +7,7 @@
 #include "vlattice/format.hpp"
 #include "vlattice/product_codes.hpp"
 #include "vlattice/residual.hpp"
+#include "vlattice/stage_seconds.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstddef>
@@ -48,6 +49,7 @@ struct TrainedCoding {
     ProductCodebook product;  // (codec product)
     std::vector<CodingCandidate> candidates;  // in the order tried; empty without a budget
     std::size_t chosen = 0;
+    StageSeconds seconds;  // training's stages: scalar, pq.* (train_product_codebook), measure
 };
 
 // Trains the coding `spec` asks for, for the anchors as a file stores them and the nearest-anchor

@@ -85,6 +85,11 @@ struct ProductCodeConfig {
     // rotation by the orthogonal Procrustes solution (an SVD) that best maps the residuals onto their
     // codes. 0 keeps the PCA rotation with the variance balanced across the sub-spaces.
     int opq_iters = 4;
+    // The rounds stop early, before their next SVD, once a round lowers the error of the rotated
+    // sample against its centroids by less than this share of the error, or raises it
+    // (--opq-min-gain); 0 runs every round. Where OPQ gains nothing (residuals whose variance PCA
+    // already balances) this saves the SVDs, the costliest step at large d.
+    double opq_min_gain = 0.001;
     // Residuals the rotation and the centroids are trained on (--train-sample); 0 uses every vector.
     std::size_t train_sample = 65536;
     // The annealing run of each sub-space's centroids; anchors is set to 2^bits per fit. Fewer

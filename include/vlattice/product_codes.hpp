@@ -1,12 +1,14 @@
 // Product codes of the residual r = x - c(a): the residual is rotated, z = R r, by a learned matrix R
 // with orthonormal rows (OPQ), the rotated coordinates are cut into M sub-spaces of consecutive
 // coordinates, and each sub-space stores the id of the nearest of 2^b centroids (b = 4 or 8). The
-// rotation and the centroids are trained by the annealed k-means (fit) on any Backend, and encoding
-// is the backend's exact assign, so the CPU and the GPU write the same codes for the same model.
+// rotation and the centroids are trained by the annealed k-means (fit) on any Backend; encoding picks
+// each sub-space's nearest centroid by distances in double summed in a written-out order, which the
+// GPU repeats, so the CPU and the GPU write the same codes for the same model.
 #pragma once
 
 #include "vlattice/backend.hpp"
 #include "vlattice/config.hpp"
+#include "vlattice/stage_seconds.hpp"
 #include "vlattice/types.hpp"
 
 #include <array>
@@ -74,15 +76,30 @@ Matrix rotate_residuals(const ProductCodebook& book, const Matrix& points, const
 
 // Learns the rotation and the centroids from the residuals of `points` against `anchors` as a file
 // will store them (config: ProductCodeConfig). Every sub-space's centroids are a fit() on
-// `backend`.
+// `backend`. `seconds`, when given, receives the time of each stage (pq.start, pq.rotate,
+// pq.centroids, pq.procrustes).
 ProductCodebook train_product_codebook(const Matrix& points, const Matrix& anchors,
                                        const std::vector<std::uint32_t>& assignments,
-                                       const ProductCodeConfig& config, Backend& backend);
+                                       const ProductCodeConfig& config, Backend& backend,
+                                       StageSeconds* seconds = nullptr);
 
-// Each vector's code: per sub-space, the centroid nearest its rotated residual, by the backend's exact
-// assign (ties to the lowest id). n x book.code_bytes() bytes.
+// Each vector's code: per sub-space j, the centroid c minimising
+//   sum over t in [bounds[j], bounds[j + 1]) of (double(z[t]) - double(centroid[c][t]))^2,
+// summed from +0 in increasing t, each square and sum rounded to double on its own (no fused
+// multiply-add), ties to the lowest c, for z the rotated residual (rotate_residuals). By
+// backend.encode_product: the CPU's or the GPU's, the same bytes. n x book.code_bytes() bytes.
+// `seconds`, when given, receives the time of each stage (codes).
 std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matrix& points, const Matrix& anchors,
-                                         const std::vector<std::uint32_t>& assignments, Backend& backend);
+                                         const std::vector<std::uint32_t>& assignments, Backend& backend,
+                                         StageSeconds* seconds = nullptr);
+
+// The CPU's encode_product, after its checks (what Backend::encode_product does by default).
+std::vector<std::uint8_t> encode_product_on_cpu(const ProductCodebook& book, const Matrix& points,
+                                                const Matrix& anchors, const std::vector<std::uint32_t>& assignments);
+
+// Packs per-vector, per-sub-space centroid ids (n x M, row by row) into n x code_bytes() code bytes.
+std::vector<std::uint8_t> pack_product_codes(const ProductCodebook& book, const std::vector<std::uint8_t>& ids,
+                                             std::size_t n);
 
 // Vector i's reconstruction y[k] = c[k] + s[k], s[k] = sum over t = 0, 1, ..., p - 1 of
 // R[t][k] * z[t] in float in that order (s starts at 0), z[t] the centroid value the code selects.

@@ -33,7 +33,11 @@ void add_coding_options(po::options_description& options, CodingArgs& a) {
         ("pq-bits", whole_number(&a.pq_bits, 4LL, 8LL)->default_value(a.pq_bits)->value_name("B"),
          "with --codec pq and --subspaces: bits per sub-space code, 4 or 8 (a budget tries both)")
         ("opq-iters", whole_number(&a.opq_iters, 0LL, 100LL)->default_value(a.opq_iters)->value_name("N"),
-         "rounds that refine the product code's rotation (OPQ); 0 keeps the PCA start");
+         "rounds that refine the product code's rotation (OPQ); 0 keeps the PCA start")
+        ("opq-min-gain", real_number(&a.opq_min_gain, {0.0, 1.0, false, true})->default_value(a.opq_min_gain)
+                             ->value_name("G"),
+         "OPQ stops early once a round lowers the training error by less than this share of it; 0 runs "
+         "every round");
 }
 
 namespace {
@@ -103,6 +107,7 @@ CodingSpec coding_spec(const po::variables_map& values, const CodingArgs& args, 
     spec.product.subspaces = static_cast<std::size_t>(args.subspaces);
     spec.product.bits = static_cast<unsigned>(args.pq_bits);
     spec.product.opq_iters = static_cast<int>(args.opq_iters);
+    spec.product.opq_min_gain = args.opq_min_gain;
     spec.product.kmeans.seed = config.seed;
     spec.product.kmeans.threads = config.threads;
     return spec;

@@ -1,5 +1,5 @@
 // The residual-coding options compress, train and batch share: --bits, --target-bytes,
-// --target-ratio, --codec and the product code's --subspaces, --pq-bits, --opq-iters.
+// --target-ratio, --codec and the product code's --subspaces, --pq-bits, --opq-iters, --opq-min-gain.
 #pragma once
 
 #include "options.hpp"
@@ -22,6 +22,7 @@ struct CodingArgs {
     long long subspaces = 0;
     long long pq_bits = 8;
     long long opq_iters = ProductCodeConfig{}.opq_iters;
+    double opq_min_gain = ProductCodeConfig{}.opq_min_gain;
 };
 
 void add_coding_options(po::options_description& options, CodingArgs& args);

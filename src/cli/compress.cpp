@@ -195,9 +195,10 @@ int compress(int argc, char** argv, bool model_only) {
                            run_metadata(config, result, context.input), trained);
     });
     const VlatFile file = model_only ? model : during("coding the vectors", [&] {
-        return encode_with_model(model, loaded.points, *choice.backend, model.metadata_json);
+        return encode_with_model(model, loaded.points, *choice.backend, model.metadata_json, &context.code_coding);
     });
     context.code_seconds = seconds_since(start);
+    context.code_training = trained.seconds;
     if (!args.quiet && !trained.candidates.empty()) {
         std::printf("candidates  measured on held-out vectors (* chosen):\n%s", describe_candidates(trained).c_str());
     }

@@ -1,6 +1,7 @@
 // Choosing the residual code by measurement (include/vlattice/coding_plan.hpp).
 #include "vlattice/coding_plan.hpp"
 
+#include "numeric.hpp"
 #include "random.hpp"
 #include "vlattice/rate.hpp"
 
@@ -67,18 +68,25 @@ std::vector<std::uint32_t> pick(const std::vector<std::uint32_t>& values, const 
     return out;
 }
 
-// Mean over rows of the squared distance between each row and what decode(i, out) reconstructs.
+// Mean over rows of the squared distance between each row and what decode(i, out) reconstructs, the
+// same on any number of threads.
 template <class Decode>
 double mean_error(const Matrix& points, Decode decode) {
-    double total = 0.0;
-    std::vector<float> decoded(points.cols);
-    for (std::size_t i = 0; i < points.rows; ++i) {
-        decode(i, decoded.data());
-        for (std::size_t k = 0; k < points.cols; ++k) {
-            const double e = static_cast<double>(points.row(i)[k]) - decoded[k];
-            total += e * e;
-        }
-    }
+    const std::size_t d = points.cols;
+    const double total = deterministic_sum(
+        points.rows,
+        [&](std::size_t i) {
+            thread_local std::vector<float> decoded;
+            decoded.resize(d);
+            decode(i, decoded.data());
+            double sum = 0.0;
+            for (std::size_t k = 0; k < d; ++k) {
+                const double e = static_cast<double>(points.row(i)[k]) - decoded[k];
+                sum += e * e;
+            }
+            return sum;
+        },
+        d);
     return total / static_cast<double>(points.rows);
 }
 
@@ -97,10 +105,10 @@ double scalar_mse(const ResidualCodes& ranges, const Matrix& points, const Matri
 
 ProductCodebook train_product(const Matrix& training, const Matrix& anchors,
                               const std::vector<std::uint32_t>& assignments, ProductCodeConfig config,
-                              unsigned bits, std::size_t subspaces, Backend& backend) {
+                              unsigned bits, std::size_t subspaces, Backend& backend, StageSeconds& seconds) {
     config.bits = bits;
     config.subspaces = subspaces;
-    return train_product_codebook(training, anchors, assignments, config, backend);
+    return train_product_codebook(training, anchors, assignments, config, backend, &seconds);
 }
 
 std::string product_description(unsigned bits, std::size_t subspaces) {
@@ -116,7 +124,7 @@ TrainedCoding fixed_coding(const Matrix& points, const Matrix& anchors, const st
         }
         out.codec = ResidualCodec::product;
         out.product = train_product(points, anchors, assignments, spec.product, spec.product.bits,
-                                    spec.product.subspaces, backend);
+                                    spec.product.subspaces, backend, out.seconds);
     } else if (spec.scalar_bits > 0) {
         out.codec = ResidualCodec::scalar;
         out.scalar = learn_residual_ranges(points, anchors, assignments,
@@ -148,13 +156,16 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
     std::vector<ProductCodebook> products;
     if (spec.family != CodecFamily::product) {
         const std::size_t bytes = residual_bytes_within(*spec.budget_bytes, n, anchors.rows, d);
-        const std::vector<std::uint8_t> widths = allocate_widths(points, anchors, assignments, 8 * bytes);
-        scalars.push_back(learn_residual_ranges(points, anchors, assignments, widths));
+        const std::vector<std::uint8_t> widths = out.seconds.time("scalar", [&] {
+            return allocate_widths(points, anchors, assignments, 8 * bytes);
+        });
+        scalars.push_back(out.seconds.time("scalar", [&] { return learn_residual_ranges(points, anchors, assignments, widths); }));
         CodingCandidate candidate;
         candidate.codec = ResidualCodec::scalar;
         candidate.description = "scalar " + describe_widths(widths);
         candidate.code_bytes = id_bytes + static_cast<double>(scalars.back().layout.code_bytes);
-        candidate.held_out_mse = scalar_mse(scalars.back(), measured, anchors, measured_assignments);
+        candidate.held_out_mse =
+            out.seconds.time("measure", [&] { return scalar_mse(scalars.back(), measured, anchors, measured_assignments); });
         out.candidates.push_back(candidate);
     }
     if (spec.family != CodecFamily::scalar) {
@@ -167,13 +178,15 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
             if (subspaces == 0 || 2 * subspaces > d) {
                 continue;
             }
-            products.push_back(
-                train_product(training, anchors, training_assignments, spec.product, bits, subspaces, backend));
+            products.push_back(train_product(training, anchors, training_assignments, spec.product, bits, subspaces,
+                                             backend, out.seconds));
             CodingCandidate candidate;
             candidate.codec = ResidualCodec::product;
             candidate.description = product_description(bits, subspaces);
             candidate.code_bytes = id_bytes + static_cast<double>(products.back().code_bytes());
-            candidate.held_out_mse = product_mse(products.back(), measured, anchors, measured_assignments, backend);
+            candidate.held_out_mse = out.seconds.time("measure", [&] {
+                return product_mse(products.back(), measured, anchors, measured_assignments, backend);
+            });
             out.candidates.push_back(candidate);
         }
     }

@@ -1,10 +1,11 @@
 // Encoding vectors with a product codebook (include/vlattice/product_codes.hpp).
 #include "vlattice/product_codes.hpp"
 
-#include "vlattice/point_format.hpp"
+#include "codes/residuals.hpp"
+#include "numeric.hpp"
 
-#include "codes/column_block.hpp"
-
+#include <algorithm>
+#include <limits>
 #include <string>
 
 namespace vlattice {
@@ -36,34 +37,93 @@ void check_shape(const ProductCodebook& book, std::size_t d) {
     }
 }
 
+constexpr std::size_t kMaxTable = std::size_t{1} << 8;
+
+// The centroids transposed, p x 2^b, so that one rotated coordinate meets every centroid's in a row
+// and the distances of all 2^b centroids add up side by side (each still in increasing t).
+std::vector<double> transposed_centroids(const ProductCodebook& book) {
+    const std::size_t table = book.centroids.rows;
+    const std::size_t p = book.coded_dims();
+    std::vector<double> out(p * table);
+    for (std::size_t c = 0; c < table; ++c) {
+        for (std::size_t t = 0; t < p; ++t) {
+            out[t * table + c] = book.centroids.row(c)[t];
+        }
+    }
+    return out;
+}
+
+// Row z's nearest centroid in every sub-space, into ids[0..M).
+VLATTICE_ALSO_FOR_X86_64_V3
+void nearest_centroids(const ProductCodebook& book, const std::vector<double>& columns, const float* z,
+                       std::uint8_t* ids) {
+    const std::size_t table = book.centroids.rows;
+    double distance[kMaxTable];
+    for (std::size_t j = 0; j < book.subspaces(); ++j) {
+        std::fill(distance, distance + table, 0.0);
+        for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
+            const double value = z[t];
+            const double* column = columns.data() + t * table;
+            for (std::size_t c = 0; c < table; ++c) {
+                const double diff = value - column[c];
+                distance[c] += diff * diff;
+            }
+        }
+        std::size_t best = 0;
+        for (std::size_t c = 1; c < table; ++c) {
+            if (distance[c] < distance[best]) {
+                best = c;
+            }
+        }
+        ids[j] = static_cast<std::uint8_t>(best);
+    }
+}
+
 }  // namespace
 
-std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matrix& points, const Matrix& anchors,
-                                         const std::vector<std::uint32_t>& assignments, Backend& backend) {
-    check_shape(book, points.cols);
-    const std::size_t n = points.rows;
+std::vector<std::uint8_t> pack_product_codes(const ProductCodebook& book, const std::vector<std::uint8_t>& ids,
+                                             std::size_t n) {
+    const std::size_t subspaces = book.subspaces();
     const std::size_t bytes = book.code_bytes();
     std::vector<std::uint8_t> codes(n * bytes, 0);
-    if (n == 0) {
-        return codes;
-    }
-    const Matrix rotated = rotate_residuals(book, points, anchors, assignments);
-    for (std::size_t j = 0; j < book.subspaces(); ++j) {
-        const std::size_t first = book.bounds[j];
-        const std::size_t width = book.bounds[j + 1] - first;
-        // The backend may keep a reference to the points until the next upload_points.
-        const Matrix values = column_block(rotated, first, width);
-        backend.upload_points(values, RunSetup{point_format(values, PointStorage::f32), AssignPrecision::exact});
-        backend.upload_anchors(column_block(book.centroids, first, width));
-        backend.assign();
-        const std::vector<std::uint32_t> ids = backend.download_assignments();
-        const std::size_t byte = book.bits == 8 ? j : j / 2;
-        const unsigned shift = book.bits == 8 ? 0 : 4 * (j % 2);
-        for (std::size_t i = 0; i < n; ++i) {
-            codes[i * bytes + byte] |= static_cast<std::uint8_t>(ids[i] << shift);
+#pragma omp parallel for schedule(static) if (n * subspaces >= kParallelValues)
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint8_t* row = ids.data() + i * subspaces;
+        std::uint8_t* code = codes.data() + i * bytes;
+        for (std::size_t j = 0; j < subspaces; ++j) {
+            if (book.bits == 8) {
+                code[j] = row[j];
+            } else {
+                code[j / 2] |= static_cast<std::uint8_t>(row[j] << (4 * (j % 2)));
+            }
         }
     }
     return codes;
+}
+
+std::vector<std::uint8_t> encode_product_on_cpu(const ProductCodebook& book, const Matrix& points,
+                                                const Matrix& anchors, const std::vector<std::uint32_t>& assignments) {
+    const std::size_t n = points.rows;
+    const std::size_t subspaces = book.subspaces();
+    const Matrix rotated = rotate_residuals(book, points, anchors, assignments);
+    const std::vector<double> columns = transposed_centroids(book);
+    std::vector<std::uint8_t> ids(n * subspaces);
+#pragma omp parallel for schedule(static) if (n * book.coded_dims() * book.centroids.rows >= kParallelValues)
+    for (std::size_t i = 0; i < n; ++i) {
+        nearest_centroids(book, columns, rotated.row(i), ids.data() + i * subspaces);
+    }
+    return pack_product_codes(book, ids, n);
+}
+
+std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matrix& points, const Matrix& anchors,
+                                         const std::vector<std::uint32_t>& assignments, Backend& backend,
+                                         StageSeconds* seconds) {
+    check_shape(book, points.cols);
+    check_residual_inputs(points, anchors, assignments, "encode_product");
+    if (points.rows == 0) {
+        return {};
+    }
+    return timed(seconds, "codes", [&] { return backend.encode_product(book, points, anchors, assignments); });
 }
 
 }  // namespace vlattice

@@ -6,8 +6,12 @@
 
 #include "codes/column_block.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <memory>
 #include <string>
 
 namespace vlattice {
@@ -19,34 +23,70 @@ bool below_accepted_scale(const Matrix& values) {
     return std::all_of(values.data.begin(), values.data.end(), [&](float v) { return std::abs(v) < scale; });
 }
 
+// Fits sub-space j and writes its centroids and its rows' decoded values into `out` (its own columns
+// only); returns the fit's energy.
+double fit_subspace(const Matrix& rotated, const std::vector<std::uint32_t>& bounds, std::size_t j,
+                    const AnnealConfig& kmeans, std::size_t table, Backend& backend, SubspaceCentroids& out) {
+    const std::size_t first = bounds[j];
+    const std::size_t width = bounds[j + 1] - first;
+    const Matrix values = column_block(rotated, first, width);
+    if (below_accepted_scale(values)) {
+        return 0.0;
+    }
+    check_accepted_range(values, "the rotated residuals of sub-space " + std::to_string(j));
+    AnnealConfig config = kmeans;
+    config.anchors = std::min(table, rotated.rows);
+    config.seed = kmeans.seed + j;
+    const FitResult fitted = fit(values, config, backend);
+    for (std::size_t c = 0; c < table; ++c) {
+        const float* centroid = fitted.anchors.row(c < fitted.anchors.rows ? c : 0);
+        std::copy(centroid, centroid + width, out.centroids.row(c) + first);
+    }
+    for (std::size_t i = 0; i < rotated.rows; ++i) {
+        const float* centroid = fitted.anchors.row(fitted.assignments[i]);
+        std::copy(centroid, centroid + width, out.decoded.row(i) + first);
+    }
+    return fitted.energy;
+}
+
 }  // namespace
 
 SubspaceCentroids train_subspace_centroids(const Matrix& rotated, const std::vector<std::uint32_t>& bounds,
                                            unsigned bits, const AnnealConfig& kmeans, Backend& backend) {
-    const std::size_t n = rotated.rows;
-    const std::size_t p = rotated.cols;
     const std::size_t table = std::size_t{1} << bits;
-    SubspaceCentroids out{Matrix(table, p), Matrix(n, p)};
-    AnnealConfig config = kmeans;
-    config.anchors = std::min(table, n);
-    for (std::size_t j = 0; j + 1 < bounds.size(); ++j) {
-        const std::size_t first = bounds[j];
-        const std::size_t width = bounds[j + 1] - first;
-        const Matrix values = column_block(rotated, first, width);
-        if (below_accepted_scale(values)) {
-            continue;
+    const std::size_t subspaces = bounds.size() - 1;
+    SubspaceCentroids out{Matrix(table, rotated.cols), Matrix(rotated.rows, rotated.cols), 0.0};
+    std::vector<double> energy(subspaces, 0.0);
+    const std::size_t workers = std::min(subspaces, backend.side_by_side());
+    if (workers <= 1) {
+        for (std::size_t j = 0; j < subspaces; ++j) {
+            energy[j] = fit_subspace(rotated, bounds, j, kmeans, table, backend, out);
         }
-        check_accepted_range(values, "the rotated residuals of sub-space " + std::to_string(j));
-        config.seed = kmeans.seed + j;
-        const FitResult fitted = fit(values, config, backend);
-        for (std::size_t c = 0; c < table; ++c) {
-            const float* centroid = fitted.anchors.row(c < fitted.anchors.rows ? c : 0);
-            std::copy(centroid, centroid + width, out.centroids.row(c) + first);
+    } else {
+        // Each worker thread drives a sibling of its own. An exception may not leave the parallel
+        // loop: each sub-space keeps its own, and the first sub-space's is rethrown after it.
+        std::vector<std::unique_ptr<Backend>> siblings(workers);
+        std::vector<std::exception_ptr> failures(subspaces);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(static_cast<int>(workers))
+        for (std::size_t j = 0; j < subspaces; ++j) {
+            try {
+                std::unique_ptr<Backend>& mine = siblings[static_cast<std::size_t>(omp_get_thread_num())];
+                if (!mine) {
+                    mine = backend.sibling();
+                }
+                energy[j] = fit_subspace(rotated, bounds, j, kmeans, table, *mine, out);
+            } catch (...) {
+                failures[j] = std::current_exception();
+            }
         }
-        for (std::size_t i = 0; i < n; ++i) {
-            const float* centroid = fitted.anchors.row(fitted.assignments[i]);
-            std::copy(centroid, centroid + width, out.decoded.row(i) + first);
+        for (const std::exception_ptr& failure : failures) {
+            if (failure) {
+                std::rethrow_exception(failure);
+            }
         }
+    }
+    for (const double e : energy) {
+        out.error += e;
     }
     return out;
 }

@@ -43,6 +43,9 @@ void check_config(const ProductCodeConfig& config, std::size_t n, std::size_t d)
     if (config.opq_iters < 0) {
         throw Error("opq-iters must be >= 0, got " + std::to_string(config.opq_iters));
     }
+    if (!(config.opq_min_gain >= 0.0 && config.opq_min_gain < 1.0)) {
+        throw Error("opq-min-gain must be in [0, 1), got " + std::to_string(config.opq_min_gain));
+    }
     if (n == 0) {
         throw Error("no vectors to train product codes on");
     }
@@ -69,28 +72,48 @@ Matrix sample_residuals(const Matrix& points, const Matrix& anchors, const std::
 
 ProductCodebook train_product_codebook(const Matrix& points, const Matrix& anchors,
                                        const std::vector<std::uint32_t>& assignments,
-                                       const ProductCodeConfig& config, Backend& backend) {
+                                       const ProductCodeConfig& config, Backend& backend, StageSeconds* seconds) {
     check_config(config, points.rows, points.cols);
     check_residual_inputs(points, anchors, assignments, "product-code training");
     const Matrix residuals = sample_residuals(points, anchors, assignments, config.train_sample, config.kmeans.seed);
 
-    SubspaceRotation start = pca_rotation(residuals, config.subspaces);
+    SubspaceRotation start = timed(seconds, "pq.start", [&] { return pca_rotation(residuals, config.subspaces); });
     ProductCodebook book;
     book.bits = config.bits;
     book.rotation = std::move(start.rotation);
     book.bounds = std::move(start.bounds);
     const AnnealConfig steering = steering_fits(config.kmeans);
-    for (int round = 0; round <= config.opq_iters; ++round) {
-        const bool last = round == config.opq_iters;
-        const Matrix rotated = rotate_rows(book.rotation, residuals);
-        SubspaceCentroids trained =
-            train_subspace_centroids(rotated, book.bounds, book.bits, last ? config.kmeans : steering, backend);
+    double previous_error = 0.0;
+    Matrix previous_rotation;
+    bool settled = config.opq_iters == 0;
+    for (int round = 0;; ++round) {
+        const Matrix rotated =
+            timed(seconds, "pq.rotate", [&] { return backend.rotate_rows(book.rotation, residuals); });
+        SubspaceCentroids trained = timed(seconds, "pq.centroids", [&] {
+            return train_subspace_centroids(rotated, book.bounds, book.bits, settled ? config.kmeans : steering,
+                                            backend);
+        });
         book.centroids = std::move(trained.centroids);
-        if (!last) {
-            book.rotation = procrustes_rotation(trained.decoded, residuals);
+        if (settled) {
+            return book;
         }
+        // The steering fits of every round start from the same seeds, so their errors compare. A
+        // round that raised the error gives its rotation back for the one before.
+        const bool rose = round > 0 && trained.error > previous_error;
+        const bool small_gain = config.opq_min_gain > 0.0 && round > 0 &&
+                                previous_error - trained.error < config.opq_min_gain * previous_error;
+        settled = small_gain || round + 1 == config.opq_iters;
+        if (small_gain) {
+            if (rose) {
+                book.rotation = std::move(previous_rotation);
+            }
+            continue;
+        }
+        previous_rotation = book.rotation;
+        previous_error = trained.error;
+        book.rotation =
+            timed(seconds, "pq.procrustes", [&] { return procrustes_rotation(trained.decoded, residuals); });
     }
-    return book;
 }
 
 }  // namespace vlattice

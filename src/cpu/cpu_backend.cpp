@@ -23,13 +23,17 @@ class CpuBackend final : public Backend {
 public:
     // OpenBLAS maps a buffer for every thread up to the count it is given, at once: the count it
     // gets has to be one that fits (plan_cpu_threads).
-    explicit CpuBackend(int threads) {
-        const int planned = plan_cpu_threads(threads).threads;
-        omp_set_num_threads(planned);
-        openblas_set_num_threads(planned);
+    explicit CpuBackend(int threads) : threads_(plan_cpu_threads(threads).threads) {
+        omp_set_num_threads(threads_);
+        openblas_set_num_threads(threads_);
     }
 
     const char* name() const override { return "cpu"; }
+
+    // A sibling runs on its caller's thread alone: inside the parallel loop that drives the siblings
+    // OpenMP does not nest and OpenBLAS runs single-threaded, so it leaves the thread counts alone.
+    std::size_t side_by_side() const override { return static_cast<std::size_t>(threads_); }
+    std::unique_ptr<Backend> sibling() const override { return std::unique_ptr<Backend>(new CpuBackend(Sibling{})); }
 
     // The CPU works on the caller's points in place: a copy would double the memory of a run. They
     // come already rounded to the run's storage, which the CPU keeps in float32.
@@ -160,6 +164,10 @@ private:
         }
     }
 
+    struct Sibling {};
+    explicit CpuBackend(Sibling) : threads_(1) {}
+
+    int threads_;
     const Matrix* points_ = nullptr;
     AssignPrecision precision_ = AssignPrecision::exact;
     bool assigned_ = false;
