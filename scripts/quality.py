@@ -54,18 +54,11 @@ except ImportError as missing:
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import faiss_peer  # noqa: E402
+from harness import ENV, fmt, run  # noqa: E402
 
 DEFAULT_DATA = os.path.join(ROOT, "data/fashion-mnist-784-euclidean.hdf5")
 # 32, 49, 98, 196, 392 and 784 bytes of Fashion-MNIST's 3,136 (d = 784 floats).
 DEFAULT_BUDGETS = "1.0204%,1.5625%,3.125%,6.25%,12.5%,25%"
-ENV = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
-
-
-def run(cmd):
-    done = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
-    if done.returncode != 0:
-        sys.exit(f"quality: {' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
-    return done.stdout
 
 
 def children_cpu_seconds():
@@ -111,14 +104,14 @@ def vlattice_rows(a, vlattice, files, budget, x, q, truth):
     if a.vlattice_codec:
         cmd += ["--codec", a.vlattice_codec]
     start, cpu_start = time.perf_counter(), children_cpu_seconds()
-    run(cmd)
+    run("quality", cmd)
     wall, cpu = time.perf_counter() - start, children_cpu_seconds() - cpu_start
     with open(stem + ".report.json") as f:
         phases = json.load(f)["seconds"]
     os.remove(stem + ".report.json")
     seconds = phases["total"] - phases["load"]
-    info = json.loads(run([vlattice, "info", "--json", stem + ".vlat"]))
-    run([vlattice, "decompress", stem + ".vlat", "-o", stem + ".npy", "--device", a.device, "--quiet"])
+    info = json.loads(run("quality", [vlattice, "info", "--json", stem + ".vlat"]))
+    run("quality", [vlattice, "decompress", stem + ".vlat", "-o", stem + ".npy", "--device", a.device, "--quiet"])
     decoded = np.load(stem + ".npy")
     os.remove(stem + ".npy")
     row = {"tool": "vlattice", "budget": budget, "family": "vlattice",
@@ -130,7 +123,7 @@ def vlattice_rows(a, vlattice, files, budget, x, q, truth):
            "recall10_at_10": faiss_peer.recall10(truth, faiss_peer.nearest10(decoded, q)),
            "seconds": seconds, "cpu_seconds": cpu, "wall_seconds": wall, "ivf": []}
     for nprobe in a.nprobe.split(","):
-        found = json.loads(run([vlattice, "query", stem + ".vlat", "--queries", files["queries"], "--limit", str(len(q)),
+        found = json.loads(run("quality", [vlattice, "query", stem + ".vlat", "--queries", files["queries"], "--limit", str(len(q)),
                                 "--k", "10", "--nprobe", nprobe, "--ground-truth", files["truth"],
                                 "--threads", str(a.threads), "--device", a.device, "--json"]))
         row["ivf"].append({"nprobe": found["nprobe"], "recall10_at_10": found["recall"]["10-recall@10"],
@@ -191,10 +184,6 @@ def summary(budgets, rows):
             entry["recall_difference"] = ours["recall10_at_10"] - best["recall10_at_10"]
         out.append(entry)
     return out
-
-
-def fmt(value, spec, none="-"):
-    return none if value is None else format(value, spec)
 
 
 def tables(a, name, n, d, nq, budgets, rows, best):
@@ -305,7 +294,7 @@ def main():
     if not a.npy and not a.data:
         a.data = DEFAULT_DATA
         if not os.path.exists(a.data):
-            run([os.path.join(ROOT, "scripts/ann-hdf5"), "fashion-mnist", a.data])
+            run("quality", [os.path.join(ROOT, "scripts/ann-hdf5"), "fashion-mnist", a.data])
     os.makedirs(a.out, exist_ok=True)
 
     x, q, truth, files = load(a)

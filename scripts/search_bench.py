@@ -57,16 +57,9 @@ except ImportError as missing:
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import faiss_peer  # noqa: E402
+from harness import ENV, fmt, run  # noqa: E402
 
 DEFAULT_DATA = os.path.join(ROOT, "data/fashion-mnist-784-euclidean.hdf5")
-ENV = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
-
-
-def run(cmd):
-    done = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
-    if done.returncode != 0:
-        sys.exit(f"search-bench: {' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
-    return done.stdout
 
 
 def cpu_seconds():
@@ -127,9 +120,9 @@ def vlattice_file(a, vlattice, budget, n, d):
                "--codec", "pq", "--threads", str(a.threads), "--device", "cpu", "--quiet"]
         log(f"vlattice {budget} B: {' '.join(cmd)}")
         start, cpu_start = time.perf_counter(), cpu_seconds()
-        run(cmd)
+        run("search-bench", cmd)
         made = {"command": cmd, "wall_seconds": time.perf_counter() - start, "cpu_seconds": cpu_seconds() - cpu_start}
-    info = json.loads(run([vlattice, "info", "--json", path]))
+    info = json.loads(run("search-bench", [vlattice, "info", "--json", path]))
     meta = info.get("metadata", {})
     target = meta.get("residuals", {}).get("target_bytes")
     wrong = []
@@ -152,7 +145,7 @@ def vlattice_query(a, vlattice, path, nprobe, limit):
     runs = []
     for _ in range(a.repeat):
         start = time.perf_counter()
-        found = json.loads(run(cmd))
+        found = json.loads(run("search-bench", cmd))
         found["process_seconds"] = time.perf_counter() - start
         runs.append(found)
     return min(runs, key=lambda r: r["seconds"]), runs, cmd
@@ -183,7 +176,7 @@ def vlattice_rows(a, vlattice, budget, x, q, truth):
         r["queries_per_second_less_one"] = (len(q) - 1) / rest if len(q) > 1 and rest > 0 else None
     with tempfile.TemporaryDirectory() as work:
         decoded_path = os.path.join(work, "decoded.npy")
-        run([vlattice, "decompress", path, "-o", decoded_path, "--device", "cpu", "--quiet"])
+        run("search-bench", [vlattice, "decompress", path, "-o", decoded_path, "--device", "cpu", "--quiet"])
         decoded = np.load(decoded_path)
     flat = faiss.IndexFlatL2(decoded.shape[1])
     flat.add(decoded)
@@ -300,10 +293,6 @@ def summary(rows):
     return out
 
 
-def fmt(value, spec, none="-"):
-    return none if value is None else format(value, spec)
-
-
 def tables(a, name, n, d, nq, loads, budgets):
     lines = [f"{name}: {n} x {d}, {nq} queries, k = 10, {a.threads} threads, best of {a.repeat}; "
              f"OMP_WAIT_POLICY={ENV['OMP_WAIT_POLICY']}", "",
@@ -380,7 +369,7 @@ def main():
     if not a.data:
         a.data = DEFAULT_DATA
         if not os.path.exists(a.data):
-            run([os.path.join(ROOT, "scripts/ann-hdf5"), "fashion-mnist", a.data])
+            run("search-bench", [os.path.join(ROOT, "scripts/ann-hdf5"), "fashion-mnist", a.data])
     if not os.path.isfile(a.data):
         sys.exit(f"search-bench: {a.data}: no such file")
     os.makedirs(a.out, exist_ok=True)
