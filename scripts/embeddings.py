@@ -10,6 +10,10 @@
      `fasttext print-sentence-vectors` (the mean of the unit-length word vectors), written to 5
      significant digits as fastText prints them; the first N distinct vectors are kept, in that order.
 The output .npy (float32, N x D) and a .txt beside it with the sentence of each row. See data/README.md.
+
+With --words, steps 1 and 2 are the same and the rows are the word vectors themselves (fastText's
+.vec, 5 significant digits) of the N most frequent words, in a seeded random order, the .txt holding
+the word of each row. --float16 stores the rows as float16 (half the bytes; what both tools read).
 """
 import argparse
 import gzip
@@ -80,6 +84,25 @@ def embed(model, lines, dim):
     return x
 
 
+def word_vectors(vec_path, dim):
+    """The words of fastText's .vec in its order (most frequent first) and their vectors; fastText's
+    end-of-line token </s> is not a word of the text and is left out."""
+    words, rows = [], []
+    with open(vec_path, encoding="utf-8") as f:
+        count, width = (int(v) for v in f.readline().split())
+        if width != dim:
+            sys.exit(f"{vec_path}: vectors of dimension {width}, expected {dim}")
+        for line in f:
+            fields = line.rstrip("\n").split(" ")
+            if fields[0] == "</s>":
+                continue
+            words.append(fields[0])
+            rows.append(np.array(fields[1:dim + 1], dtype=np.float32))
+    if len(rows) + 1 < count:
+        sys.exit(f"{vec_path}: {len(rows)} word vectors, the header says {count}")
+    return words, np.array(rows)
+
+
 def main():
     parser = argparse.ArgumentParser(prog="scripts/embeddings", description=__doc__.splitlines()[0])
     parser.add_argument("out", nargs="?", default=DEFAULT_OUT, help=f"the .npy to write (default: {DEFAULT_OUT})")
@@ -89,6 +112,9 @@ def main():
     parser.add_argument("--threads", type=int, default=2,
                         help="fastText threads (default 2); only 1 gives the same bytes on every run")
     parser.add_argument("--seed", type=int, default=1, help="seeds the order of the rows (default 1)")
+    parser.add_argument("--words", action="store_true",
+                        help="rows are the word vectors of the N most frequent words, not sentence vectors")
+    parser.add_argument("--float16", action="store_true", help="write the rows as float16")
     args = parser.parse_args()
     for name in ("rows", "dim", "epochs", "threads"):
         if getattr(args, name) < 1:
@@ -111,8 +137,8 @@ def main():
                     candidates.append(line)
         print(f"corpus: {words} words in distinct lines, SHA-256 {digest.hexdigest()}; "
               f"{len(candidates)} lines of >= {ROW_MIN_WORDS} words", file=sys.stderr)
-        wanted = int(args.rows * (1 + SPARE))
-        if len(candidates) < wanted:
+        wanted = args.rows if args.words else int(args.rows * (1 + SPARE))
+        if not args.words and len(candidates) < wanted:
             sys.exit(f"{SOURCE} has {len(candidates)} distinct lines of >= {ROW_MIN_WORDS} words; "
                      f"{wanted} are needed for {args.rows} rows")
 
@@ -120,17 +146,28 @@ def main():
         subprocess.run(["fasttext", "skipgram", "-input", corpus, "-output", model, "-dim", str(args.dim),
                         "-epoch", str(args.epochs), "-maxn", "0", "-thread", str(args.threads), "-verbose", "1"],
                        check=True)
-        order = np.random.default_rng(args.seed).permutation(len(candidates))[:wanted]
-        lines = [candidates[i] for i in order]
-        x = embed(model + ".bin", lines, args.dim)
+        if args.words:
+            vocabulary, vectors = word_vectors(model + ".vec", args.dim)
+            print(f"vocabulary: {len(vocabulary)} words", file=sys.stderr)
+            if len(vocabulary) < wanted:
+                sys.exit(f"the vocabulary has {len(vocabulary)} words; {wanted} are needed")
+            order = np.random.default_rng(args.seed).permutation(wanted)
+            lines = [vocabulary[i] for i in order]
+            x = vectors[order]
+        else:
+            order = np.random.default_rng(args.seed).permutation(len(candidates))[:wanted]
+            lines = [candidates[i] for i in order]
+            x = embed(model + ".bin", lines, args.dim)
 
+    if args.float16:
+        x = x.astype(np.float16)
     _, first = np.unique(x, axis=0, return_index=True)
     keep = np.sort(first)
     if len(keep) < args.rows:
         sys.exit(f"only {len(keep)} distinct vectors among {len(lines)} lines; {args.rows} are needed")
     keep = keep[:args.rows]
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    fashion_mnist.write_npy(args.out, x[keep])
+    fashion_mnist.write_npy(args.out, x[keep], "<f2" if args.float16 else "<f4")
 
     def write_text(temporary):
         with open(temporary, "w", encoding="utf-8") as f:

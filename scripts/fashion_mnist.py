@@ -50,10 +50,10 @@ def write_fvecs(path, x):
     replace(path, rows.tofile)
 
 
-def write_npy(path, x):
+def write_npy(path, x, dtype="<f4"):
     def write(temporary):
         with open(temporary, "wb") as f:
-            np.save(f, x.astype("<f4"))
+            np.save(f, x.astype(dtype))
     replace(path, write)
 
 

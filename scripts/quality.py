@@ -28,7 +28,9 @@ Data: --data FILE.hdf5 in the ann-benchmarks layout (train, test, neighbors; the
 Fashion-MNIST, is made by scripts/ann-hdf5 when missing), or --npy BASE.npy with --queries Q.npy and
 --truth T.npy (ids, one row per query); the first --limit queries are used. Writes quality.json,
 quality.md (the tables) and quality.png (MSE and recall against code bytes) to --out, and the FAISS
-rows as faiss.jsonl, which --faiss-json takes back to score a new vlattice without retraining FAISS.
+rows as faiss.jsonl, which --faiss-json takes back to score a new vlattice without retraining FAISS;
+--vlattice-json takes vlattice's rows back from a quality.json, so that runs of one family each (on
+a machine with more cores, say) join into one table.
 The vlattice binary is $VLATTICE_BIN, else build/vlattice. Needs python3-faiss, python3-h5py,
 python3-matplotlib (scripts/setup --bench); run with /usr/bin/python3.
 """
@@ -116,7 +118,7 @@ def vlattice_rows(a, vlattice, files, budget, x, q, truth):
     os.remove(stem + ".npy")
     row = {"tool": "vlattice", "budget": budget, "family": "vlattice",
            "codec": f"{info.get('codec', 'scalar')}, m = {info['m']}, "
-                    + (info["product"]["description"] if "product" in info else info["residual_widths"]),
+                    + (info["product"]["description"] if info.get("product") else info["residual_widths"]),
            "status": "ok", "code_bytes": info["code_bytes_per_vector"],
            "total_bytes_per_vector": os.path.getsize(stem + ".vlat") / len(x),
            "mse": faiss_peer.squared_error(x, decoded),
@@ -137,9 +139,10 @@ def vlattice_rows(a, vlattice, files, budget, x, q, truth):
 
 def faiss_rows(a, files, budgets):
     if a.faiss_json:
-        lines = open(a.faiss_json).read().splitlines()
+        lines = [line for path in a.faiss_json.split(",") for line in open(path).read().splitlines()]
     else:
-        cmd = ["/usr/bin/python3", os.path.join(ROOT, "scripts/faiss_peer.py"), "codecs", "--input", files["base"],
+        # The interpreter running this script: the one whose FAISS was checked above.
+        cmd = [sys.executable, os.path.join(ROOT, "scripts/faiss_peer.py"), "codecs", "--input", files["base"],
                "--budgets", ",".join(map(str, budgets)), "--families", a.faiss_families, "--nlist", str(a.nlist),
                "--limit", str(a.faiss_limit), "--threads", str(a.threads), "--queries", str(a.limit)]
         if a.npy:
@@ -271,7 +274,10 @@ def main():
     ap.add_argument("--nlist", type=int, default=1024, help="FAISS IVF lists (default 1024)")
     ap.add_argument("--faiss-limit", type=int, default=1200,
                     help="CPU seconds (all threads) of training and adding allowed per FAISS codec (default 1200)")
-    ap.add_argument("--faiss-json", help="take the FAISS rows from an earlier run's faiss.jsonl instead of running it")
+    ap.add_argument("--faiss-json", help="take the FAISS rows from earlier runs' faiss.jsonl files (comma-separated) "
+                    "instead of running it")
+    ap.add_argument("--vlattice-json", help="take the vlattice rows from an earlier run's quality.json instead of "
+                    "running it (the same data and budgets)")
     ap.add_argument("--no-vlattice", action="store_true", help="FAISS only")
     ap.add_argument("--threads", type=int, default=2, help="threads of both tools (default 2)")
     ap.add_argument("--device", default="cpu", help="vlattice --device (default cpu, as FAISS runs on the CPU)")
@@ -285,11 +291,13 @@ def main():
         ap.error("--npy needs --queries and --truth")
     if not a.npy and (a.queries or a.truth):
         ap.error("--queries and --truth go with --npy; an HDF5 --data holds its own")
-    for path in (a.npy, a.queries, a.truth, a.data, a.faiss_json):
+    for path in (a.npy, a.queries, a.truth, a.data, a.vlattice_json, *(a.faiss_json or "").split(",")):
         if path and not os.path.isfile(path):
             sys.exit(f"quality: {path}: no such file")
     vlattice = os.environ.get("VLATTICE_BIN", os.path.join(ROOT, "build/vlattice"))
-    if not a.no_vlattice and not os.access(vlattice, os.X_OK):
+    if a.no_vlattice and a.vlattice_json:
+        ap.error("--no-vlattice and --vlattice-json exclude each other")
+    if not a.no_vlattice and not a.vlattice_json and not os.access(vlattice, os.X_OK):
         sys.exit(f"quality: no vlattice binary at {vlattice}; build it (scripts/setup) or set VLATTICE_BIN")
     if not a.npy and not a.data:
         a.data = DEFAULT_DATA
@@ -300,7 +308,13 @@ def main():
     x, q, truth, files = load(a)
     n, d = x.shape
     budgets = sorted({budget_bytes(b, d) for b in a.budgets.split(",")})
-    rows = [] if a.no_vlattice else [vlattice_rows(a, vlattice, files, b, x, q, truth) for b in budgets]
+    if a.vlattice_json:
+        with open(a.vlattice_json) as f:
+            rows = [r for r in json.load(f)["rows"] if r["tool"] == "vlattice" and r["budget"] in budgets]
+    elif a.no_vlattice:
+        rows = []
+    else:
+        rows = [vlattice_rows(a, vlattice, files, b, x, q, truth) for b in budgets]
     rows += faiss_rows(a, files, budgets)
     order = {family: i for i, family in enumerate(faiss_peer.FAMILIES + ["vlattice"])}
     rows.sort(key=lambda r: (r["budget"], order[r["family"]]))
