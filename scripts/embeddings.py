@@ -92,12 +92,14 @@ def word_vectors(vec_path, dim):
         count, width = (int(v) for v in f.readline().split())
         if width != dim:
             sys.exit(f"{vec_path}: vectors of dimension {width}, expected {dim}")
-        for line in f:
-            fields = line.rstrip("\n").split(" ")
+        for number, line in enumerate(f, start=2):
+            fields = line.rstrip(" \n").split(" ")
+            if len(fields) != dim + 1:
+                sys.exit(f"{vec_path}: line {number} has {len(fields) - 1} values, expected {dim}")
             if fields[0] == "</s>":
                 continue
             words.append(fields[0])
-            rows.append(np.array(fields[1:dim + 1], dtype=np.float32))
+            rows.append(np.array(fields[1:], dtype=np.float32))
     if len(rows) + 1 < count:
         sys.exit(f"{vec_path}: {len(rows)} word vectors, the header says {count}")
     return words, np.array(rows)

@@ -5,7 +5,7 @@
       (seconds of the training alone; mse = mean squared distance of each vector to its nearest centroid)
   faiss_peer.py codecs --input FILE --budgets B,B,... [--families sq,pq,...] [--limit S] [--threads T]
       for each budget of code bytes per vector, each family's codec at no more code bytes, trained and
-      filled with the whole set, then decoded: {"peer", "budget", "family", "codec", "status",
+      filled with the whole set, then decoded: {"peer", "n", "d", "budget", "family", "codec", "status",
       "code_bytes", "total_bytes_per_vector", "mse", "recall10_at_10", "train_add_seconds",
       "train_add_cpu_seconds"} (wall and CPU seconds, all threads, of training and adding).
 
@@ -242,8 +242,8 @@ def codecs(args, n, d):
             over, done = None, {}
             for budget in sorted(budgets):
                 text = spec(family, budget, d, args.nlist)
-                row = {"peer": "faiss-codec", "faiss": faiss.__version__, "budget": budget, "family": family,
-                       "codec": text, "limit_cpu_seconds": args.limit}
+                row = {"peer": "faiss-codec", "faiss": faiss.__version__, "n": n, "d": d, "budget": budget,
+                       "family": family, "codec": text, "limit_cpu_seconds": args.limit}
                 if text is None:
                     row["status"] = "no fit"
                 elif over is not None:

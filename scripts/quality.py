@@ -30,7 +30,8 @@ Fashion-MNIST, is made by scripts/ann-hdf5 when missing), or --npy BASE.npy with
 quality.md (the tables) and quality.png (MSE and recall against code bytes) to --out, and the FAISS
 rows as faiss.jsonl, which --faiss-json takes back to score a new vlattice without retraining FAISS;
 --vlattice-json takes vlattice's rows back from a quality.json, so that runs of one family each (on
-a machine with more cores, say) join into one table.
+a machine with more cores, say) join into one table. Rows taken back that were measured on another
+n x d than the data given are refused.
 The vlattice binary is $VLATTICE_BIN, else build/vlattice. Needs python3-faiss, python3-h5py,
 python3-matplotlib (scripts/setup --bench); run with /usr/bin/python3.
 """
@@ -137,9 +138,21 @@ def vlattice_rows(a, vlattice, files, budget, x, q, truth):
     return row
 
 
-def faiss_rows(a, files, budgets):
+def taken_back(path, rows, n, d):
+    """Rows of an earlier run, refused when they were measured on another shape of data (rows written
+    before the shape was recorded carry none and are taken as they are)."""
+    for r in rows:
+        if (r.get("n", n), r.get("d", d)) != (n, d):
+            sys.exit(f"quality: {path} holds rows measured on {r['n']} x {r['d']} vectors, this data is {n} x {d}")
+    return rows
+
+
+def faiss_rows(a, files, budgets, n, d):
     if a.faiss_json:
-        lines = [line for path in a.faiss_json.split(",") for line in open(path).read().splitlines()]
+        found = []
+        for path in a.faiss_json:
+            with open(path) as f:
+                found += taken_back(path, [json.loads(line) for line in f if line.strip()], n, d)
     else:
         # The interpreter running this script: the one whose FAISS was checked above.
         cmd = [sys.executable, os.path.join(ROOT, "scripts/faiss_peer.py"), "codecs", "--input", files["base"],
@@ -148,23 +161,22 @@ def faiss_rows(a, files, budgets):
         if a.npy:
             cmd += ["--query-file", a.queries, "--truth", a.truth]
         print(f"quality: FAISS: {' '.join(cmd)}", file=sys.stderr)
-        lines = []
+        found = []
         # Each row is written as it comes, so that a run stopped early keeps what it measured.
         with open(os.path.join(a.out, "faiss.jsonl"), "w") as saved, \
                 open(os.path.join(a.out, "faiss.log"), "w") as log:
             peer = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=ENV)
             for line in peer.stdout:
-                lines.append(line.strip())
                 saved.write(line)
                 saved.flush()
                 r = json.loads(line)
+                found.append(r)
                 print(f"quality: FAISS {r['budget']:g} B {r['codec'] or r['family']}: {r['status']}"
                       + (f", mse {r['mse']:.6g}" if r["status"] == "ok" else ""), file=sys.stderr)
             if peer.wait() != 0:
                 sys.exit(f"quality: {' '.join(cmd)} failed ({peer.returncode}); see {a.out}/faiss.log")
     rows = []
-    for line in lines:
-        r = json.loads(line)
+    for r in found:
         if r["budget"] in budgets:
             r["tool"] = "FAISS"
             r["seconds"] = r.pop("train_add_seconds", None)
@@ -291,7 +303,8 @@ def main():
         ap.error("--npy needs --queries and --truth")
     if not a.npy and (a.queries or a.truth):
         ap.error("--queries and --truth go with --npy; an HDF5 --data holds its own")
-    for path in (a.npy, a.queries, a.truth, a.data, a.vlattice_json, *(a.faiss_json or "").split(",")):
+    a.faiss_json = a.faiss_json.split(",") if a.faiss_json else []
+    for path in (a.npy, a.queries, a.truth, a.data, a.vlattice_json, *a.faiss_json):
         if path and not os.path.isfile(path):
             sys.exit(f"quality: {path}: no such file")
     vlattice = os.environ.get("VLATTICE_BIN", os.path.join(ROOT, "build/vlattice"))
@@ -310,12 +323,14 @@ def main():
     budgets = sorted({budget_bytes(b, d) for b in a.budgets.split(",")})
     if a.vlattice_json:
         with open(a.vlattice_json) as f:
-            rows = [r for r in json.load(f)["rows"] if r["tool"] == "vlattice" and r["budget"] in budgets]
+            earlier = json.load(f)
+        rows = taken_back(a.vlattice_json, [dict(r, n=earlier["n"], d=earlier["d"]) for r in earlier["rows"]
+                                            if r["tool"] == "vlattice" and r["budget"] in budgets], n, d)
     elif a.no_vlattice:
         rows = []
     else:
         rows = [vlattice_rows(a, vlattice, files, b, x, q, truth) for b in budgets]
-    rows += faiss_rows(a, files, budgets)
+    rows += faiss_rows(a, files, budgets, n, d)
     order = {family: i for i, family in enumerate(faiss_peer.FAMILIES + ["vlattice"])}
     rows.sort(key=lambda r: (r["budget"], order[r["family"]]))
     best = summary(budgets, rows)
