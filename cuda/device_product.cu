@@ -32,6 +32,8 @@ DeviceProduct::DeviceProduct(const VlatFile& file, const ProductScan& scan, cuda
     view_.positions = upload(positions_, positions, stream);
     view_.p = static_cast<int>(book.coded_dims());
     view_.subspaces = static_cast<int>(book.subspaces());
+    view_.stages = static_cast<int>(book.stages);
+    view_.code_count = static_cast<int>(book.codes());
     view_.code_bytes = static_cast<int>(book.code_bytes());
     view_.bits = static_cast<int>(book.bits);
     view_.active = true;

@@ -86,25 +86,28 @@ __global__ void rotate_residuals_kernel(const float* __restrict__ points, const 
     }
 }
 
-// Row i's nearest centroid in sub-space blockIdx.y: sum over its coordinates in increasing t of
-// (double(z) - double(centroid))^2 from +0, no fused multiply-add, ties to the lowest id.
-__global__ void nearest_centroids_kernel(const float* __restrict__ z, const float* __restrict__ centroids,
+// Row i's nearest centroid in sub-space blockIdx.y of stage `stage`: sum over its coordinates in
+// increasing t of (double(u) - double(centroid))^2 from +0, no fused multiply-add, ties to the lowest
+// id. Unless it is the last stage, the chosen centroid is then taken off u in float, as the CPU does:
+// each thread owns its row's coordinates of its sub-space.
+__global__ void nearest_centroids_kernel(float* __restrict__ u, const float* __restrict__ centroids,
                                          const std::uint32_t* __restrict__ bounds, int rows, int p, int table,
-                                         int subspaces, std::uint8_t* __restrict__ ids) {
+                                         int stage, int codes, bool last, std::uint8_t* __restrict__ ids) {
     const int j = blockIdx.y;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= rows) {
         return;
     }
     const int first = static_cast<int>(bounds[j]);
-    const int last = static_cast<int>(bounds[j + 1]);
-    const float* row = z + static_cast<std::size_t>(i) * p;
+    const int end = static_cast<int>(bounds[j + 1]);
+    float* row = u + static_cast<std::size_t>(i) * p;
+    const float* stage_centroids = centroids + static_cast<std::size_t>(stage) * table * p;
     double best = 0.0;
     int best_c = 0;
     for (int c = 0; c < table; ++c) {
-        const float* centroid = centroids + static_cast<std::size_t>(c) * p;
+        const float* centroid = stage_centroids + static_cast<std::size_t>(c) * p;
         double sum = 0.0;
-        for (int t = first; t < last; ++t) {
+        for (int t = first; t < end; ++t) {
             const double diff = __dsub_rn(static_cast<double>(row[t]), static_cast<double>(__ldg(centroid + t)));
             sum = __dadd_rn(sum, __dmul_rn(diff, diff));
         }
@@ -113,7 +116,14 @@ __global__ void nearest_centroids_kernel(const float* __restrict__ z, const floa
             best_c = c;
         }
     }
-    ids[static_cast<std::size_t>(i) * subspaces + j] = static_cast<std::uint8_t>(best_c);
+    ids[static_cast<std::size_t>(i) * codes + static_cast<std::size_t>(stage) * gridDim.y + j] =
+        static_cast<std::uint8_t>(best_c);
+    if (!last) {
+        const float* chosen = stage_centroids + static_cast<std::size_t>(best_c) * p;
+        for (int t = first; t < end; ++t) {
+            row[t] = __fsub_rn(row[t], chosen[t]);
+        }
+    }
 }
 
 void launch_rotate(const float* points, const std::uint32_t* assignments, const float* anchors, const float* rotation,
@@ -145,7 +155,8 @@ std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matr
     const std::size_t d = points.cols;
     const std::size_t p = book.coded_dims();
     const std::size_t subspaces = book.subspaces();
-    const std::size_t per_row = (d + p) * sizeof(float) + sizeof(std::uint32_t) + subspaces;
+    const std::size_t codes = book.codes();
+    const std::size_t per_row = (d + p) * sizeof(float) + sizeof(std::uint32_t) + codes;
     const std::size_t tile = tile_rows(n, per_row);
 
     const DeviceBuffer<float> device_anchors = uploaded(anchors.data.data(), anchors.data.size(), stream);
@@ -155,9 +166,9 @@ std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matr
     DeviceBuffer<float> tile_points(tile * d);
     DeviceBuffer<std::uint32_t> tile_assignments(tile);
     DeviceBuffer<float> rotated(tile * p);
-    DeviceBuffer<std::uint8_t> tile_ids(tile * subspaces);
+    DeviceBuffer<std::uint8_t> tile_ids(tile * codes);
 
-    std::vector<std::uint8_t> ids(n * subspaces);
+    std::vector<std::uint8_t> ids(n * codes);
     constexpr int kNearestThreads = 128;
     for (std::size_t first = 0; first < n; first += tile) {
         const std::size_t rows = std::min(tile, n - first);
@@ -168,12 +179,15 @@ std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matr
         launch_rotate(tile_points.data(), tile_assignments.data(), device_anchors.data(), rotation.data(), rows, d, p,
                       rotated.data(), stream);
         const dim3 nearest(static_cast<unsigned>(ceil_div(rows, kNearestThreads)), static_cast<unsigned>(subspaces));
-        nearest_centroids_kernel<<<nearest, kNearestThreads, 0, stream>>>(
-            rotated.data(), centroids.data(), bounds.data(), static_cast<int>(rows), static_cast<int>(p),
-            static_cast<int>(book.centroids.rows), static_cast<int>(subspaces), tile_ids.data());
-        check_launch("nearest_centroids_kernel", stream);
-        CUDA_CHECK(cudaMemcpyAsync(ids.data() + first * subspaces, tile_ids.data(), rows * subspaces,
-                                   cudaMemcpyDeviceToHost, stream));
+        for (std::size_t stage = 0; stage < book.stages; ++stage) {
+            nearest_centroids_kernel<<<nearest, kNearestThreads, 0, stream>>>(
+                rotated.data(), centroids.data(), bounds.data(), static_cast<int>(rows), static_cast<int>(p),
+                static_cast<int>(book.table()), static_cast<int>(stage), static_cast<int>(codes),
+                stage + 1 == book.stages, tile_ids.data());
+            check_launch("nearest_centroids_kernel", stream);
+        }
+        CUDA_CHECK(cudaMemcpyAsync(ids.data() + first * codes, tile_ids.data(), rows * codes, cudaMemcpyDeviceToHost,
+                                   stream));
         CUDA_CHECK(cudaStreamSynchronize(stream));
     }
     return pack_product_codes(book, ids, n);

@@ -18,12 +18,14 @@ struct ProductView {
     const std::uint8_t* codes = nullptr;       // ProductScan::codes
     const float* extra = nullptr;              // ProductScan::extra, by member position (not for ip)
     const float* rotation = nullptr;           // p x d
-    const float* centroids = nullptr;          // 2^bits x p
+    const float* centroids = nullptr;          // S 2^bits x p
     const std::uint32_t* bounds = nullptr;     // subspaces + 1
     const std::uint32_t* assignments = nullptr;  // n: vector id -> anchor
     const std::uint32_t* positions = nullptr;  // n: vector id -> member position
     int p = 0;
     int subspaces = 0;
+    int stages = 0;
+    int code_count = 0;  // S x M
     int code_bytes = 0;
     int bits = 0;
     bool active = false;  // a product-coded file
@@ -34,7 +36,19 @@ __device__ __forceinline__ const std::uint8_t* scan_code(const ProductView& view
     return view.codes + (position / kScanBlock) * view.code_bytes * kScanBlock + position % kScanBlock;
 }
 
-// Coordinate k of the reconstruction c[k] + s[k], s[k] summed over t = 0 .. p - 1 from 0 in order.
+// Code j of the vector whose scan_code is `code`.
+__device__ __forceinline__ unsigned scan_code_value(const ProductView& view, const std::uint8_t* code, int j) {
+    const unsigned byte = code[(view.bits == 8 ? j : j / 2) * kScanBlock];
+    return view.bits == 8 ? byte : (byte >> (4 * (j % 2))) & 0xfu;
+}
+
+// Centroid c of code j's stage, indexed by rotated coordinate.
+__device__ __forceinline__ const float* code_centroid(const ProductView& view, int j, unsigned c) {
+    return view.centroids + (static_cast<std::size_t>(j / view.subspaces) << view.bits | c) * view.p;
+}
+
+// Coordinate k of the reconstruction c[k] + s[k], s[k] summed over t = 0 .. p - 1 from 0 in order,
+// z[t] summed over the stages in order (code_values).
 struct ProductRow {
     const float* anchor;
     const std::uint8_t* code;  // scan_code: byte b at code[b * kScanBlock]
@@ -44,11 +58,13 @@ struct ProductRow {
     __device__ float operator()(int k) const {
         float s = 0.0f;
         for (int j = 0; j < view.subspaces; ++j) {
-            const unsigned byte = code[(view.bits == 8 ? j : j / 2) * kScanBlock];
-            const unsigned c = view.bits == 8 ? byte : (byte >> (4 * (j % 2))) & 0xfu;
-            const float* z = view.centroids + static_cast<std::size_t>(c) * view.p;
             for (unsigned t = view.bounds[j]; t < view.bounds[j + 1]; ++t) {
-                s = __fadd_rn(s, __fmul_rn(view.rotation[static_cast<std::size_t>(t) * d + k], z[t]));
+                float z = code_centroid(view, j, scan_code_value(view, code, j))[t];
+                for (int stage = 1; stage < view.stages; ++stage) {
+                    const int code_j = stage * view.subspaces + j;
+                    z = __fadd_rn(z, code_centroid(view, code_j, scan_code_value(view, code, code_j))[t]);
+                }
+                s = __fadd_rn(s, __fmul_rn(view.rotation[static_cast<std::size_t>(t) * d + k], z));
             }
         }
         return __fadd_rn(anchor[k], s);

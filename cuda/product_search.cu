@@ -33,9 +33,10 @@ __global__ void rotate_kernel(const float* __restrict__ queries, std::size_t cou
 
 // Q_j[c] of the query whose rotation is rq.
 __device__ float subspace_value(const ProductView& view, const float* __restrict__ rq, int j, unsigned c) {
-    const float* z = view.centroids + static_cast<std::size_t>(c) * view.p;
+    const float* z = code_centroid(view, j, c);
+    const int sub = j % view.subspaces;
     float sum = 0.0f;
-    for (unsigned t = view.bounds[j]; t < view.bounds[j + 1]; ++t) {
+    for (unsigned t = view.bounds[sub]; t < view.bounds[sub + 1]; ++t) {
         sum = __fadd_rn(sum, __fmul_rn(z[t], rq[t]));
     }
     return sum;
@@ -57,7 +58,7 @@ __global__ void tables_kernel(const float* __restrict__ rotated, std::size_t cou
         return;
     }
     const float low = subspace_value(view, rq, 2 * b, x & 0xfu);
-    tables[e] = 2 * b + 1 < view.subspaces ? __fadd_rn(low, subspace_value(view, rq, 2 * b + 1, x >> 4)) : low;
+    tables[e] = 2 * b + 1 < view.code_count ? __fadd_rn(low, subspace_value(view, rq, 2 * b + 1, x >> 4)) : low;
 }
 
 // A block per (query, tile of kTile of its candidates), the query's tables in shared memory when

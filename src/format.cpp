@@ -59,7 +59,7 @@ const std::vector<const char*> kVersion3Sections = {kAnchorsTag,  kAssignmentsTa
                                                     kCodebookTag, kCodesTag,       kMetadataTag};
 
 const std::vector<const char*>& section_order(std::uint32_t version) {
-    if (version == kVlatVersionProduct) {
+    if (version == kVlatVersionProduct || version == kVlatVersionStaged) {
         return kVersion3Sections;
     }
     return version == kVlatVersion ? kVersion1Sections : kVersion2Sections;
@@ -67,7 +67,7 @@ const std::vector<const char*>& section_order(std::uint32_t version) {
 
 // The residual codec each version's header holds.
 ResidualCodec version_codec(std::uint32_t version) {
-    if (version == kVlatVersionProduct) {
+    if (version == kVlatVersionProduct || version == kVlatVersionStaged) {
         return ResidualCodec::product;
     }
     return version == kVlatVersion ? ResidualCodec::none : ResidualCodec::scalar;
@@ -290,10 +290,9 @@ Header read_header(io::BinaryFile& in) {
     }
     if (available >= kVersionOffset + 4) {
         const auto version = le::load<std::uint32_t>(raw.data() + kVersionOffset);
-        if (version != kVlatVersion && version != kVlatVersionWithCodes && version != kVlatVersionProduct) {
+        if (version < kVlatVersion || version > kVlatVersionStaged) {
             throw Error(path + ": unsupported .vlat version " + std::to_string(version) + " (this build reads " +
-                        std::to_string(kVlatVersion) + ", " + std::to_string(kVlatVersionWithCodes) + " and " +
-                        std::to_string(kVlatVersionProduct) + ")");
+                        std::to_string(kVlatVersion) + " to " + std::to_string(kVlatVersionStaged) + ")");
         }
     }
     if (available < kHeaderBytes) {
@@ -427,7 +426,8 @@ SectionLength expected_payload_length(io::BinaryFile& in, const Header& h, const
         return product::rotation_length(in, payload_offset, length, h.d);
     }
     if (tag == kCodebookTag) {
-        return product::codebook_length(in, payload_offset, length, file.product.book.coded_dims());
+        return product::codebook_length(in, payload_offset, length, file.product.book.coded_dims(),
+                                        h.version == kVlatVersionStaged);
     }
     if (tag == kCodesTag) {
         return product::codes_length(in.path(), h.n, file.product.book);
@@ -515,7 +515,7 @@ void decode_section(const std::string& path, const Header& h, RawSection& s, Vla
     } else if (s.info.tag == kRotationTag) {
         product_sections::decode_rotation(s.payload, h.d, file.product.book);
     } else if (s.info.tag == kCodebookTag) {
-        product_sections::decode_codebook(s.payload, file.product.book);
+        product_sections::decode_codebook(s.payload, h.version == kVlatVersionStaged, file.product.book);
     } else if (s.info.tag == kCodesTag) {
         // n codes can be most of the file: moved, not copied.
         product_sections::decode_codes(path, std::move(s.payload), h.n, file.product);
@@ -556,7 +556,7 @@ std::uint32_t format_version(const VlatFile& file) {
     case ResidualCodec::scalar:
         return kVlatVersionWithCodes;
     case ResidualCodec::product:
-        return kVlatVersionProduct;
+        return file.product.book.stages > 1 ? kVlatVersionStaged : kVlatVersionProduct;
     }
     throw Error("residual codec " + std::to_string(static_cast<unsigned>(file.codec)) + " has no .vlat version");
 }

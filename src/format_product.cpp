@@ -13,6 +13,13 @@ namespace {
 
 constexpr std::size_t kRowCountBytes = 4;      // ROTN: u32 p
 constexpr std::size_t kCodebookHeadBytes = 8;  // CDBK: u8 bits, 3 reserved zero bytes, u32 M
+constexpr std::size_t kStagesBytes = 4;        // then, in version 4, u32 S
+// A stage count beyond this is a damaged file, not a codebook anyone trains.
+constexpr std::uint32_t kMostStages = 1u << 16;
+
+std::size_t head_bytes(bool staged) {
+    return kCodebookHeadBytes + (staged ? kStagesBytes : 0);
+}
 
 std::string count(std::uint64_t value) {
     return std::to_string(value);
@@ -33,9 +40,12 @@ Bytes encode_rotation(const ProductCodebook& book) {
 
 Bytes encode_codebook(const ProductCodebook& book) {
     Bytes out = {static_cast<std::uint8_t>(book.bits), 0, 0, 0};
-    out.reserve(kCodebookHeadBytes + sizeof(std::uint32_t) * book.bounds.size() +
+    out.reserve(head_bytes(book.stages > 1) + sizeof(std::uint32_t) * book.bounds.size() +
                 sizeof(float) * book.centroids.data.size());
     le::append(out, static_cast<std::uint32_t>(book.subspaces()));
+    if (book.stages > 1) {
+        le::append(out, static_cast<std::uint32_t>(book.stages));
+    }
     for (const std::uint32_t bound : book.bounds) {
         le::append(out, bound);
     }
@@ -67,14 +77,18 @@ SectionLength rotation_length(io::BinaryFile& in, std::uint64_t offset, std::uin
     return {bytes, "p = " + count(p) + " and d = " + count(d)};
 }
 
-SectionLength codebook_length(io::BinaryFile& in, std::uint64_t offset, std::uint64_t length, std::size_t p) {
+SectionLength codebook_length(io::BinaryFile& in, std::uint64_t offset, std::uint64_t length, std::size_t p,
+                              bool staged) {
     const std::string& path = in.path();
-    if (length < kCodebookHeadBytes) {
-        throw Error(path + ": section CDBK has " + count(length) + " bytes, fewer than the " +
-                    count(kCodebookHeadBytes) + " of its code width and sub-space count");
+    const std::size_t head_length = head_bytes(staged);
+    const std::string fields =
+        staged ? "code width, sub-space count and stage count" : "code width and sub-space count";
+    if (length < head_length) {
+        throw Error(path + ": section CDBK has " + count(length) + " bytes, fewer than the " + count(head_length) +
+                    " of its " + fields);
     }
-    std::array<std::uint8_t, kCodebookHeadBytes> head{};
-    in.read_at(offset, head.data(), head.size(), "section CDBK code width and sub-space count");
+    std::array<std::uint8_t, kCodebookHeadBytes + kStagesBytes> head{};
+    in.read_at(offset, head.data(), head_length, ("section CDBK " + fields).c_str());
     const unsigned bits = head[0];
     const auto m = le::load<std::uint32_t>(head.data() + 4);
     if (!is_product_code_bits(bits)) {
@@ -87,10 +101,16 @@ SectionLength codebook_length(io::BinaryFile& in, std::uint64_t offset, std::uin
         throw Error(path + ": section CDBK: M = " + count(m) + " sub-spaces (must be 1 to p = " + count(p) +
                     ", each holding at least one rotated coordinate)");
     }
-    // M <= p < 2^32 and 2^bits <= 256: no sum below comes near 2^64.
-    const std::uint64_t bytes = kCodebookHeadBytes + sizeof(std::uint32_t) * (std::uint64_t{m} + 1) +
-                                sizeof(float) * (std::uint64_t{1} << bits) * p;
-    return {bytes, "bits = " + count(bits) + ", M = " + count(m) + " and p = " + count(p)};
+    const std::uint32_t stages = staged ? le::load<std::uint32_t>(head.data() + kCodebookHeadBytes) : 1;
+    if (staged && (stages < 2 || stages > kMostStages)) {
+        throw Error(path + ": section CDBK: S = " + count(stages) + " stages (a version 4 file has 2 to " +
+                    count(kMostStages) + ")");
+    }
+    // M <= p < 2^32, S <= 2^16 and 2^bits <= 256: no sum below comes near 2^64.
+    const std::uint64_t bytes = head_length + sizeof(std::uint32_t) * (std::uint64_t{m} + 1) +
+                                sizeof(float) * stages * (std::uint64_t{1} << bits) * p;
+    const std::string stage_count = staged ? ", S = " + count(stages) : "";
+    return {bytes, "bits = " + count(bits) + ", M = " + count(m) + stage_count + " and p = " + count(p)};
 }
 
 SectionLength codes_length(const std::string& path, std::uint64_t n, const ProductCodebook& book) {
@@ -99,8 +119,10 @@ SectionLength codes_length(const std::string& path, std::uint64_t n, const Produ
         throw Error(path + ": section CODE: n = " + count(n) + " codes of " + count(book.code_bytes()) +
                     " bytes do not fit in 64-bit sizes");
     }
-    return {bytes, "n = " + count(n) + " codes of M = " + count(book.subspaces()) + " x " + count(book.bits) +
-                       " bits (" + count(book.code_bytes()) + " bytes each)"};
+    const std::string codes = book.stages > 1 ? "S x M = " + count(book.stages) + " x " + count(book.subspaces())
+                                              : "M = " + count(book.subspaces());
+    return {bytes, "n = " + count(n) + " codes of " + codes + " x " + count(book.bits) + " bits (" +
+                       count(book.code_bytes()) + " bytes each)"};
 }
 
 void decode_rotation(const Bytes& payload, std::uint32_t d, ProductCodebook& book) {
@@ -112,15 +134,16 @@ void decode_rotation(const Bytes& payload, std::uint32_t d, ProductCodebook& boo
     }
 }
 
-void decode_codebook(const Bytes& payload, ProductCodebook& book) {
+void decode_codebook(const Bytes& payload, bool staged, ProductCodebook& book) {
     book.bits = payload[0];
     book.bounds.resize(std::size_t{le::load<std::uint32_t>(payload.data() + 4)} + 1);
-    const std::uint8_t* at = payload.data() + kCodebookHeadBytes;
+    book.stages = staged ? le::load<std::uint32_t>(payload.data() + kCodebookHeadBytes) : 1;
+    const std::uint8_t* at = payload.data() + head_bytes(staged);
     for (std::uint32_t& bound : book.bounds) {
         bound = le::load<std::uint32_t>(at);
         at += sizeof bound;
     }
-    book.centroids = Matrix(std::size_t{1} << book.bits, book.rotation.rows);
+    book.centroids = Matrix(book.stages * book.table(), book.rotation.rows);
     for (float& value : book.centroids.data) {
         value = le::load_float(at);
         at += sizeof(float);

@@ -1,4 +1,4 @@
-// The payloads of the product-code sections of a .vlat version 3 file, ROTN, CDBK and CODE
+// The payloads of the product-code sections of a .vlat version 3 or 4 file, ROTN, CDBK and CODE
 // (docs/format.md). format.cpp frames and checksums every section; this encodes these three, gives
 // the length each must have from the fields it opens with (read before the payload, which is
 // allocated only once its length is known to be right), and decodes them.
@@ -29,14 +29,16 @@ Bytes encode_codebook(const ProductCodebook& book);
 
 // Each reads the fields the section opens with at `offset` of `in` (the payload has `length`
 // bytes) and throws Error naming the file and the section on a value the format does not allow.
+// `staged`: a version 4 codebook, whose head also holds the stage count S (2 or more).
 SectionLength rotation_length(io::BinaryFile& in, std::uint64_t offset, std::uint64_t length, std::uint32_t d);
-SectionLength codebook_length(io::BinaryFile& in, std::uint64_t offset, std::uint64_t length, std::size_t p);
+SectionLength codebook_length(io::BinaryFile& in, std::uint64_t offset, std::uint64_t length, std::size_t p,
+                              bool staged);
 SectionLength codes_length(const std::string& path, std::uint64_t n, const ProductCodebook& book);
 
 // The payloads have the lengths above. The codebook's bounds, values and rotation are checked once
 // the whole file is read (check_product_codebook needs the anchors); the codes' unused bits here.
 void decode_rotation(const Bytes& payload, std::uint32_t d, ProductCodebook& book);
-void decode_codebook(const Bytes& payload, ProductCodebook& book);
+void decode_codebook(const Bytes& payload, bool staged, ProductCodebook& book);
 void decode_codes(const std::string& path, Bytes payload, std::uint64_t n, ProductCodes& codes);
 
 }  // namespace product_sections

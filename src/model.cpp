@@ -121,7 +121,7 @@ VlatFile append_vectors(const VlatFile& base, const VlatFile& tail) {
             "the scalar widths or ranges");
     const ProductCodebook& p = base.product.book;
     const ProductCodebook& q = tail.product.book;
-    require(p.bits == q.bits && p.bounds == q.bounds && same_bits(p.rotation, q.rotation) &&
+    require(p.bits == q.bits && p.stages == q.stages && p.bounds == q.bounds && same_bits(p.rotation, q.rotation) &&
                 same_bits(p.centroids, q.centroids),
             "the product codebooks");
     VlatFile out = base;

@@ -137,7 +137,8 @@ nlohmann::json coding_json(const CodingSpec& spec, const TrainedCoding& coding) 
     for (const CodingCandidate& candidate : coding.candidates) {
         candidates.push_back({{"code", candidate.description},
                               {"code_bytes", candidate.code_bytes},
-                              {"held_out_mse", candidate.held_out_mse}});
+                              {"held_out_mse", candidate.held_out_mse},
+                              {"file_mse", candidate.file_mse}});
     }
     nlohmann::json out = {{"codec", codec_name(coding.codec)},
                           {"family", codec_family_name(spec.family)},

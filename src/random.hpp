@@ -26,4 +26,17 @@ private:
     std::mt19937_64 engine_;
 };
 
+// Random draws of one purpose made from the seed of a run that also seeds k-means++ would repeat its
+// sample: the rows held out to measure codes were the first rows k-means++ drew, which the anchors
+// then sat close to, and measured a fifth lower than the rest. Each further purpose draws from its
+// own stream, seeded by SplitMix64's finaliser of (seed, stream).
+enum class RandomStream : std::uint64_t { held_out = 1, code_training = 2 };
+
+inline std::uint64_t stream_seed(std::uint64_t seed, RandomStream stream) {
+    std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * (static_cast<std::uint64_t>(stream) + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 }  // namespace vlattice

@@ -1,7 +1,8 @@
 // Product-coded files for the search tests, CPU and GPU, built in memory without training: either
 // centroids taken from the rotated residuals of random vectors, each vector coded by the nearest
-// centroid of every sub-space, or (quicker, for large files) product_sample.hpp's random centroids
-// and codes.
+// centroid of every sub-space (with S > 1 stages: the later stages' centroids drawn smaller and
+// each vector coded by encode_product_on_cpu), or (quicker, for large files) product_sample.hpp's
+// random centroids and codes.
 #pragma once
 
 #include "product_sample.hpp"
@@ -22,6 +23,7 @@ struct ProductShape {
     std::size_t p;          // coded dimensions, <= d
     std::size_t subspaces;  // M, <= p
     unsigned bits;          // 4 or 8
+    std::size_t stages = 1;  // S
 };
 
 enum class CodeChoice { nearest, random };
@@ -39,7 +41,16 @@ inline VlatFile product_coded(const Matrix& points, const Matrix& anchors,
     file.assignments = assignments;
     file.codec = ResidualCodec::product;
     if (codes == CodeChoice::random) {
-        file.product = random_product_codes(rng, points.rows, d, s.p, s.bits, s.subspaces);
+        file.product = random_product_codes(rng, points.rows, d, s.p, s.bits, s.subspaces, s.stages);
+        return file;
+    }
+    if (s.stages > 1) {
+        file.product.book = random_product_codes(rng, 0, d, s.p, s.bits, s.subspaces, s.stages).book;
+        const std::size_t first_stage = std::size_t{1} << s.bits;
+        for (std::size_t e = first_stage * s.p; e < file.product.book.centroids.data.size(); ++e) {
+            file.product.book.centroids.data[e] *= 0.25f;
+        }
+        file.product.codes = encode_product_on_cpu(file.product.book, points, anchors, assignments);
         return file;
     }
     ProductCodebook& book = file.product.book;

@@ -1,4 +1,4 @@
-// Hand-made product codes for the tests of .vlat version 3: a random rotation with orthonormal rows
+// Hand-made product codes for the tests of .vlat versions 3 and 4: a random rotation with orthonormal rows
 // (Gram-Schmidt in double), random centroids and random codes, packed as docs/format.md says.
 #pragma once
 
@@ -71,7 +71,7 @@ inline std::vector<std::uint8_t> random_codes(std::mt19937_64& rng, std::uint64_
     std::vector<std::uint8_t> codes(n * book.code_bytes(), 0);
     for (std::uint64_t i = 0; i < n; ++i) {
         std::uint8_t* out = codes.data() + i * book.code_bytes();
-        for (std::size_t j = 0; j < book.subspaces(); ++j) {
+        for (std::size_t j = 0; j < book.codes(); ++j) {
             const unsigned value = code(rng);
             if (book.bits == 8) {
                 out[j] = static_cast<std::uint8_t>(value);
@@ -84,12 +84,13 @@ inline std::vector<std::uint8_t> random_codes(std::mt19937_64& rng, std::uint64_
 }
 
 inline ProductCodes random_product_codes(std::mt19937_64& rng, std::uint64_t n, std::size_t d, std::size_t p,
-                                         unsigned bits, std::size_t subspaces) {
+                                         unsigned bits, std::size_t subspaces, std::size_t stages = 1) {
     ProductCodes out;
     out.book.bits = bits;
+    out.book.stages = stages;
     out.book.rotation = orthonormal_rows(p, d, rng);
     out.book.bounds = even_bounds(p, subspaces);
-    out.book.centroids = Matrix(std::size_t{1} << bits, p);
+    out.book.centroids = Matrix(stages << bits, p);
     std::normal_distribution<float> normal(0.0f, 2.0f);
     for (float& value : out.book.centroids.data) {
         value = normal(rng);
@@ -98,10 +99,10 @@ inline ProductCodes random_product_codes(std::mt19937_64& rng, std::uint64_t n, 
     return out;
 }
 
-// A version 3 file of n vectors (n = 0: a model) with m anchors and M sub-spaces over p <= d
-// rotated coordinates.
+// A version 3 file (version 4 with S > 1 stages) of n vectors (n = 0: a model) with m anchors and M
+// sub-spaces over p <= d rotated coordinates.
 inline VlatFile product_sample(std::mt19937_64& rng, std::uint64_t n, std::uint32_t d, std::size_t m, std::size_t p,
-                               unsigned bits, std::size_t subspaces) {
+                               unsigned bits, std::size_t subspaces, std::size_t stages = 1) {
     VlatFile file;
     file.n = n;
     file.d = d;
@@ -113,7 +114,7 @@ inline VlatFile product_sample(std::mt19937_64& rng, std::uint64_t n, std::uint3
     for (std::uint32_t& a : file.assignments) {
         a = anchor(rng);
     }
-    file.product = random_product_codes(rng, n, d, p, bits, subspaces);
+    file.product = random_product_codes(rng, n, d, p, bits, subspaces, stages);
     file.metadata_json = R"({"tool":"vlattice","codes":"product"})";
     return file;
 }

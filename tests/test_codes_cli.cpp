@@ -128,6 +128,13 @@ TEST_CASE("compress rejects bad coding options", "[cli][codes]") {
     rejects("--target-ratio 150%", "got '150%'");
     rejects("--target-ratio abc", "got 'abc'");
     rejects("--target-bytes -3", "--target-bytes must be a finite number > 0, got '-3'");
+    rejects("--codec rq", "--codec rq needs --stages S (at least 2)");
+    rejects("--codec rq --stages 1", "--codec rq needs --stages S (at least 2)");
+    rejects("--codec rq --bits 4 --stages 3", "--bits sets the scalar code's width; --codec rq takes --stages");
+    rejects("--codec rq --stages 3 --target-bytes 8", "--stages fixes the code without a budget");
+    rejects("--codec pq --stages 3 --target-bytes 8", "--stages fixes the code without a budget");
+    rejects("--stages 3", "--stages fixes the code without a budget");
+    rejects("--codec lsq", "unknown codec 'lsq' (expected auto, scalar, pq or rq)");
     // Checked before the input is read: a run does not load a large file only to refuse its options.
     const CommandResult early =
         run_cli("compress " + quote(ann.dir.path("missing.hdf5")) + " -o " + quote(out) + kRun + " --bits 3");

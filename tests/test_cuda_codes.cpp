@@ -33,9 +33,14 @@ TEST_CASE("a product model codes byte-identically on the CPU and the GPU, and de
     struct Shape {
         std::size_t n, d, m, subspaces;
         unsigned bits;
+        std::size_t stages;
     };
-    for (const Shape shape : {Shape{3000, 32, 16, 8, 8}, Shape{2500, 96, 64, 23, 4}, Shape{4000, 784, 32, 49, 8}}) {
-        INFO("n " << shape.n << ", d " << shape.d << ", M " << shape.subspaces << " x " << shape.bits);
+    // Product codes of one stage, residual codes of one sub-space per stage, and stages of several.
+    for (const Shape shape : {Shape{3000, 32, 16, 8, 8, 1}, Shape{2500, 96, 64, 23, 4, 1},
+                              Shape{4000, 784, 32, 49, 8, 1}, Shape{3000, 300, 16, 1, 8, 4},
+                              Shape{2000, 64, 16, 5, 4, 3}}) {
+        INFO("n " << shape.n << ", d " << shape.d << ", M " << shape.subspaces << " x " << shape.bits << ", S "
+                  << shape.stages);
         const Matrix points = random_points(shape.n, shape.d, rng, 12);
         AnnealConfig config;
         config.anchors = shape.m;
@@ -46,6 +51,7 @@ TEST_CASE("a product model codes byte-identically on the CPU and the GPU, and de
         CodingSpec spec;
         spec.family = CodecFamily::product;
         spec.product.subspaces = shape.subspaces;
+        spec.product.stages = shape.stages;
         spec.product.bits = shape.bits;
         spec.product.opq_iters = 1;
         spec.product.kmeans.max_iters = 8;
@@ -54,6 +60,7 @@ TEST_CASE("a product model codes byte-identically on the CPU and the GPU, and de
         // Trained through the CUDA backend: the fits of every sub-space run on the GPU.
         const VlatFile model = train_model(points, result, input, AnchorStorage::f32, spec, *gpu, {}, trained);
         REQUIRE(model.codec == ResidualCodec::product);
+        REQUIRE(model.product.book.stages == shape.stages);
         const VlatFile on_cpu = encode_with_model(model, points, *cpu, "{}");
         const VlatFile on_gpu = encode_with_model(model, points, *gpu, "{}");
         CHECK(on_cpu.assignments == on_gpu.assignments);
@@ -103,6 +110,16 @@ TEST_CASE("the GPU trains the CPU's product codebook and rotates rows to the sam
         CHECK(gpu_book.rotation.data == cpu_book.rotation.data);
         CHECK(gpu_book.centroids.data == cpu_book.centroids.data);
     }
+    ProductCodeConfig staged;
+    staged.subspaces = 1;
+    staged.stages = 3;
+    staged.kmeans.max_iters = 8;
+    staged.kmeans.seed = run_seed;
+    const ProductCodebook cpu_book = train_product_codebook(points, result.anchors, result.assignments, staged, *cpu);
+    const ProductCodebook gpu_book = train_product_codebook(points, result.anchors, result.assignments, staged, *gpu);
+    CHECK(gpu_book.stages == 3);
+    CHECK(gpu_book.rotation.data == cpu_book.rotation.data);
+    CHECK(gpu_book.centroids.data == cpu_book.centroids.data);
 }
 
 #endif

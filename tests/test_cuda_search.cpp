@@ -221,7 +221,8 @@ struct ProductCase {
 std::string product_case_name(const ProductCase& c, Metric metric) {
     return "n " + std::to_string(c.shape.n) + " d " + std::to_string(c.shape.d) + " m " +
            std::to_string(c.shape.m) + ", p " + std::to_string(c.product.p) + " M " +
-           std::to_string(c.product.subspaces) + " x " + std::to_string(c.product.bits) + " bits, " +
+           std::to_string(c.product.subspaces) + " x " + std::to_string(c.product.bits) + " bits, S " +
+           std::to_string(c.product.stages) + ", " +
            metric_name(metric);
 }
 
@@ -411,9 +412,11 @@ TEST_CASE("cuda: product-code search equals search bit for bit on small shapes",
     if (!gpu_usable()) {
         return;
     }
-    // 8- and 4-bit codes, an odd M of 4-bit codes (its last byte half used), p < d and p = d.
+    // 8- and 4-bit codes, an odd M of 4-bit codes (its last byte half used), p < d and p = d,
+    // additive stages of one sub-space and of several.
     check_product_case(GENERATE(ProductCase{{1, 1, 1}, {1, 1, 8}}, ProductCase{{333, 3, 7}, {3, 3, 4}},
-                                ProductCase{{1000, 17, 300}, {12, 5, 4}}, ProductCase{{97, 384, 7}, {384, 48, 8}}),
+                                ProductCase{{1000, 17, 300}, {12, 5, 4}}, ProductCase{{97, 384, 7}, {384, 48, 8}},
+                                ProductCase{{1000, 33, 30}, {33, 1, 8, 6}}, ProductCase{{500, 17, 7}, {12, 3, 4, 3}}),
                        11);
 }
 

@@ -276,7 +276,7 @@ TEST_CASE("read_vlat rejects a damaged header", "[format]") {
         std::string bytes = w.bytes;
         bytes.replace(kVersionOffset, 4, bytes_of(std::uint32_t{7}));
         CHECK_THROWS_WITH(read_vlat(w.put(bytes)),
-                          Contains("unsupported .vlat version 7 (this build reads 1, 2 and 3)"));
+                          Contains("unsupported .vlat version 7 (this build reads 1 to 4)"));
         CHECK_THROWS_WITH(read_vlat(w.put(bytes.substr(0, 16))), Contains("unsupported .vlat version 7"));
     }
     SECTION("every header byte is covered by the header checksum") {

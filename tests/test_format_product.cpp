@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -210,6 +211,107 @@ TEST_CASE("product codes round-trip exactly through a version 3 file", "[format]
                   Approx((std::ceil(n * assignment_bits(17) / 8.0) + static_cast<double>(n * code_bytes)) / n));
         }
     }
+}
+
+// The decoded vector of a file with additive stages by docs/format.md, written out here: z[t] is
+// stage 0's centroid value, each later stage's added in order; then the version 3 formula.
+std::vector<float> decode_stages_by_the_document(const VlatFile& file, std::size_t i) {
+    const ProductCodebook& book = file.product.book;
+    const std::size_t subspaces = book.subspaces();
+    const std::uint8_t* code = file.product.codes.data() + i * book.code_bytes();
+    std::vector<float> z(book.coded_dims());
+    for (std::size_t j = 0; j < book.stages * subspaces; ++j) {
+        const unsigned c = book.bits == 8 ? code[j] : (code[j / 2] >> (4 * (j % 2))) & 0xfu;
+        const float* centroid = book.centroids.row((j / subspaces << book.bits) + c);
+        for (std::size_t t = book.bounds[j % subspaces]; t < book.bounds[j % subspaces + 1]; ++t) {
+            z[t] = j < subspaces ? centroid[t] : z[t] + centroid[t];
+        }
+    }
+    std::vector<float> s(file.d, 0.0f);
+    for (std::size_t t = 0; t < z.size(); ++t) {
+        for (std::size_t k = 0; k < file.d; ++k) {
+            s[k] += book.rotation.row(t)[k] * z[t];
+        }
+    }
+    const float* anchor = file.anchors.row(file.assignments[i]);
+    for (std::size_t k = 0; k < file.d; ++k) {
+        s[k] = anchor[k] + s[k];
+    }
+    return s;
+}
+
+TEST_CASE("additive stages round-trip exactly through a version 4 file", "[format][product][stages]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    struct Shape {
+        std::uint32_t d;
+        std::size_t p;
+        unsigned bits;
+        std::size_t subspaces;
+        std::size_t stages;
+    };
+    // Residual codes (M = 1) of 8 and of 4 bits (an odd code count), stages of several sub-spaces.
+    for (const Shape shape : {Shape{10, 7, 8, 1, 3}, Shape{6, 6, 4, 1, 5}, Shape{9, 4, 4, 2, 2}}) {
+        INFO("d " << shape.d << ", p " << shape.p << ", bits " << shape.bits << ", M " << shape.subspaces << ", S "
+                  << shape.stages);
+        ScratchDir dir;
+        const std::string path = dir.path("v4.vlat");
+        const std::uint64_t n = 200;
+        const VlatFile file = product_sample(rng, n, shape.d, 11, shape.p, shape.bits, shape.subspaces, shape.stages);
+        write_vlat(path, file);
+        const VlatFile back = read_vlat(path);
+        CHECK(format_version(back) == kVlatVersionStaged);
+        CHECK(back.product.book.stages == shape.stages);
+        CHECK(back.product.book.bounds == file.product.book.bounds);
+        CHECK(back.product.book.rotation.data == file.product.book.rotation.data);
+        CHECK(back.product.book.centroids.rows == shape.stages << shape.bits);
+        CHECK(back.product.book.centroids.data == file.product.book.centroids.data);
+        CHECK(back.product.codes == file.product.codes);
+
+        const std::string bytes = read_file(path);
+        CHECK(value_at<std::uint32_t>(bytes, kVersionOffset) == 4);
+        CHECK(static_cast<unsigned>(bytes[kCodecOffset]) == 2);
+        REQUIRE(back.sections.size() == 6);
+        const std::string cdbk = bytes.substr(back.sections[3].offset, back.sections[3].length);
+        CHECK(back.sections[3].length == 12 + 4 * (shape.subspaces + 1) + 4 * (shape.stages << shape.bits) * shape.p);
+        CHECK(value_at<std::uint32_t>(cdbk, 4) == shape.subspaces);
+        CHECK(value_at<std::uint32_t>(cdbk, 8) == shape.stages);
+        CHECK(value_at<std::uint32_t>(cdbk, 12 + 4 * shape.subspaces) == shape.p);
+        CHECK(back.sections[4].length == n * ((shape.stages * shape.subspaces * shape.bits + 7) / 8));
+
+        const Matrix decoded = reconstruct(back);
+        for (const std::size_t i : {std::size_t{0}, std::size_t{n / 2}, std::size_t{n - 1}}) {
+            CHECK(std::vector<float>(decoded.row(i), decoded.row(i) + shape.d) ==
+                  decode_stages_by_the_document(file, i));
+        }
+    }
+}
+
+TEST_CASE("read_vlat rejects a damaged version 4 codebook, naming the field", "[format][product][stages]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    ScratchDir dir;
+    const std::string path = dir.path("v4.vlat");
+    write_vlat(path, product_sample(rng, 40, 6, 3, 5, 8, 1, 3));
+    const std::string bytes = read_file(path);
+    const VlatFile good = read_vlat(path);
+    const VlatSection& cdbk = good.sections[3];
+    const auto damaged = [&](std::uint32_t stages) {
+        std::string body = bytes.substr(cdbk.offset, cdbk.length);
+        std::memcpy(&body[8], &stages, sizeof stages);
+        const std::string at = dir.path("damaged.vlat");
+        write_file(at, with_payload(bytes, cdbk, body));
+        return at;
+    };
+    CHECK_THROWS_WITH(read_vlat(damaged(1)), Contains("section CDBK: S = 1 stages (a version 4 file has 2 to 65536)"));
+    CHECK_THROWS_WITH(read_vlat(damaged(0)), Contains("section CDBK: S = 0 stages"));
+    CHECK_THROWS_WITH(read_vlat(damaged(4)), Contains("section CDBK has ") && Contains("S = 4 and p = 5 need"));
+    // A version 3 header over a version 4 codebook reads the stage count as the first bound.
+    const std::string as_v3 = dir.path("as-v3.vlat");
+    write_file(as_v3, with_header_field(bytes, kVersionOffset, std::uint32_t{3}));
+    CHECK_THROWS_AS(read_vlat(as_v3), Error);
 }
 
 TEST_CASE("writing the same version 3 file twice gives identical bytes", "[format][product]") {

@@ -71,7 +71,7 @@ TEST_CASE("a budget is never exceeded, and the chosen code is the candidate with
         CHECK(code_bytes_per_vector(file) <= *spec.budget_bytes);
         for (const CodingCandidate& candidate : trained.candidates) {
             CHECK(candidate.code_bytes <= *spec.budget_bytes);
-            CHECK(trained.candidates[trained.chosen].held_out_mse <= candidate.held_out_mse);
+            CHECK(trained.candidates[trained.chosen].file_mse <= candidate.file_mse);
         }
         if (!trained.candidates.empty()) {
             CHECK(file.codec == trained.candidates[trained.chosen].codec);
@@ -129,6 +129,7 @@ TEST_CASE("train then encode write what compress writes; --anchors-from reuses t
     }());
     const std::string run = " -m 32 --iters 8 --device cpu --threads 2 -q";
     for (const std::string codec : {"scalar --target-bytes 9", "pq --target-bytes 9", "pq --subspaces 6 --pq-bits 4",
+                                    "rq --target-bytes 9", "rq --stages 3 --pq-bits 4", "pq --subspaces 2 --stages 2",
                                     "auto --target-ratio 10%"}) {
         INFO("codec " << codec);
         const std::string compressed = dir.path("c.vlat");
@@ -153,6 +154,11 @@ TEST_CASE("train then encode write what compress writes; --anchors-from reuses t
         CHECK(a.residuals.codes == b.residuals.codes);
         CHECK(a.product.codes == b.product.codes);
         CHECK(a.product.book.rotation.data == b.product.book.rotation.data);
+        CHECK(a.product.book.centroids.data == b.product.book.centroids.data);
+        if (codec.rfind("rq", 0) == 0) {
+            CHECK(a.product.book.subspaces() == 1);
+            CHECK(a.product.book.stages == (codec == "rq --target-bytes 9" ? 8 : 3));
+        }
     }
 
     const std::string first = dir.path("first.vlat");

@@ -1,5 +1,5 @@
-// Product codes: the eigenvalue allocation, training (PCA start and OPQ), encoding and its packing,
-// on the CPU backend.
+// Product codes: the eigenvalue allocation, training (PCA start and OPQ), additive stages, encoding
+// and its packing, on the CPU backend.
 #include "reference.hpp"
 #include "support.hpp"
 
@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 using namespace vlattice;
@@ -454,4 +455,126 @@ TEST_CASE("product-code training and encoding reject what they cannot do", "[pro
     const Matrix narrow(300, 5);
     CHECK_THROWS_WITH(encode_product(book, narrow, a.anchors, a.assignments, *backend),
                       Contains("rotation has 6 columns for 5-dimensional vectors"));
+}
+
+namespace {
+
+// Each stage's codes checked against the brute-force nearest centroid (ties to the lowest id) of what
+// the stages before it left: the rotated residual less each chosen centroid, in float, stage by stage.
+void require_greedy_stages(const Anchored& a, const ProductCodes& codes) {
+    const ProductCodebook& book = codes.book;
+    Matrix left = rotate_residuals(book, a.points, a.anchors, a.assignments);
+    for (std::size_t stage = 0; stage < book.stages; ++stage) {
+        Matrix centroids(book.table(), book.coded_dims());
+        const float* first_row = book.centroids.row(stage * book.table());
+        std::copy(first_row, first_row + centroids.data.size(), centroids.data.begin());
+        for (std::size_t j = 0; j < book.subspaces(); ++j) {
+            const std::size_t first = book.bounds[j];
+            const std::size_t width = book.bounds[j + 1] - first;
+            const ReferenceAssign nearest =
+                reference_assign(column_block(left, first, width), column_block(centroids, first, width));
+            for (std::size_t i = 0; i < a.points.rows; ++i) {
+                INFO("vector " << i << ", stage " << stage << ", sub-space " << j);
+                const unsigned code =
+                    product_code(codes.codes.data() + i * book.code_bytes(), book.bits, stage * book.subspaces() + j);
+                REQUIRE(code == nearest.assignment[i]);
+                for (std::size_t t = first; t < first + width; ++t) {
+                    left.row(i)[t] = left.row(i)[t] - centroids.row(code)[t];
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("residual stages: a planted two-stage code is recovered exactly", "[product][stages]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    // Residuals c0[a] + c1[b] in 3 dimensions: 16 coarse points far apart (spacing 64) and 16 fine
+    // offsets (within 1 of 0), every pair planted 3 times. Coding greedily, stage 0 can only pick the
+    // coarse point and stage 1 the fine offset, once training has found both sets of 16.
+    Matrix coarse(16, 3);
+    Matrix offsets(16, 3);
+    for (std::size_t c = 0; c < 16; ++c) {
+        coarse.row(c)[0] = 64.0f * static_cast<float>(c % 4);
+        coarse.row(c)[1] = 64.0f * static_cast<float>(c / 4);
+        coarse.row(c)[2] = 0.0f;
+        // Multiples of 1/8: every sum and mean below is exact in float.
+        offsets.row(c)[0] = 0.5f * static_cast<float>(c % 4) - 0.75f;
+        offsets.row(c)[1] = 0.5f * static_cast<float>(c / 4) - 0.75f;
+        offsets.row(c)[2] = 0.125f * static_cast<float>(c % 5);
+    }
+    Anchored a;
+    a.anchors = Matrix(1, 3);
+    a.points = Matrix(16 * 16 * 3, 3);
+    a.assignments.assign(a.points.rows, 0);
+    for (std::size_t i = 0; i < a.points.rows; ++i) {
+        const std::size_t pair = i / 3;
+        for (std::size_t k = 0; k < 3; ++k) {
+            a.points.row(i)[k] = coarse.row(pair / 16)[k] + offsets.row(pair % 16)[k];
+        }
+    }
+    ProductCodeConfig config = product_config(1, 4, 0, s);
+    config.stages = 2;
+    auto backend = make_cpu_backend(1);
+    const ProductCodes coded = trained_codes(a, config, *backend);
+    REQUIRE(coded.book.stages == 2);
+    REQUIRE(coded.book.code_bytes() == 1);
+    require_greedy_stages(a, coded);
+    CHECK(decode_error(a, coded) <= 1e-8);
+    std::set<unsigned> first, second;
+    for (std::size_t i = 0; i < a.points.rows; ++i) {
+        first.insert(product_code(coded.codes.data() + i, 4, 0));
+        second.insert(product_code(coded.codes.data() + i, 4, 1));
+    }
+    CHECK(first.size() == 16);
+    CHECK(second.size() == 16);
+}
+
+TEST_CASE("residual stages: codes are greedy nearest centroids, each stage lowers the error", "[product][stages]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Anchored a = anchored(correlated_gaussian(1500, 24, rng), 8, rng);
+    auto backend = make_cpu_backend(2);
+    double previous = std::numeric_limits<double>::infinity();
+    for (const std::size_t stages : {1, 2, 4}) {
+        for (const std::size_t subspaces : {1, 3}) {
+            INFO(stages << " stages of " << subspaces << " sub-spaces");
+            ProductCodeConfig config = product_config(subspaces, 8, 1, s);
+            config.stages = stages;
+            config.kmeans.max_iters = 8;
+            const ProductCodes coded = trained_codes(a, config, *backend);
+            REQUIRE(coded.book.stages == stages);
+            REQUIRE(coded.book.code_bytes() == stages * subspaces);
+            CHECK(orthonormality_error(coded.book.rotation) <= 1e-6);
+            require_greedy_stages(a, coded);
+            if (subspaces == 1) {
+                const double error = decode_error(a, coded);
+                CHECK(error < previous);
+                previous = error;
+            }
+        }
+    }
+}
+
+TEST_CASE("residual stages: the same codes on 1 or 2 threads, and training is a function of its seed",
+          "[product][stages]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Anchored a = anchored(random_points(2000, 48, rng), 16, rng);
+    ProductCodeConfig config = product_config(2, 4, 1, s);
+    config.stages = 3;
+    config.kmeans.max_iters = 6;
+    auto two = make_cpu_backend(2);
+    auto one = make_cpu_backend(1);
+    const ProductCodebook book = train_product_codebook(a.points, a.anchors, a.assignments, config, *two);
+    const ProductCodebook again = train_product_codebook(a.points, a.anchors, a.assignments, config, *one);
+    CHECK(again.centroids.data == book.centroids.data);
+    CHECK(again.rotation.data == book.rotation.data);
+    const std::vector<std::uint8_t> codes = encode_product(book, a.points, a.anchors, a.assignments, *two);
+    REQUIRE(codes.size() == 2000 * 3);
+    CHECK(encode_product(book, a.points, a.anchors, a.assignments, *one) == codes);
 }

@@ -396,11 +396,13 @@ std::vector<float> rotated(const ProductCodebook& book, const float* x) {
     return out;
 }
 
-// Q_j[c] of search.hpp.
+// Q_j[c] of search.hpp: code j is sub-space j % M of stage j / M.
 float subspace_value(const ProductCodebook& book, const std::vector<float>& rq, std::size_t j, unsigned c) {
+    const std::size_t sub = j % book.subspaces();
+    const float* centroid = book.centroids.row((j / book.subspaces() << book.bits) + c);
     float sum = 0.0f;
-    for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
-        sum += rq[t] * book.centroids.row(c)[t];
+    for (std::size_t t = book.bounds[sub]; t < book.bounds[sub + 1]; ++t) {
+        sum += rq[t] * centroid[t];
     }
     return sum;
 }
@@ -415,7 +417,7 @@ float adc_reference(const VlatFile& file, float probe, const std::vector<float>&
         float table = 0.0f;
         if (book.bits == 8) {
             table = subspace_value(book, rq, b, code[b]);
-        } else if (2 * b + 1 < book.subspaces()) {
+        } else if (2 * b + 1 < book.codes()) {
             table = subspace_value(book, rq, 2 * b, code[b] & 15u) + subspace_value(book, rq, 2 * b + 1, code[b] >> 4);
         } else {
             table = subspace_value(book, rq, 2 * b, code[b] & 15u);
@@ -426,12 +428,20 @@ float adc_reference(const VlatFile& file, float probe, const std::vector<float>&
         const float dot = (0.0f - probe) + sum;
         return std::isnan(dot) ? INFINITY : 0.0f - dot;
     }
-    float e = 0.0f;
-    for (std::size_t j = 0; j < book.subspaces(); ++j) {
-        const float* centroid = book.centroids.row(product_code(code, book.bits, j));
-        for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
-            e += centroid[t] * (centroid[t] + 2.0f * rc[t]);
+    // z: stage 0's centroid values, each later stage's added in order.
+    std::vector<float> z(book.coded_dims());
+    for (std::size_t stage = 0; stage < book.stages; ++stage) {
+        for (std::size_t j = 0; j < book.subspaces(); ++j) {
+            const std::size_t code_j = stage * book.subspaces() + j;
+            const float* centroid = book.centroids.row((stage << book.bits) + product_code(code, book.bits, code_j));
+            for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
+                z[t] = stage == 0 ? centroid[t] : z[t] + centroid[t];
+            }
         }
+    }
+    float e = 0.0f;
+    for (std::size_t t = 0; t < z.size(); ++t) {
+        e += z[t] * (z[t] + 2.0f * rc[t]);
     }
     const float x = (probe + e) - (sum + sum);
     return x > 0.0f ? x : std::isnan(x) ? INFINITY : 0.0f;
@@ -485,14 +495,16 @@ SearchOptions options_of(std::size_t k, std::size_t nprobe, std::size_t rerank) 
     return options;
 }
 
-// Shapes of (d, p, M, bits): p = d and p < d, odd and even M (4-bit codes share bytes in pairs).
+// Shapes of (d, p, M, bits, stages): p = d and p < d, odd and even M (4-bit codes share bytes in
+// pairs), additive stages of one and of several sub-spaces.
 struct ProductCase {
     std::size_t d;
     ProductShape shape;
 };
 const ProductCase kProductCases[] = {
-    {1, {1, 1, 8}},  {1, {1, 1, 4}},   {7, {5, 3, 4}},    {7, {5, 3, 8}},
-    {33, {33, 11, 8}}, {33, {33, 12, 4}}, {33, {20, 7, 4}}, {33, {20, 7, 8}},
+    {1, {1, 1, 8}},      {1, {1, 1, 4}},      {7, {5, 3, 4}},     {7, {5, 3, 8}},
+    {33, {33, 11, 8}},   {33, {33, 12, 4}},   {33, {20, 7, 4}},   {33, {20, 7, 8}},
+    {33, {33, 1, 8, 5}}, {33, {20, 3, 4, 3}}, {7, {7, 1, 4, 3}},
 };
 
 }  // namespace
@@ -512,7 +524,8 @@ TEST_CASE("product codes: search returns the asymmetric-distance contract's neig
             for (const std::size_t nprobe : {1, 3, 0}) {
                 for (const std::size_t k : {1, 10, 100}) {
                     INFO("d " << c.d << ", p " << c.shape.p << ", M " << c.shape.subspaces << ", bits "
-                              << c.shape.bits << ", " << metric_name(metric) << ", nprobe " << nprobe << ", k " << k);
+                              << c.shape.bits << ", stages " << c.shape.stages << ", " << metric_name(metric)
+                              << ", nprobe " << nprobe << ", k " << k);
                     const Neighbors found = search(file, queries, options_of(k, nprobe, 0));
                     check_same(found, brute_force_adc(file, queries, k, nprobe));
                     for (const float distance : found.distances) {

@@ -17,8 +17,9 @@
 
 namespace vlattice {
 
-// --codec: which families a budget may choose from.
-enum class CodecFamily { automatic, scalar, product };
+// --codec: which families a budget may choose from: the scalar code, product codes of one stage
+// (pq), or residual codes, additive stages of one sub-space each (rq).
+enum class CodecFamily { automatic, scalar, product, residual };
 const char* codec_family_name(CodecFamily family);
 // Throws Error naming the bad value.
 CodecFamily parse_codec_family(const std::string& name);
@@ -26,7 +27,8 @@ CodecFamily parse_codec_family(const std::string& name);
 struct CodingSpec {
     CodecFamily family = CodecFamily::automatic;
     // Code bytes per vector (packed id + residual code). Without it: the scalar code at `scalar_bits`
-    // in every dimension, or, for family product, ProductCodeConfig::subspaces sub-spaces.
+    // in every dimension, for family product ProductCodeConfig::subspaces sub-spaces (and stages), or
+    // for family residual ProductCodeConfig::stages stages of one sub-space.
     std::optional<double> budget_bytes;
     unsigned scalar_bits = 0;
     ProductCodeConfig product;
@@ -34,12 +36,15 @@ struct CodingSpec {
     std::size_t held_out = 8192;
 };
 
-// One coding the budget allowed, with the error it gave on the held-out rows.
+// One coding the budget allowed, with the errors it gave.
 struct CodingCandidate {
     ResidualCodec codec = ResidualCodec::none;
     std::string description;  // "product M = 30 x 8 bits", "scalar 392 x 4 bits"
     double code_bytes = 0.0;  // per vector, the id included
-    double held_out_mse = 0.0;
+    double held_out_mse = 0.0;  // on rows held out of its training
+    // The file's error, estimated: the held-out rows' error and that of as many training rows, each
+    // weighed by how many of the file's rows it stands for. What a budget minimises.
+    double file_mse = 0.0;
 };
 
 // A trained residual code, not yet applied to any vector.
@@ -55,10 +60,13 @@ struct TrainedCoding {
 // Trains the coding `spec` asks for, for the anchors as a file stores them and the nearest-anchor
 // assignments of `points`. With a budget it trains every candidate that fits (scalar widths from
 // rate.hpp; product codes of 8 and of 4 bits with as many sub-spaces as the bytes allow, at least
-// 2 rotated dimensions each) on the rows not held out and keeps the one with the lowest error on the
-// held-out rows: the error the file will have on them, since the scalar code learns its ranges from
-// every row it codes and the product code codes them with a codebook that never saw them. Never
-// exceeds the budget. Throws Error when nothing fits it.
+// 2 rotated dimensions each; a residual code of as many 8-bit stages as the bytes allow, at least 2)
+// on the rows not held out and keeps the one whose file will have the lowest error: a codebook codes
+// the rows it trained on better than the rest (a residual code's stages, 2^b centroids over every
+// dimension each, learn much of the training rows themselves), so each candidate is measured on the
+// held-out rows, which the file codes with a codebook that never saw them, and on as many training
+// rows, and the two errors are weighed by the rows of the file they stand for. Never exceeds the
+// budget. Throws Error when nothing fits it.
 TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
                            const CodingSpec& spec, Backend& backend);
 

@@ -81,6 +81,10 @@ struct ProductCodeConfig {
     std::size_t subspaces = 0;
     // Bits per sub-space code (--pq-bits): 4 or 8, 2^bits centroids per sub-space.
     unsigned bits = 8;
+    // Additive stages S (--stages): each codes what the stages before it left, with M sub-spaces of
+    // its own. Code bytes per vector: ceil(S * M * bits / 8). Only the first stage's rotation is
+    // trained by OPQ rounds, and none when M = 1 (a rotation does not change one sub-space's k-means).
+    std::size_t stages = 1;
     // Rounds of OPQ after the PCA start (--opq-iters): each trains the centroids, then replaces the
     // rotation by the orthogonal Procrustes solution (an SVD) that best maps the residuals onto their
     // codes. 0 keeps the PCA rotation with the variance balanced across the sub-spaces.

@@ -13,17 +13,19 @@
 namespace vlattice {
 
 // Files without residual codes are written as version 1, files with scalar codes as version 2 (which
-// adds the RESI section), files with product codes as version 3 (ROTN, CDBK, CODE); the reader takes
-// all three. In every version a file with n = 0 is a model: anchors (and the scalar ranges or the
+// adds the RESI section), files with product codes as version 3 (ROTN, CDBK, CODE), or as version 4
+// when the product code has more than one additive stage (CDBK also holds the stage count); the
+// reader takes all four. In every version a file with n = 0 is a model: anchors (and the scalar ranges or the
 // product codebook) without vectors, for encoding vectors later.
 inline constexpr std::uint32_t kVlatVersion = 1;
 inline constexpr std::uint32_t kVlatVersionWithCodes = 2;
 inline constexpr std::uint32_t kVlatVersionProduct = 3;
+inline constexpr std::uint32_t kVlatVersionStaged = 4;
 
 enum class AnchorStorage : std::uint8_t { f32 = 0, f16 = 1 };
 
 // Residual codec of the file: none (version 1), per-anchor scalar quantisation (version 2, RESI), or
-// rotated product codes (version 3, ROTN + CDBK + CODE).
+// rotated product codes (version 3, ROTN + CDBK + CODE; version 4 with additive stages).
 enum class ResidualCodec : std::uint8_t { none = 0, scalar = 1, product = 2 };
 
 struct VlatSection {

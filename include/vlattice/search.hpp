@@ -43,11 +43,13 @@ struct SearchOptions {
 // query and anchor, the second per vector, the last through one lookup table per query. In float,
 // every sum starting at +0 and running in the order given, no fused multiply-add:
 // - Rq[t] = sum over k = 0 .. d-1 of R[t][k] * q[k]; Rc[t] likewise for anchor c.
-// - Per vector, e = sum over t = 0 .. p-1 of z[t] * (z[t] + 2 * Rc[t]), z[t] the centroid value its
-//   code selects (metric l2 and angular only).
-// - Per query and sub-space j, Q_j[c] = sum over t in j, in increasing order, of Rq[t] * centroid
-//   c's value at t. The table of code byte b, T_b[x] for x < 256, is Q_b[x] for 8-bit codes and
-//   Q_2b[x & 15] + Q_2b+1[x >> 4] for 4-bit ones (Q_2b[x & 15] alone for the last byte of an odd M).
+// - Per vector, e = sum over t = 0 .. p-1 of z[t] * (z[t] + 2 * Rc[t]), z = code_values of its code
+//   (metric l2 and angular only).
+// - Per query and code j (sub-space j % M of stage j / M), Q_j[c] = sum over t in its sub-space, in
+//   increasing order, of Rq[t] * centroid c's value at t. The table of code byte b, T_b[x] for
+//   x < 256, is Q_b[x] for 8-bit codes and Q_2b[x & 15] + Q_2b+1[x >> 4] for 4-bit ones
+//   (Q_2b[x & 15] alone for the last byte of an odd number of codes). As z is the sum of every
+//   stage's centroids, sum_t (Rq)[t] z[t] is the sum of every code's Q_j.
 // - S = sum over the code bytes b, in order, of T_b[byte b].
 // - With P the anchor's probe score above: l2 and angular score x = (P + e) - (S + S), taken as is
 //   when x > 0, as +0 when x <= 0 (rounding below an exact 0) and as +infinity when x is NaN; ip

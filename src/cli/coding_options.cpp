@@ -25,13 +25,18 @@ void add_coding_options(po::options_description& options, CodingArgs& a) {
         ("target-ratio", po::value(&a.target_ratio)->value_name("R"),
          "the same budget as a share of the float32 size (4 d bytes): 0.125 or 12.5%")
         ("codec", po::value(&a.codec)->default_value(a.codec)->value_name("FAMILY"),
-         "residual code family a budget chooses from: auto (every family; the one with the lowest error on "
-         "held-out vectors wins, and the candidates are printed), scalar (per-anchor ranges, 0/2/4/8 bits per "
-         "dimension), or pq (a learned rotation, then M sub-spaces of 2^b centroids each)")
+         "residual code family a budget chooses from: auto (every family; the one whose file has the lowest "
+         "error, measured on held-out and training vectors, wins, and the candidates are printed), scalar "
+         "(per-anchor ranges, 0/2/4/8 bits per dimension), pq (a learned rotation, then M sub-spaces of 2^b "
+         "centroids each), or rq (S additive stages of 2^b centroids over the whole residual, each coding what "
+         "the stages before it left)")
         ("subspaces", whole_number(&a.subspaces, 0LL, 1LL << 20)->default_value(a.subspaces)->value_name("M"),
-         "with --codec pq and no budget: the number of sub-spaces M (code bytes: M x pq-bits / 8)")
+         "with --codec pq and no budget: the number of sub-spaces M (code bytes: S x M x pq-bits / 8)")
+        ("stages", whole_number(&a.stages, 0LL, 1LL << 16)->default_value(a.stages)->value_name("S"),
+         "with --codec rq and no budget: the number of additive stages S, at least 2 (code bytes: S x pq-bits "
+         "/ 8); with --codec pq and --subspaces: stages of M sub-spaces each (default 1)")
         ("pq-bits", whole_number(&a.pq_bits, 4LL, 8LL)->default_value(a.pq_bits)->value_name("B"),
-         "with --codec pq and --subspaces: bits per sub-space code, 4 or 8 (a budget tries both)")
+         "with --subspaces or --stages: bits per code, 4 or 8 (a budget tries 8 and 4 for pq, 8 for rq)")
         ("opq-iters", whole_number(&a.opq_iters, 0LL, 100LL)->default_value(a.opq_iters)->value_name("N"),
          "rounds that refine the product code's rotation (OPQ); 0 keeps the PCA start")
         ("opq-min-gain", real_number(&a.opq_min_gain, {0.0, 1.0, false, true})->default_value(a.opq_min_gain)
@@ -83,14 +88,25 @@ void check_coding_args(const po::variables_map& values, const CodingArgs& args) 
         }
     }();
     require_option(args.pq_bits == 4 || args.pq_bits == 8, "--pq-bits", "4 or 8", args.pq_bits);
-    if (family == CodecFamily::product && !values["bits"].defaulted()) {
-        throw UsageError("--bits sets the scalar code's width; --codec pq takes --subspaces or a budget");
+    const bool vector_code = family == CodecFamily::product || family == CodecFamily::residual;
+    if (vector_code && !values["bits"].defaulted()) {
+        throw UsageError(std::string("--bits sets the scalar code's width; --codec ") + args.codec + " takes " +
+                         (family == CodecFamily::product ? "--subspaces" : "--stages") + " or a budget");
     }
     if (family == CodecFamily::product && !(bytes || ratio) && args.subspaces == 0) {
         throw UsageError("--codec pq needs --subspaces M or a --target-bytes/--target-ratio budget");
     }
+    if (family == CodecFamily::residual && !(bytes || ratio) && args.stages < 2) {
+        throw UsageError("--codec rq needs --stages S (at least 2) or a --target-bytes/--target-ratio budget");
+    }
     if (args.subspaces > 0 && (family != CodecFamily::product || bytes || ratio)) {
         throw UsageError("--subspaces fixes the product code without a budget: give it with --codec pq and no budget");
+    }
+    const bool stages_allowed =
+        family == CodecFamily::residual || (family == CodecFamily::product && args.subspaces > 0);
+    if (args.stages > 0 && (bytes || ratio || !stages_allowed)) {
+        throw UsageError("--stages fixes the code without a budget: give it with --codec rq, or with --codec pq "
+                         "and --subspaces, and no budget");
     }
 }
 
@@ -105,6 +121,7 @@ CodingSpec coding_spec(const po::variables_map& values, const CodingArgs& args, 
         spec.budget_bytes = parse_ratio(args.target_ratio) * 4.0 * static_cast<double>(d);
     }
     spec.product.subspaces = static_cast<std::size_t>(args.subspaces);
+    spec.product.stages = args.stages > 0 ? static_cast<std::size_t>(args.stages) : 1;
     spec.product.bits = static_cast<unsigned>(args.pq_bits);
     spec.product.opq_iters = static_cast<int>(args.opq_iters);
     spec.product.opq_min_gain = args.opq_min_gain;
@@ -118,7 +135,7 @@ std::string budget_note(const CodingSpec& spec, std::size_t n, std::size_t m, st
         return {};
     }
     const double best = assignment_bytes_per_vector(n, m) + static_cast<double>(d);
-    if (*spec.budget_bytes <= best || spec.family == CodecFamily::product) {
+    if (*spec.budget_bytes <= best || spec.family == CodecFamily::product || spec.family == CodecFamily::residual) {
         return {};
     }
     return "the budget of " + show(*spec.budget_bytes) + " bytes per vector is more than the best coding takes (" +
@@ -140,8 +157,9 @@ std::string describe_candidates(const TrainedCoding& coding) {
     for (std::size_t c = 0; c < coding.candidates.size(); ++c) {
         const CodingCandidate& candidate = coding.candidates[c];
         char line[256];
-        std::snprintf(line, sizeof line, "  %s %-44s %8.2f code bytes  held-out MSE %.6g\n", c == coding.chosen ? "*" : " ",
-                      candidate.description.c_str(), candidate.code_bytes, candidate.held_out_mse);
+        std::snprintf(line, sizeof line, "  %s %-40s %6.2f code bytes  file MSE %-10.6g held-out %.6g\n",
+                      c == coding.chosen ? "*" : " ", candidate.description.c_str(), candidate.code_bytes,
+                      candidate.file_mse, candidate.held_out_mse);
         out += line;
     }
     return out;

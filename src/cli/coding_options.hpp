@@ -1,5 +1,6 @@
 // The residual-coding options compress, train and batch share: --bits, --target-bytes,
-// --target-ratio, --codec and the product code's --subspaces, --pq-bits, --opq-iters, --opq-min-gain.
+// --target-ratio, --codec and the product code's --subspaces, --stages, --pq-bits, --opq-iters,
+// --opq-min-gain.
 #pragma once
 
 #include "options.hpp"
@@ -20,6 +21,7 @@ struct CodingArgs {
     std::string target_ratio;
     std::string codec = "auto";
     long long subspaces = 0;
+    long long stages = 0;
     long long pq_bits = 8;
     long long opq_iters = ProductCodeConfig{}.opq_iters;
     double opq_min_gain = ProductCodeConfig{}.opq_min_gain;
@@ -29,7 +31,8 @@ void add_coding_options(po::options_description& options, CodingArgs& args);
 
 // Throws UsageError for a width other than 0, 2, 4, 8, for --bits together with a target, for both
 // targets, for a ratio outside (0, 1] (written 0.125 or 12.5%), for an unknown --codec, for --bits
-// with --codec pq, and for --codec pq without --subspaces or a budget; the parser has already
+// with --codec pq or rq, for --codec pq without --subspaces or a budget, for --codec rq without
+// --stages or a budget, and for --subspaces or --stages with a budget; the parser has already
 // refused widths outside [0, 8] and byte budgets that are not a finite number > 0.
 // Commands call it before they read any input, so that a mistake shows before the work.
 void check_coding_args(const po::variables_map& values, const CodingArgs& args);

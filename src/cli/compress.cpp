@@ -54,9 +54,10 @@ const CommandHelp kCompressHelp{
     "INPUT",
     "Learns M anchors for the vectors in INPUT with an annealed, outlier-robust\n"
     "k-means and stores each vector as the id of its anchor, plus, with --bits,\n"
-    "--codec pq --subspaces or a --target-bytes/--target-ratio budget, a code of its\n"
-    "residual from it: a per-anchor scalar code or a rotated product code, the one\n"
-    "with the lower error on held-out vectors (--codec). The same as `train` then\n"
+    "--codec pq --subspaces, --codec rq --stages or a --target-bytes/--target-ratio\n"
+    "budget, a code of its residual from it: a per-anchor scalar code, a rotated\n"
+    "product code or a residual code of additive stages, the one whose file has\n"
+    "the lowest error (--codec). The same as `train` then\n"
     "`encode` with the model; --anchors-from reuses another file's anchors.\n" + std::string(kInputHelp),
 };
 
@@ -200,7 +201,8 @@ int compress(int argc, char** argv, bool model_only) {
     context.code_seconds = seconds_since(start);
     context.code_training = trained.seconds;
     if (!args.quiet && !trained.candidates.empty()) {
-        std::printf("candidates  measured on held-out vectors (* chosen):\n%s", describe_candidates(trained).c_str());
+        std::printf("candidates  measured on held-out and training vectors (* chosen):\n%s",
+                    describe_candidates(trained).c_str());
     }
     start = std::chrono::steady_clock::now();
     const Activity writing("writing -o " + args.output);

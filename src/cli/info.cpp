@@ -44,6 +44,7 @@ nlohmann::json describe_product_codes(const ProductCodebook& book) {
     return {{"description", describe_product(book)},
             {"bits", book.bits},
             {"subspaces", book.subspaces()},
+            {"stages", book.stages},
             {"rotated_dims", book.coded_dims()},
             {"code_bytes", book.code_bytes()}};
 }

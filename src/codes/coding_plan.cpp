@@ -17,6 +17,8 @@ const char* codec_family_name(CodecFamily family) {
         return "scalar";
     case CodecFamily::product:
         return "pq";
+    case CodecFamily::residual:
+        return "rq";
     case CodecFamily::automatic:
         break;
     }
@@ -24,27 +26,31 @@ const char* codec_family_name(CodecFamily family) {
 }
 
 CodecFamily parse_codec_family(const std::string& name) {
-    for (const CodecFamily family : {CodecFamily::automatic, CodecFamily::scalar, CodecFamily::product}) {
+    for (const CodecFamily family :
+         {CodecFamily::automatic, CodecFamily::scalar, CodecFamily::product, CodecFamily::residual}) {
         if (name == codec_family_name(family)) {
             return family;
         }
     }
-    throw Error("unknown codec '" + name + "' (expected auto, scalar or pq)");
+    throw Error("unknown codec '" + name + "' (expected auto, scalar, pq or rq)");
 }
 
 namespace {
 
-// Rows a budget's candidates are measured on, and the rest, which the product codes train on.
+// Rows a budget's candidates are measured on, and the rest, which the product codes train on; `seen`
+// is as many of the training rows as are held out, spread evenly over them, for the error of the
+// rows a codebook trained on.
 struct HeldOut {
     std::vector<std::uint32_t> measured;
     std::vector<std::uint32_t> training;
+    std::vector<std::uint32_t> seen;
 };
 
 HeldOut hold_out(std::size_t n, std::size_t most, std::uint64_t seed) {
     const std::size_t count = std::max<std::size_t>(1, std::min(most, n / 10));
     std::vector<std::uint32_t> order(n);
     std::iota(order.begin(), order.end(), 0u);
-    Random random(seed);
+    Random random(stream_seed(seed, RandomStream::held_out));
     for (std::size_t i = 0; i < count; ++i) {
         std::swap(order[i], order[i + random.below(n - i)]);
     }
@@ -56,6 +62,10 @@ HeldOut hold_out(std::size_t n, std::size_t most, std::uint64_t seed) {
     // A set too small to split is measured on the rows it trains on.
     if (out.training.empty()) {
         out.training = out.measured;
+    }
+    const std::size_t seen = std::min(count, out.training.size());
+    for (std::size_t i = 0; i < seen; ++i) {
+        out.seen.push_back(out.training[i * out.training.size() / seen]);
     }
     return out;
 }
@@ -103,34 +113,81 @@ double scalar_mse(const ResidualCodes& ranges, const Matrix& points, const Matri
     return mean_error(points, [&](std::size_t i, float* out) { decode_row(anchors, codes, assignments[i], i, out); });
 }
 
+// The shape of a product or residual code: b bits, M sub-spaces, S stages.
+struct ProductShape {
+    unsigned bits = 8;
+    std::size_t subspaces = 1;
+    std::size_t stages = 1;
+};
+
 ProductCodebook train_product(const Matrix& training, const Matrix& anchors,
                               const std::vector<std::uint32_t>& assignments, ProductCodeConfig config,
-                              unsigned bits, std::size_t subspaces, Backend& backend, StageSeconds& seconds) {
-    config.bits = bits;
-    config.subspaces = subspaces;
+                              const ProductShape& shape, Backend& backend, StageSeconds& seconds) {
+    config.bits = shape.bits;
+    config.subspaces = shape.subspaces;
+    config.stages = shape.stages;
     return train_product_codebook(training, anchors, assignments, config, backend, &seconds);
 }
 
-std::string product_description(unsigned bits, std::size_t subspaces) {
-    return "pq M = " + std::to_string(subspaces) + " x " + std::to_string(bits) + " bits";
+std::string product_description(const ProductShape& shape) {
+    if (shape.subspaces == 1 && shape.stages > 1) {
+        return "rq S = " + std::to_string(shape.stages) + " x " + std::to_string(shape.bits) + " bits";
+    }
+    const std::string stages = shape.stages > 1 ? " in " + std::to_string(shape.stages) + " stages" : "";
+    return "pq M = " + std::to_string(shape.subspaces) + " x " + std::to_string(shape.bits) + " bits" + stages;
 }
 
 TrainedCoding fixed_coding(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
                            const CodingSpec& spec, Backend& backend) {
     TrainedCoding out;
-    if (spec.family == CodecFamily::product) {
-        if (spec.product.subspaces == 0) {
+    if (spec.family == CodecFamily::product || spec.family == CodecFamily::residual) {
+        const bool residual = spec.family == CodecFamily::residual;
+        if (!residual && spec.product.subspaces == 0) {
             throw Error("the product code needs a number of sub-spaces or a byte budget");
         }
+        if (residual && spec.product.stages < 2) {
+            throw Error("the residual code needs at least 2 stages or a byte budget");
+        }
         out.codec = ResidualCodec::product;
-        out.product = train_product(points, anchors, assignments, spec.product, spec.product.bits,
-                                    spec.product.subspaces, backend, out.seconds);
+        const ProductShape shape{spec.product.bits, residual ? 1 : spec.product.subspaces, spec.product.stages};
+        out.product = train_product(points, anchors, assignments, spec.product, shape, backend, out.seconds);
     } else if (spec.scalar_bits > 0) {
         out.codec = ResidualCodec::scalar;
         out.scalar = learn_residual_ranges(points, anchors, assignments,
                                            std::vector<std::uint8_t>(points.cols, static_cast<std::uint8_t>(spec.scalar_bits)));
     }
     return out;
+}
+
+// The product and residual codes a budget of `bytes` whole code bytes beside the ids allows.
+std::vector<ProductShape> product_shapes(CodecFamily family, std::size_t bytes, std::size_t d) {
+    std::vector<ProductShape> out;
+    if (family == CodecFamily::automatic || family == CodecFamily::product) {
+        for (const unsigned bits : {8u, 4u}) {
+            // Whole code bytes: an odd number of 4-bit codes still takes its last byte.
+            const std::size_t subspaces = bytes * 8 / bits;
+            // A sub-space of one rotated dimension is a scalar code; the scalar family covers those rates.
+            if (subspaces > 0 && 2 * subspaces <= d) {
+                out.push_back({bits, subspaces, 1});
+            }
+        }
+    }
+    // One stage of one sub-space is the product code of M = 1.
+    if ((family == CodecFamily::automatic || family == CodecFamily::residual) && bytes >= 2) {
+        out.push_back({8, 1, bytes});
+    }
+    return out;
+}
+
+// The rows a candidate is measured on, with their assignments.
+struct Sample {
+    Matrix points;
+    std::vector<std::uint32_t> assignments;
+};
+
+Sample sample_of(const Matrix& points, const std::vector<std::uint32_t>& assignments,
+                 const std::vector<std::uint32_t>& rows) {
+    return {select_rows(points, rows), pick(assignments, rows)};
 }
 
 }  // namespace
@@ -149,12 +206,25 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
         return out;
     }
     const HeldOut rows = hold_out(n, spec.held_out, spec.product.kmeans.seed);
-    const Matrix measured = select_rows(points, rows.measured);
-    const std::vector<std::uint32_t> measured_assignments = pick(assignments, rows.measured);
+    const Sample held_out = sample_of(points, assignments, rows.measured);
+    const Sample seen = sample_of(points, assignments, rows.seen);
+    // The file codes the held-out rows with a codebook that never saw them and the training rows
+    // with one that trained on them (or on a sample of them): its error weighs the two by their
+    // counts.
+    const double held_out_share = rows.training == rows.measured
+                                      ? 0.0
+                                      : static_cast<double>(rows.measured.size()) / static_cast<double>(n);
+    const auto measure = [&](CodingCandidate& candidate, auto mse_of) {
+        out.seconds.time("measure", [&] {
+            candidate.held_out_mse = mse_of(held_out);
+            const double seen_mse = rows.training == rows.measured ? candidate.held_out_mse : mse_of(seen);
+            candidate.file_mse = held_out_share * candidate.held_out_mse + (1.0 - held_out_share) * seen_mse;
+        });
+    };
 
     std::vector<ResidualCodes> scalars;
     std::vector<ProductCodebook> products;
-    if (spec.family != CodecFamily::product) {
+    if (spec.family == CodecFamily::automatic || spec.family == CodecFamily::scalar) {
         const std::size_t bytes = residual_bytes_within(*spec.budget_bytes, n, anchors.rows, d);
         const std::vector<std::uint8_t> widths = out.seconds.time("scalar", [&] {
             return allocate_widths(points, anchors, assignments, 8 * bytes);
@@ -164,28 +234,24 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
         candidate.codec = ResidualCodec::scalar;
         candidate.description = "scalar " + describe_widths(widths);
         candidate.code_bytes = id_bytes + static_cast<double>(scalars.back().layout.code_bytes);
-        candidate.held_out_mse =
-            out.seconds.time("measure", [&] { return scalar_mse(scalars.back(), measured, anchors, measured_assignments); });
+        measure(candidate, [&](const Sample& sample) {
+            return scalar_mse(scalars.back(), sample.points, anchors, sample.assignments);
+        });
         out.candidates.push_back(candidate);
     }
-    if (spec.family != CodecFamily::scalar) {
+    const std::vector<ProductShape> shapes = product_shapes(spec.family, static_cast<std::size_t>(std::floor(left)), d);
+    if (!shapes.empty()) {
         const Matrix training = select_rows(points, rows.training);
         const std::vector<std::uint32_t> training_assignments = pick(assignments, rows.training);
-        for (const unsigned bits : {8u, 4u}) {
-            // Whole code bytes: an odd number of 4-bit codes still takes its last byte.
-            const auto subspaces = static_cast<std::size_t>(std::floor(left)) * 8 / bits;
-            // A sub-space of one rotated dimension is a scalar code; the scalar family covers those rates.
-            if (subspaces == 0 || 2 * subspaces > d) {
-                continue;
-            }
-            products.push_back(train_product(training, anchors, training_assignments, spec.product, bits, subspaces,
-                                             backend, out.seconds));
+        for (const ProductShape& shape : shapes) {
+            products.push_back(
+                train_product(training, anchors, training_assignments, spec.product, shape, backend, out.seconds));
             CodingCandidate candidate;
             candidate.codec = ResidualCodec::product;
-            candidate.description = product_description(bits, subspaces);
+            candidate.description = product_description(shape);
             candidate.code_bytes = id_bytes + static_cast<double>(products.back().code_bytes());
-            candidate.held_out_mse = out.seconds.time("measure", [&] {
-                return product_mse(products.back(), measured, anchors, measured_assignments, backend);
+            measure(candidate, [&](const Sample& sample) {
+                return product_mse(products.back(), sample.points, anchors, sample.assignments, backend);
             });
             out.candidates.push_back(candidate);
         }
@@ -196,7 +262,7 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
     }
     std::size_t best = 0;
     for (std::size_t c = 1; c < out.candidates.size(); ++c) {
-        if (out.candidates[c].held_out_mse < out.candidates[best].held_out_mse) {
+        if (out.candidates[c].file_mse < out.candidates[best].file_mse) {
             best = c;
         }
     }

@@ -30,40 +30,44 @@ void check_shape(const ProductCodebook& book, std::size_t d) {
         fail("rotation has " + std::to_string(book.rotation.cols) + " columns for " + std::to_string(d) +
              "-dimensional vectors");
     }
-    if (book.centroids.rows != (std::size_t{1} << book.bits) || book.centroids.cols != book.coded_dims()) {
+    if (book.stages == 0 || book.centroids.rows != book.stages * book.table() ||
+        book.centroids.cols != book.coded_dims()) {
         fail("centroids are " + std::to_string(book.centroids.rows) + " x " + std::to_string(book.centroids.cols) +
-             ", expected " + std::to_string(std::size_t{1} << book.bits) + " x " +
+             ", expected " + std::to_string(book.stages) + " stages x " + std::to_string(book.table()) + " x " +
              std::to_string(book.coded_dims()));
     }
 }
 
 constexpr std::size_t kMaxTable = std::size_t{1} << 8;
 
-// The centroids transposed, p x 2^b, so that one rotated coordinate meets every centroid's in a row
-// and the distances of all 2^b centroids add up side by side (each still in increasing t).
+// The centroids transposed, p x S 2^b, so that one rotated coordinate meets every centroid's in a
+// row and the distances of a stage's 2^b centroids add up side by side (each still in increasing t).
 std::vector<double> transposed_centroids(const ProductCodebook& book) {
-    const std::size_t table = book.centroids.rows;
+    const std::size_t rows = book.centroids.rows;
     const std::size_t p = book.coded_dims();
-    std::vector<double> out(p * table);
-    for (std::size_t c = 0; c < table; ++c) {
+    std::vector<double> out(p * rows);
+    for (std::size_t c = 0; c < rows; ++c) {
         for (std::size_t t = 0; t < p; ++t) {
-            out[t * table + c] = book.centroids.row(c)[t];
+            out[t * rows + c] = book.centroids.row(c)[t];
         }
     }
     return out;
 }
 
-// Row z's nearest centroid in every sub-space, into ids[0..M).
+// Row u's codes, stage by stage, into ids[0..S M); u (p values) is left with what no stage coded.
 VLATTICE_ALSO_FOR_X86_64_V3
-void nearest_centroids(const ProductCodebook& book, const std::vector<double>& columns, const float* z,
-                       std::uint8_t* ids) {
-    const std::size_t table = book.centroids.rows;
+void nearest_centroids(const ProductCodebook& book, const std::vector<double>& columns, float* u, std::uint8_t* ids) {
+    const std::size_t table = book.table();
+    const std::size_t stride = book.centroids.rows;
+    const std::size_t subspaces = book.subspaces();
     double distance[kMaxTable];
-    for (std::size_t j = 0; j < book.subspaces(); ++j) {
+    for (std::size_t j = 0; j < book.codes(); ++j) {
+        const std::size_t stage = j / subspaces;
+        const std::size_t sub = j % subspaces;
         std::fill(distance, distance + table, 0.0);
-        for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
-            const double value = z[t];
-            const double* column = columns.data() + t * table;
+        for (std::size_t t = book.bounds[sub]; t < book.bounds[sub + 1]; ++t) {
+            const double value = u[t];
+            const double* column = columns.data() + t * stride + stage * table;
             for (std::size_t c = 0; c < table; ++c) {
                 const double diff = value - column[c];
                 distance[c] += diff * diff;
@@ -76,6 +80,12 @@ void nearest_centroids(const ProductCodebook& book, const std::vector<double>& c
             }
         }
         ids[j] = static_cast<std::uint8_t>(best);
+        if (stage + 1 < book.stages) {
+            const float* centroid = book.centroid(j, static_cast<unsigned>(best));
+            for (std::size_t t = book.bounds[sub]; t < book.bounds[sub + 1]; ++t) {
+                u[t] = u[t] - centroid[t];
+            }
+        }
     }
 }
 
@@ -83,14 +93,14 @@ void nearest_centroids(const ProductCodebook& book, const std::vector<double>& c
 
 std::vector<std::uint8_t> pack_product_codes(const ProductCodebook& book, const std::vector<std::uint8_t>& ids,
                                              std::size_t n) {
-    const std::size_t subspaces = book.subspaces();
+    const std::size_t count = book.codes();
     const std::size_t bytes = book.code_bytes();
     std::vector<std::uint8_t> codes(n * bytes, 0);
-#pragma omp parallel for schedule(static) if (n * subspaces >= kParallelValues)
+#pragma omp parallel for schedule(static) if (n * count >= kParallelValues)
     for (std::size_t i = 0; i < n; ++i) {
-        const std::uint8_t* row = ids.data() + i * subspaces;
+        const std::uint8_t* row = ids.data() + i * count;
         std::uint8_t* code = codes.data() + i * bytes;
-        for (std::size_t j = 0; j < subspaces; ++j) {
+        for (std::size_t j = 0; j < count; ++j) {
             if (book.bits == 8) {
                 code[j] = row[j];
             } else {
@@ -104,13 +114,13 @@ std::vector<std::uint8_t> pack_product_codes(const ProductCodebook& book, const 
 std::vector<std::uint8_t> encode_product_on_cpu(const ProductCodebook& book, const Matrix& points,
                                                 const Matrix& anchors, const std::vector<std::uint32_t>& assignments) {
     const std::size_t n = points.rows;
-    const std::size_t subspaces = book.subspaces();
-    const Matrix rotated = rotate_residuals(book, points, anchors, assignments);
+    const std::size_t count = book.codes();
+    Matrix rotated = rotate_residuals(book, points, anchors, assignments);
     const std::vector<double> columns = transposed_centroids(book);
-    std::vector<std::uint8_t> ids(n * subspaces);
+    std::vector<std::uint8_t> ids(n * count);
 #pragma omp parallel for schedule(static) if (n * book.coded_dims() * book.centroids.rows >= kParallelValues)
     for (std::size_t i = 0; i < n; ++i) {
-        nearest_centroids(book, columns, rotated.row(i), ids.data() + i * subspaces);
+        nearest_centroids(book, columns, rotated.row(i), ids.data() + i * count);
     }
     return pack_product_codes(book, ids, n);
 }

@@ -61,10 +61,14 @@ void check_shapes(const ProductCodebook& book, std::size_t d) {
         throw Error("section ROTN: the rotation is " + shape(book.rotation) + ", not p x d = " + std::to_string(p) +
                     " x " + std::to_string(d));
     }
-    const std::size_t centroids = std::size_t{1} << book.bits;
+    if (book.stages == 0) {
+        throw Error("section CDBK: no stages (S must be at least 1)");
+    }
+    const std::size_t centroids = book.stages * book.table();
     if (book.centroids.rows != centroids || book.centroids.cols != p || book.centroids.data.size() != centroids * p) {
-        throw Error("section CDBK: the centroids are " + shape(book.centroids) + ", not 2^b x p = " +
-                    std::to_string(centroids) + " x " + std::to_string(p));
+        throw Error("section CDBK: the centroids are " + shape(book.centroids) +
+                    (book.stages > 1 ? ", not S 2^b x p = " : ", not 2^b x p = ") + std::to_string(centroids) +
+                    " x " + std::to_string(p));
     }
 }
 
@@ -119,21 +123,24 @@ void check_orthonormal(const Matrix& rotation) {
     }
 }
 
-// With orthonormal rows |R[t][k]| <= 1, so |s[k]| <= sum over t of |z[t]| <= sum over t of the
-// largest |centroid value| in column t. Half of FLT_MAX leaves room for the rows' 1e-4 slack and the
-// float rounding of the sums (relative p * 2^-24 at most), so every decoded value is finite.
+// With orthonormal rows |R[t][k]| <= 1, so |s[k]| <= sum over t of |z[t]| <= sum over t and over the
+// stages of the largest |centroid value| in column t. Half of FLT_MAX leaves room for the rows' 1e-4
+// slack and the float rounding of the sums (relative (p + S) * 2^-24 at most), so every decoded value
+// is finite.
 void check_decode_bound(const ProductCodebook& book, double anchor_bound) {
     const Matrix& centroids = book.centroids;
-    std::vector<double> largest(centroids.cols, 0.0);
-    for (std::size_t c = 0; c < centroids.rows; ++c) {
-        const float* row = centroids.row(c);
-        for (std::size_t t = 0; t < centroids.cols; ++t) {
-            largest[t] = std::max(largest[t], std::abs(static_cast<double>(row[t])));
-        }
-    }
     double bound = 0.0;
-    for (const double value : largest) {
-        bound += value;
+    for (std::size_t stage = 0; stage < book.stages; ++stage) {
+        std::vector<double> largest(centroids.cols, 0.0);
+        for (std::size_t c = 0; c < book.table(); ++c) {
+            const float* row = centroids.row(stage * book.table() + c);
+            for (std::size_t t = 0; t < centroids.cols; ++t) {
+                largest[t] = std::max(largest[t], std::abs(static_cast<double>(row[t])));
+            }
+        }
+        for (const double value : largest) {
+            bound += value;
+        }
     }
     const double limit = static_cast<double>(FLT_MAX) / 2.0;
     if (!(anchor_bound + bound < limit)) {
@@ -156,13 +163,14 @@ void check_product_codebook(const ProductCodebook& book, std::size_t d, double a
 void check_product_code_bytes(const ProductCodes& codes, std::uint64_t n) {
     const ProductCodebook& book = codes.book;
     const std::size_t bytes = book.code_bytes();
-    const std::string layout = "M = " + std::to_string(book.subspaces()) + " codes of " +
-                               std::to_string(book.bits) + " bits";
+    const std::string count = book.stages > 1 ? "S x M = " + std::to_string(book.stages) + " x " : "M = ";
+    const std::string layout =
+        count + std::to_string(book.subspaces()) + " codes of " + std::to_string(book.bits) + " bits";
     if (bytes == 0 || n > std::numeric_limits<std::size_t>::max() / bytes || codes.codes.size() != n * bytes) {
         throw Error("section CODE: " + std::to_string(codes.codes.size()) + " code bytes are not n = " +
                     std::to_string(n) + " codes of " + std::to_string(bytes) + " bytes (" + layout + ")");
     }
-    const unsigned used = static_cast<unsigned>((book.subspaces() * book.bits) % 8);
+    const unsigned used = static_cast<unsigned>((book.codes() * book.bits) % 8);
     if (used == 0) {
         return;
     }
@@ -179,8 +187,9 @@ void check_product_code_bytes(const ProductCodes& codes, std::uint64_t n) {
 }
 
 std::string describe_product(const ProductCodebook& book) {
-    return "M = " + std::to_string(book.subspaces()) + " x " + std::to_string(book.bits) + " bits over " +
-           std::to_string(book.coded_dims()) + " rotated dimensions";
+    const std::string stages = book.stages > 1 ? " in " + std::to_string(book.stages) + " stages" : "";
+    return "M = " + std::to_string(book.subspaces()) + " x " + std::to_string(book.bits) + " bits" + stages +
+           " over " + std::to_string(book.coded_dims()) + " rotated dimensions";
 }
 
 }  // namespace vlattice

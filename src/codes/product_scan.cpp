@@ -25,13 +25,14 @@ Matrix transposed(const Matrix& a) {
     return t;
 }
 
-// out[c] <- sum over k < count of rows[k][c] * x[k], in k order, for c < width: each out[c] is its
-// own sum in its own order, and the loop over c vectorises.
+// out[c] <- sum over k < count of rows[k][c] * x[k], in k order, for c < width, row k at
+// rows + k * stride: each out[c] is its own sum in its own order, and the loop over c vectorises.
 VLATTICE_ALSO_FOR_X86_64_V3
-void ordered_columns(const float* rows, std::size_t width, const float* x, std::size_t count, float* out) {
+void ordered_columns(const float* rows, std::size_t width, std::size_t stride, const float* x, std::size_t count,
+                     float* out) {
     std::fill(out, out + width, 0.0f);
     for (std::size_t k = 0; k < count; ++k) {
-        const float* row = rows + k * width;
+        const float* row = rows + k * stride;
         const float xk = x[k];
         for (std::size_t c = 0; c < width; ++c) {
             out[c] += row[c] * xk;
@@ -39,15 +40,13 @@ void ordered_columns(const float* rows, std::size_t width, const float* x, std::
     }
 }
 
-// e = sum over t of z[t] * (z[t] + 2 * rc[t]), z[t] the centroid value of the vector's code.
-float vector_extra(const ProductCodebook& book, const std::uint8_t* code, const float* rc) {
+// e = sum over t of z[t] * (z[t] + 2 * rc[t]), z = code_values of the vector's code; `z` holds p
+// floats of scratch.
+float vector_extra(const ProductCodebook& book, const std::uint8_t* code, const float* rc, float* z) {
+    code_values(book, code, z);
     float e = 0.0f;
-    for (std::size_t j = 0; j < book.subspaces(); ++j) {
-        const float* centroid = book.centroids.row(product_code(code, book.bits, j));
-        for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
-            const float z = centroid[t];
-            e += z * (z + 2.0f * rc[t]);
-        }
+    for (std::size_t t = 0; t < book.coded_dims(); ++t) {
+        e += z[t] * (z[t] + 2.0f * rc[t]);
     }
     return e;
 }
@@ -105,16 +104,19 @@ ProductTables::ProductTables(const ProductCodebook& book)
     : book_(book), rotation_t_(transposed(book.rotation)), centroids_t_(transposed(book.centroids)) {}
 
 void ProductTables::rotate(const float* x, float* rotated) const {
-    ordered_columns(rotation_t_.data.data(), rotation_t_.cols, x, rotation_t_.rows, rotated);
+    ordered_columns(rotation_t_.data.data(), rotation_t_.cols, rotation_t_.cols, x, rotation_t_.rows, rotated);
 }
 
 void ProductTables::byte_tables(const float* rotated, float* tables, float* sub) const {
-    const std::size_t count = std::size_t{1} << book_.bits;
+    const std::size_t count = book_.table();
+    const std::size_t codes = book_.codes();
     const std::size_t subspaces = book_.subspaces();
-    // Q_j of one sub-space, into sub + offset.
+    // Q_j of one code, into `out`.
     const auto subspace_table = [&](std::size_t j, float* out) {
-        const std::size_t first = book_.bounds[j];
-        ordered_columns(centroids_t_.row(first), count, rotated + first, book_.bounds[j + 1] - first, out);
+        const std::size_t sub = j % subspaces;
+        const std::size_t first = book_.bounds[sub];
+        ordered_columns(centroids_t_.row(first) + j / subspaces * count, count, centroids_t_.cols, rotated + first,
+                        book_.bounds[sub + 1] - first, out);
     };
     for (std::size_t b = 0; b < book_.code_bytes(); ++b) {
         float* table = tables + b * kByteValues;
@@ -125,7 +127,7 @@ void ProductTables::byte_tables(const float* rotated, float* tables, float* sub)
         const float* low = sub;
         const float* high = sub + 16;
         subspace_table(2 * b, sub);
-        const bool pair = 2 * b + 1 < subspaces;
+        const bool pair = 2 * b + 1 < codes;
         if (pair) {
             subspace_table(2 * b + 1, sub + 16);
         }
@@ -162,6 +164,7 @@ ProductScan product_scan(const VlatFile& file) {
 #pragma omp parallel
     {
         std::vector<float> rc(book.coded_dims());
+        std::vector<float> z(book.coded_dims());
 #pragma omp for schedule(dynamic, 16)
         for (std::ptrdiff_t a = 0; a < m; ++a) {
             const std::size_t first = scan.lists.start[a];
@@ -171,7 +174,8 @@ ProductScan product_scan(const VlatFile& file) {
             }
             tables.rotate(file.anchors.row(static_cast<std::size_t>(a)), rc.data());
             for (std::size_t p = first; p < end; ++p) {
-                scan.extra[p] = vector_extra(book, file.product.codes.data() + std::size_t{members[p]} * cb, rc.data());
+                scan.extra[p] =
+                    vector_extra(book, file.product.codes.data() + std::size_t{members[p]} * cb, rc.data(), z.data());
             }
         }
     }

@@ -56,7 +56,7 @@ public:
 private:
     const ProductCodebook& book_;
     Matrix rotation_t_;   // d x p
-    Matrix centroids_t_;  // p x 2^bits
+    Matrix centroids_t_;  // p x S 2^bits
 };
 
 }  // namespace vlattice

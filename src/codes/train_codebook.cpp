@@ -1,4 +1,5 @@
-// Training a product codebook: a PCA start, then rounds of OPQ (include/vlattice/product_codes.hpp).
+// Training a product codebook: a PCA start, then rounds of OPQ, then the later additive stages
+// (include/vlattice/product_codes.hpp).
 #include "vlattice/product_codes.hpp"
 
 #include "codes/pca_rotation.hpp"
@@ -40,6 +41,9 @@ void check_config(const ProductCodeConfig& config, std::size_t n, std::size_t d)
         throw Error("subspaces is " + std::to_string(config.subspaces) + " but the vectors have only " +
                     std::to_string(d) + " dimensions; use at most " + std::to_string(d));
     }
+    if (config.stages == 0) {
+        throw Error("stages must be at least 1 to train product codes, got 0");
+    }
     if (config.opq_iters < 0) {
         throw Error("opq-iters must be >= 0, got " + std::to_string(config.opq_iters));
     }
@@ -57,7 +61,7 @@ Matrix sample_residuals(const Matrix& points, const Matrix& anchors, const std::
                         std::size_t sample, std::uint64_t seed) {
     const std::size_t n = points.rows;
     const std::size_t d = points.cols;
-    Random random(seed);
+    Random random(stream_seed(seed, RandomStream::code_training));
     std::vector<std::size_t> rows = draw_sample(n, sample == 0 ? n : std::min(sample, n), random);
     std::sort(rows.begin(), rows.end());
     Matrix residuals(rows.size(), d);
@@ -66,6 +70,39 @@ Matrix sample_residuals(const Matrix& points, const Matrix& anchors, const std::
         residual_of(points, anchors, assignments, rows[s], residuals.row(s));
     }
     return residuals;
+}
+
+// What the stages so far left of the rotated sample: u[t] <- u[t] - decoded[t], as encoding does.
+void subtract(Matrix& left, const Matrix& decoded) {
+#pragma omp parallel for schedule(static) if (left.data.size() >= kParallelValues)
+    for (std::size_t e = 0; e < left.data.size(); ++e) {
+        left.data[e] = left.data[e] - decoded.data[e];
+    }
+}
+
+// Stages 1 .. S - 1, each trained on what the stages before it left of the rotated sample, with
+// seeds past those of the stages before.
+void train_later_stages(ProductCodebook& book, Matrix left, const Matrix& first_decoded,
+                        const ProductCodeConfig& config, Backend& backend, StageSeconds* seconds) {
+    if (config.stages == 1) {
+        return;
+    }
+    subtract(left, first_decoded);
+    Matrix centroids(config.stages * book.table(), book.coded_dims());
+    std::copy(book.centroids.data.begin(), book.centroids.data.end(), centroids.data.begin());
+    for (std::size_t stage = 1; stage < config.stages; ++stage) {
+        AnnealConfig kmeans = config.kmeans;
+        kmeans.seed = config.kmeans.seed + stage * book.subspaces();
+        SubspaceCentroids trained = timed(seconds, "pq.stages", [&] {
+            return train_subspace_centroids(left, book.bounds, book.bits, kmeans, backend);
+        });
+        std::copy(trained.centroids.data.begin(), trained.centroids.data.end(), centroids.row(stage * book.table()));
+        if (stage + 1 < config.stages) {
+            subtract(left, trained.decoded);
+        }
+    }
+    book.centroids = std::move(centroids);
+    book.stages = config.stages;
 }
 
 }  // namespace
@@ -85,7 +122,8 @@ ProductCodebook train_product_codebook(const Matrix& points, const Matrix& ancho
     const AnnealConfig steering = steering_fits(config.kmeans);
     double previous_error = 0.0;
     Matrix previous_rotation;
-    bool settled = config.opq_iters == 0;
+    // A rotation moves one sub-space's points rigidly, which does not change their k-means.
+    bool settled = config.opq_iters == 0 || book.subspaces() == 1;
     for (int round = 0;; ++round) {
         const Matrix rotated =
             timed(seconds, "pq.rotate", [&] { return backend.rotate_rows(book.rotation, residuals); });
@@ -95,6 +133,7 @@ ProductCodebook train_product_codebook(const Matrix& points, const Matrix& ancho
         });
         book.centroids = std::move(trained.centroids);
         if (settled) {
+            train_later_stages(book, rotated, trained.decoded, config, backend, seconds);
             return book;
         }
         // The steering fits of every round start from the same seeds, so their errors compare. A

@@ -1,9 +1,9 @@
-// libFuzzer target for .vlat files, seeded with version 3 files (product codes) and models as well
-// as files of versions 1 and 2: the input is the file, its checksums recomputed first
-// (vlat_checksums.hpp) so that the fuzzer reaches the checks behind them. Each input must load or
-// fail with vlattice::Error. One that loads must decode to finite values, and the writer, which
-// refuses only contents that would not read back, must write it and read it back the same: a
-// reader that accepts what the writer refuses (or the other way round) is a finding.
+// libFuzzer target for .vlat files, seeded with version 3 and 4 files (product codes, additive
+// stages) and models as well as files of versions 1 and 2: the input is the file, its checksums
+// recomputed first (vlat_checksums.hpp) so that the fuzzer reaches the checks behind them. Each
+// input must load or fail with vlattice::Error. One that loads must decode to finite values, and the
+// writer, which refuses only contents that would not read back, must write it and read it back the
+// same: a reader that accepts what the writer refuses (or the other way round) is a finding.
 #include "input_file.hpp"
 #include "vlat_checksums.hpp"
 
@@ -46,7 +46,8 @@ bool same_contents(const VlatFile& a, const VlatFile& b) {
            a.codec == b.codec && same_bits(a.anchors, b.anchors) && a.assignments == b.assignments &&
            a.residuals.layout.bits == b.residuals.layout.bits && same_bits(a.residuals.offset, b.residuals.offset) &&
            same_bits(a.residuals.step, b.residuals.step) && a.residuals.codes == b.residuals.codes &&
-           a.product.book.bits == b.product.book.bits && a.product.book.bounds == b.product.book.bounds &&
+           a.product.book.bits == b.product.book.bits && a.product.book.stages == b.product.book.stages &&
+           a.product.book.bounds == b.product.book.bounds &&
            same_bits(a.product.book.rotation, b.product.book.rotation) &&
            same_bits(a.product.book.centroids, b.product.book.centroids) && a.product.codes == b.product.codes &&
            same_metadata;
