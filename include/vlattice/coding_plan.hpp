@@ -60,13 +60,13 @@ struct TrainedCoding {
 // Trains the coding `spec` asks for, for the anchors as a file stores them and the nearest-anchor
 // assignments of `points`. With a budget it trains every candidate that fits (scalar widths from
 // rate.hpp; product codes of 8 and of 4 bits with as many sub-spaces as the bytes allow, at least
-// 2 rotated dimensions each; a residual code of as many 8-bit stages as the bytes allow, at least 2)
-// on the rows not held out and keeps the one whose file will have the lowest error: a codebook codes
-// the rows it trained on better than the rest (a residual code's stages, 2^b centroids over every
-// dimension each, learn much of the training rows themselves), so each candidate is measured on the
-// held-out rows, which the file codes with a codebook that never saw them, and on as many training
-// rows, and the two errors are weighed by the rows of the file they stand for. Never exceeds the
-// budget. Throws Error when nothing fits it.
+// 2 rotated dimensions each; a residual code of as many 8-bit stages as the bytes allow, 2 to 64,
+// which auto tries only up to 64 bytes) on the rows not held out and keeps the one whose file will
+// have the lowest error: a codebook codes the rows it trained on better than the rest (a residual
+// code's stages, 2^b centroids over every dimension each, learn much of the training rows
+// themselves), so each candidate is measured on the held-out rows, which the file codes with a
+// codebook that never saw them, and on as many training rows, and the two errors are weighed by the
+// rows of the file they stand for. Never exceeds the budget. Throws Error when nothing fits it.
 TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
                            const CodingSpec& spec, Backend& backend);
 

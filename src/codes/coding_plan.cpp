@@ -159,6 +159,8 @@ TrainedCoding fixed_coding(const Matrix& points, const Matrix& anchors, const st
     return out;
 }
 
+constexpr std::size_t kMostBudgetStages = 64;
+
 // The product and residual codes a budget of `bytes` whole code bytes beside the ids allows.
 std::vector<ProductShape> product_shapes(CodecFamily family, std::size_t bytes, std::size_t d) {
     std::vector<ProductShape> out;
@@ -172,8 +174,12 @@ std::vector<ProductShape> product_shapes(CodecFamily family, std::size_t bytes, 
             }
         }
     }
-    // One stage of one sub-space is the product code of M = 1.
-    if ((family == CodecFamily::automatic || family == CodecFamily::residual) && bytes >= 2) {
+    // One stage of one sub-space is the product code of M = 1. Each stage is a k-means over every
+    // coded dimension, so a budget trains at most kMostBudgetStages of them; auto leaves larger
+    // budgets to the product code, whose sub-spaces cost a k-means over a few dimensions each.
+    if (family == CodecFamily::residual && bytes >= 2) {
+        out.push_back({8, 1, std::min(bytes, kMostBudgetStages)});
+    } else if (family == CodecFamily::automatic && bytes >= 2 && bytes <= kMostBudgetStages) {
         out.push_back({8, 1, bytes});
     }
     return out;
