@@ -278,7 +278,7 @@ def main():
                     help="code bytes per vector, or shares of float32 (4 d bytes) such as 1.6%% rounded to "
                          f"the nearest byte; comma-separated (default {DEFAULT_BUDGETS.replace('%', '%%')})")
     ap.add_argument("--anchors", type=int, default=1024, help="vlattice -m; 0 leaves vlattice's default (default 1024)")
-    ap.add_argument("--vlattice-codec", choices=["auto", "scalar", "pq"],
+    ap.add_argument("--vlattice-codec", choices=["auto", "scalar", "pq", "rq"],
                     help="pass --codec to vlattice compress (default: not passed)")
     ap.add_argument("--nprobe", default="1,4,16,64", help="nprobe values of vlattice's own search (default 1,4,16,64)")
     ap.add_argument("--faiss-families", default=",".join(faiss_peer.FAMILIES),

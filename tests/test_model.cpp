@@ -71,7 +71,7 @@ TEST_CASE("a budget is never exceeded, and the chosen code is the candidate with
         CHECK(code_bytes_per_vector(file) <= *spec.budget_bytes);
         for (const CodingCandidate& candidate : trained.candidates) {
             CHECK(candidate.code_bytes <= *spec.budget_bytes);
-            CHECK(trained.candidates[trained.chosen].file_mse <= candidate.file_mse);
+            CHECK(trained.candidates[trained.chosen].held_out_mse <= candidate.held_out_mse);
         }
         if (!trained.candidates.empty()) {
             CHECK(file.codec == trained.candidates[trained.chosen].codec);

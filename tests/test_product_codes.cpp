@@ -439,6 +439,14 @@ TEST_CASE("product-code training and encoding reject what they cannot do", "[pro
     CHECK_THROWS_WITH(train(0, 8), Contains("subspaces must be at least 1"));
     CHECK_THROWS_WITH(train(2, 6), Contains("pq-bits is 6"));
     CHECK_THROWS_WITH(train(2, 16), Contains("pq-bits is 16"));
+    ProductCodeConfig no_stages = product_config(1, 8, 0, s);
+    no_stages.stages = 0;
+    CHECK_THROWS_WITH(train_product_codebook(a.points, a.anchors, a.assignments, no_stages, *backend),
+                      Contains("stages must be at least 1"));
+    ProductCodeConfig all_trimmed = product_config(1, 8, 0, s);
+    all_trimmed.residual_trim = 1.0;
+    CHECK_THROWS_WITH(train_product_codebook(a.points, a.anchors, a.assignments, all_trimmed, *backend),
+                      Contains("residual_trim must be in [0, 1), got 1"));
 
     std::vector<std::uint32_t> wrong = a.assignments;
     wrong[17] = 3;
@@ -517,6 +525,8 @@ TEST_CASE("residual stages: a planted two-stage code is recovered exactly", "[pr
     }
     ProductCodeConfig config = product_config(1, 4, 0, s);
     config.stages = 2;
+    // Plain means: a trimmed mean of a coarse cluster is not the point its members sit around.
+    config.residual_trim = 0.0;
     auto backend = make_cpu_backend(1);
     const ProductCodes coded = trained_codes(a, config, *backend);
     REQUIRE(coded.book.stages == 2);

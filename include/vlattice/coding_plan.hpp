@@ -41,9 +41,9 @@ struct CodingCandidate {
     ResidualCodec codec = ResidualCodec::none;
     std::string description;  // "product M = 30 x 8 bits", "scalar 392 x 4 bits"
     double code_bytes = 0.0;  // per vector, the id included
-    double held_out_mse = 0.0;  // on rows held out of its training
+    double held_out_mse = 0.0;  // on rows held out of its training: what a budget minimises
     // The file's error, estimated: the held-out rows' error and that of as many training rows, each
-    // weighed by how many of the file's rows it stands for. What a budget minimises.
+    // weighed by how many of the file's rows it stands for.
     double file_mse = 0.0;
 };
 
@@ -61,12 +61,13 @@ struct TrainedCoding {
 // assignments of `points`. With a budget it trains every candidate that fits (scalar widths from
 // rate.hpp; product codes of 8 and of 4 bits with as many sub-spaces as the bytes allow, at least
 // 2 rotated dimensions each; a residual code of as many 8-bit stages as the bytes allow, 2 to 64,
-// which auto tries only up to 64 bytes) on the rows not held out and keeps the one whose file will
-// have the lowest error: a codebook codes the rows it trained on better than the rest (a residual
-// code's stages, 2^b centroids over every dimension each, learn much of the training rows
-// themselves), so each candidate is measured on the held-out rows, which the file codes with a
-// codebook that never saw them, and on as many training rows, and the two errors are weighed by the
-// rows of the file they stand for. Never exceeds the budget. Throws Error when nothing fits it.
+// which auto tries only up to 64 bytes) on the rows not held out and keeps the one with the lowest
+// error on the held-out rows, which it codes with a codebook that never saw them. A codebook codes
+// the rows it trained on better (a residual code's stages, 2^b centroids over every dimension each,
+// learn much of them), but what it learns of them it holds in its own bytes, which the budget does
+// not count; each candidate also reports the file's error, estimated from the held-out rows and as
+// many training rows, each weighed by the rows of the file it stands for. Never exceeds the budget.
+// Throws Error when nothing fits it.
 TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
                            const CodingSpec& spec, Backend& backend);
 

@@ -94,6 +94,12 @@ struct ProductCodeConfig {
     // (--opq-min-gain); 0 runs every round. Where OPQ gains nothing (residuals whose variance PCA
     // already balances) this saves the SVDs, the costliest step at large d.
     double opq_min_gain = 0.001;
+    // Share of each cluster's farthest members that the fits of a residual code (M = 1) leave out of
+    // its mean once cold (their trim_final), run for all their iterations (min_gain 0). Each such fit
+    // is a k-means over every coded dimension, whose plain means chase the few rows far from the
+    // rest; trimmed, the stages serve the bulk of the rows: on 300-d word vectors, 10 stages gave both
+    // a lower error and a higher recall than with plain means.
+    double residual_trim = 0.1;
     // Residuals the rotation and the centroids are trained on (--train-sample); 0 uses every vector.
     std::size_t train_sample = 65536;
     // The annealing run of each sub-space's centroids; anchors is set to 2^bits per fit. Fewer

@@ -56,8 +56,8 @@ const CommandHelp kCompressHelp{
     "k-means and stores each vector as the id of its anchor, plus, with --bits,\n"
     "--codec pq --subspaces, --codec rq --stages or a --target-bytes/--target-ratio\n"
     "budget, a code of its residual from it: a per-anchor scalar code, a rotated\n"
-    "product code or a residual code of additive stages, the one whose file has\n"
-    "the lowest error (--codec). The same as `train` then\n"
+    "product code or a residual code of additive stages, the one with the lowest\n"
+    "error on held-out vectors (--codec). The same as `train` then\n"
     "`encode` with the model; --anchors-from reuses another file's anchors.\n" + std::string(kInputHelp),
 };
 
@@ -201,7 +201,7 @@ int compress(int argc, char** argv, bool model_only) {
     context.code_seconds = seconds_since(start);
     context.code_training = trained.seconds;
     if (!args.quiet && !trained.candidates.empty()) {
-        std::printf("candidates  measured on held-out and training vectors (* chosen):\n%s",
+        std::printf("candidates  measured (* chosen: the lowest held-out MSE):\n%s",
                     describe_candidates(trained).c_str());
     }
     start = std::chrono::steady_clock::now();

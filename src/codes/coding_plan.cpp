@@ -216,7 +216,8 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
     const Sample seen = sample_of(points, assignments, rows.seen);
     // The file codes the held-out rows with a codebook that never saw them and the training rows
     // with one that trained on them (or on a sample of them): its error weighs the two by their
-    // counts.
+    // counts. The choice goes by the held-out rows alone: what a codebook lowers only on the rows it
+    // trained on, it holds in its own bytes, which the budget does not count.
     const double held_out_share = rows.training == rows.measured
                                       ? 0.0
                                       : static_cast<double>(rows.measured.size()) / static_cast<double>(n);
@@ -268,7 +269,7 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
     }
     std::size_t best = 0;
     for (std::size_t c = 1; c < out.candidates.size(); ++c) {
-        if (out.candidates[c].file_mse < out.candidates[best].file_mse) {
+        if (out.candidates[c].held_out_mse < out.candidates[best].held_out_mse) {
             best = c;
         }
     }

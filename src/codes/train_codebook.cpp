@@ -44,6 +44,9 @@ void check_config(const ProductCodeConfig& config, std::size_t n, std::size_t d)
     if (config.stages == 0) {
         throw Error("stages must be at least 1 to train product codes, got 0");
     }
+    if (!(config.residual_trim >= 0.0 && config.residual_trim < 1.0)) {
+        throw Error("residual_trim must be in [0, 1), got " + std::to_string(config.residual_trim));
+    }
     if (config.opq_iters < 0) {
         throw Error("opq-iters must be >= 0, got " + std::to_string(config.opq_iters));
     }
@@ -105,12 +108,21 @@ void train_later_stages(ProductCodebook& book, Matrix left, const Matrix& first_
     book.stages = config.stages;
 }
 
+// The fits of a residual code (one sub-space): trimmed once cold, and run for all their iterations.
+ProductCodeConfig residual_fits(ProductCodeConfig config) {
+    config.kmeans.trim = std::max(config.kmeans.trim, config.residual_trim);
+    config.kmeans.trim_final = config.residual_trim;
+    config.kmeans.min_gain = 0.0;
+    return config;
+}
+
 }  // namespace
 
 ProductCodebook train_product_codebook(const Matrix& points, const Matrix& anchors,
                                        const std::vector<std::uint32_t>& assignments,
-                                       const ProductCodeConfig& config, Backend& backend, StageSeconds* seconds) {
-    check_config(config, points.rows, points.cols);
+                                       const ProductCodeConfig& requested, Backend& backend, StageSeconds* seconds) {
+    check_config(requested, points.rows, points.cols);
+    const ProductCodeConfig config = requested.subspaces == 1 ? residual_fits(requested) : requested;
     check_residual_inputs(points, anchors, assignments, "product-code training");
     const Matrix residuals = sample_residuals(points, anchors, assignments, config.train_sample, config.kmeans.seed);
 
