@@ -60,8 +60,8 @@ struct TrainedCoding {
 // Trains the coding `spec` asks for, for the anchors as a file stores them and the nearest-anchor
 // assignments of `points`. With a budget it trains every candidate that fits (scalar widths from
 // rate.hpp; product codes of 8 and of 4 bits with as many sub-spaces as the bytes allow, at least
-// 2 rotated dimensions each; a residual code of as many 8-bit stages as the bytes allow, 2 to 64,
-// which auto tries only up to 64 bytes) on the rows not held out and keeps the one with the lowest
+// 2 rotated dimensions each; for family residual, a residual code of as many 8-bit stages as the
+// bytes allow, 2 to 64) on the rows not held out and keeps the one with the lowest
 // error on the held-out rows, which it codes with a codebook that never saw them. A codebook codes
 // the rows it trained on better (a residual code's stages, 2^b centroids over every dimension each,
 // learn much of them), but what it learns of them it holds in its own bytes, which the budget does

@@ -25,7 +25,7 @@ void add_coding_options(po::options_description& options, CodingArgs& a) {
         ("target-ratio", po::value(&a.target_ratio)->value_name("R"),
          "the same budget as a share of the float32 size (4 d bytes): 0.125 or 12.5%")
         ("codec", po::value(&a.codec)->default_value(a.codec)->value_name("FAMILY"),
-         "residual code family a budget chooses from: auto (every family; the one with the lowest error on "
+         "residual code family a budget chooses from: auto (scalar and pq; the one with the lowest error on "
          "held-out vectors wins, and the candidates are printed with it and the file's error), scalar "
          "(per-anchor ranges, 0/2/4/8 bits per dimension), pq (a learned rotation, then M sub-spaces of 2^b "
          "centroids each), or rq (S additive stages of 2^b centroids over the whole residual, each coding what "
