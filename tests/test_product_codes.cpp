@@ -101,6 +101,16 @@ double decode_error(const Anchored& a, const ProductCodes& codes) {
     return sum / static_cast<double>(a.points.rows);
 }
 
+// The distinct values code j takes over the coded vectors.
+std::set<unsigned> codes_used(const ProductCodes& coded, std::size_t j) {
+    std::set<unsigned> used;
+    const std::size_t n = coded.codes.size() / coded.book.code_bytes();
+    for (std::size_t i = 0; i < n; ++i) {
+        used.insert(product_code(coded.codes.data() + i * coded.book.code_bytes(), coded.book.bits, j));
+    }
+    return used;
+}
+
 ProductCodes trained_codes(const Anchored& a, const ProductCodeConfig& config, Backend& backend) {
     ProductCodes codes;
     codes.book = train_product_codebook(a.points, a.anchors, a.assignments, config, backend);
@@ -299,11 +309,7 @@ TEST_CASE("a planted product code is recovered exactly", "[product]") {
         CHECK(worst <= 1e-5);
         // Exact reconstruction with 16 centroids per sub-space: every centroid is one planted value.
         for (std::size_t j = 0; j < 2; ++j) {
-            std::set<unsigned> used;
-            for (std::size_t i = 0; i < a.points.rows; ++i) {
-                used.insert(product_code(coded.codes.data() + i * coded.book.code_bytes(), 4, j));
-            }
-            CHECK(used.size() == 16);
+            CHECK(codes_used(coded, j).size() == 16);
         }
     }
 }
@@ -533,13 +539,8 @@ TEST_CASE("residual stages: a planted two-stage code is recovered exactly", "[pr
     REQUIRE(coded.book.code_bytes() == 1);
     require_greedy_stages(a, coded);
     CHECK(decode_error(a, coded) <= 1e-8);
-    std::set<unsigned> first, second;
-    for (std::size_t i = 0; i < a.points.rows; ++i) {
-        first.insert(product_code(coded.codes.data() + i, 4, 0));
-        second.insert(product_code(coded.codes.data() + i, 4, 1));
-    }
-    CHECK(first.size() == 16);
-    CHECK(second.size() == 16);
+    CHECK(codes_used(coded, 0).size() == 16);
+    CHECK(codes_used(coded, 1).size() == 16);
 }
 
 TEST_CASE("residual stages: codes are greedy nearest centroids, each stage lowers the error", "[product][stages]") {
