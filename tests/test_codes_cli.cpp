@@ -321,3 +321,21 @@ TEST_CASE("compress --metric ip keeps the vectors as given, and query ranks by t
     CHECK(text.exit_code == 0);
     CHECK_THAT(text.output, Contains("distances are inner products"));
 }
+
+// A residual code of 12 stages over 24 dimensions stores 12 x 256 x 24 centroids, more than the
+// 3,000 vectors take in float32: the summary says the file is larger, not "1.0x smaller".
+TEST_CASE("compress --codec rq says when the file is larger than the float32 vectors", "[cli][codes]") {
+    const AnnFile ann;
+    const std::string out = ann.dir.path("rq.vlat");
+    const CommandResult run =
+        run_cli("compress " + quote(ann.path) + " -o " + quote(out) + " -m 64 --iters 12 --device cpu --threads 2 "
+                "--codec rq --stages 12");
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    CHECK_THAT(run.output, Contains("in 12 stages over 24 rotated dimensions"));
+    CHECK_THAT(run.output, Contains("x larger than float32)"));
+    const nlohmann::json info = info_of(out);
+    CHECK(info["version"] == 4);
+    CHECK(info["product"]["stages"] == 12);
+    CHECK(info["ratio_to_float32"].get<double>() > 1.0);
+}

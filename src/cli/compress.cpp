@@ -111,8 +111,12 @@ void print_summary(const RunInput& input, const AnnealConfig& config, const FitR
     std::printf("codes       %s\n", describe_coding(file).c_str());
     const double code_bytes = code_bytes_per_vector(file);
     std::printf("code bytes  %.3f per vector, %.4f of float32\n", code_bytes, code_bytes / (4.0 * static_cast<double>(input.d)));
-    std::printf("output      %s: %.0f bytes in all, %.3f bytes per vector, %.4f of float32 (%.1fx smaller)\n",
-                output.c_str(), bytes, bytes / static_cast<double>(input.n), bytes / raw, raw / bytes);
+    // A small set under a large codebook can take more than its float32 copy; the summary says so.
+    char size[64];
+    std::snprintf(size, sizeof size, bytes <= raw ? "%.1fx smaller" : "%.2fx larger than float32",
+                  bytes <= raw ? raw / bytes : bytes / raw);
+    std::printf("output      %s: %.0f bytes in all, %.3f bytes per vector, %.4f of float32 (%s)\n", output.c_str(),
+                bytes, bytes / static_cast<double>(input.n), bytes / raw, size);
 }
 
 void print_model_summary(const RunInput& input, const FitResult& result, const ReportContext& context,
