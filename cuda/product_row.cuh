@@ -58,8 +58,9 @@ struct ProductRow {
     __device__ float operator()(int k) const {
         float s = 0.0f;
         for (int j = 0; j < view.subspaces; ++j) {
+            const float* first_stage = code_centroid(view, j, scan_code_value(view, code, j));
             for (unsigned t = view.bounds[j]; t < view.bounds[j + 1]; ++t) {
-                float z = code_centroid(view, j, scan_code_value(view, code, j))[t];
+                float z = first_stage[t];
                 for (int stage = 1; stage < view.stages; ++stage) {
                     const int code_j = stage * view.subspaces + j;
                     z = __fadd_rn(z, code_centroid(view, code_j, scan_code_value(view, code, code_j))[t]);

@@ -119,10 +119,8 @@ SectionLength codes_length(const std::string& path, std::uint64_t n, const Produ
         throw Error(path + ": section CODE: n = " + count(n) + " codes of " + count(book.code_bytes()) +
                     " bytes do not fit in 64-bit sizes");
     }
-    const std::string codes = book.stages > 1 ? "S x M = " + count(book.stages) + " x " + count(book.subspaces())
-                                              : "M = " + count(book.subspaces());
-    return {bytes, "n = " + count(n) + " codes of " + codes + " x " + count(book.bits) + " bits (" +
-                       count(book.code_bytes()) + " bytes each)"};
+    return {bytes, "n = " + count(n) + " codes of " + describe_code_count(book) + " x " + count(book.bits) +
+                       " bits (" + count(book.code_bytes()) + " bytes each)"};
 }
 
 void decode_rotation(const Bytes& payload, std::uint32_t d, ProductCodebook& book) {

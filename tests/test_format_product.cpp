@@ -308,6 +308,14 @@ TEST_CASE("read_vlat rejects a damaged version 4 codebook, naming the field", "[
     CHECK_THROWS_WITH(read_vlat(damaged(1)), Contains("section CDBK: S = 1 stages (a version 4 file has 2 to 65536)"));
     CHECK_THROWS_WITH(read_vlat(damaged(0)), Contains("section CDBK: S = 0 stages"));
     CHECK_THROWS_WITH(read_vlat(damaged(4)), Contains("section CDBK has ") && Contains("S = 4 and p = 5 need"));
+    // A length field of 10: too short for the head, checked before the payload is read.
+    std::string short_head = bytes;
+    const std::uint64_t ten = 10;
+    std::memcpy(&short_head[cdbk.offset - sizeof ten], &ten, sizeof ten);
+    const std::string cut = dir.path("cut.vlat");
+    write_file(cut, short_head);
+    CHECK_THROWS_WITH(read_vlat(cut), Contains("section CDBK has 10 bytes, fewer than the 12 of its code width, "
+                                               "sub-space count and stage count"));
     // A version 3 header over a version 4 codebook reads the stage count as the first bound.
     const std::string as_v3 = dir.path("as-v3.vlat");
     write_file(as_v3, with_header_field(bytes, kVersionOffset, std::uint32_t{3}));
@@ -557,6 +565,16 @@ TEST_CASE("check_product_codebook: shapes, the orthonormality tolerance and the 
         wide.bits = 8;
         CHECK_THROWS_WITH(check_product_codebook(wide, 3, 1.0),
                           Contains("the centroids are 16 x 2 (32 values), not 2^b x p = 256 x 2"));
+        ProductCodebook no_stages = book;
+        no_stages.stages = 0;
+        CHECK_THROWS_WITH(check_product_codebook(no_stages, 3, 1.0), Contains("no stages (S must be at least 1)"));
+        ProductCodebook staged = book;
+        staged.stages = 2;
+        CHECK_THROWS_WITH(check_product_codebook(staged, 3, 1.0),
+                          Contains("the centroids are 16 x 2 (32 values), not S 2^b x p = 32 x 2"));
+        staged.centroids = Matrix(32, 2);
+        CHECK_NOTHROW(check_product_codebook(staged, 3, 1.0));
+        CHECK(describe_product(staged) == "M = 2 x 4 bits in 2 stages over 2 rotated dimensions");
     }
     SECTION("R R^T = I to 1e-4: a squared norm 1 + 0.9e-4 passes, 1 + 1.1e-4 does not") {
         ProductCodebook near = book;

@@ -9,10 +9,14 @@
 #include "vlattice/pipeline.hpp"
 #include "vlattice/rate.hpp"
 
+#include "init.hpp"
+#include "random.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <random>
+#include <set>
 #include <string>
 
 using namespace vlattice;
@@ -88,6 +92,46 @@ TEST_CASE("a budget is never exceeded, and the chosen code is the candidate with
             CHECK(code_bytes_per_vector(file) == Approx(trained.candidates[trained.chosen].code_bytes));
         }
     }
+}
+
+// A residual code of 8 stages of 256 centroids over 600 rows of 16 dimensions learns much of the
+// rows it trains on: the file's estimated error, mostly theirs, sits well below the held-out one.
+TEST_CASE("a residual code's file error is estimated from its training rows, its choice from held-out ones",
+          "[model][codes]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Fitted f = fitted(600, 16, 8, rng);
+    const std::unique_ptr<Backend> cpu = make_cpu_backend(2);
+    CodingSpec spec;
+    spec.family = CodecFamily::residual;
+    spec.budget_bytes = 9.0;
+    spec.product.kmeans.max_iters = 6;
+    const TrainedCoding trained = train_coding(f.points, f.result.anchors, f.result.assignments, spec, *cpu);
+    REQUIRE(trained.candidates.size() == 1);
+    CHECK(trained.product.stages == 8);
+    CHECK(trained.candidates[0].file_mse < 0.8 * trained.candidates[0].held_out_mse);
+
+    CodingSpec fixed;
+    fixed.family = CodecFamily::residual;
+    CHECK_THROWS_WITH(train_coding(f.points, f.result.anchors, f.result.assignments, fixed, *cpu),
+                      Contains("the residual code needs at least 2 stages or a byte budget"));
+}
+
+// Rows drawn for one purpose from a run's seed must not be the rows k-means++ drew from it.
+TEST_CASE("each purpose draws its rows from a random stream of its own", "[model][codes]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    CHECK(stream_seed(run_seed, RandomStream::held_out) != run_seed);
+    CHECK(stream_seed(run_seed, RandomStream::held_out) != stream_seed(run_seed, RandomStream::code_training));
+    const std::size_t n = 100000;
+    const SeedingDraws seeding = draw_seeding(n, 64, 1024, run_seed);
+    Random held_out(stream_seed(run_seed, RandomStream::held_out));
+    const std::vector<std::size_t> drawn = draw_sample(n, 1024, held_out);
+    const std::set<std::size_t> seeded(seeding.sample.begin(), seeding.sample.end());
+    const auto shared = std::count_if(drawn.begin(), drawn.end(), [&](std::size_t i) { return seeded.count(i) > 0; });
+    // Two independent draws of 1,024 of 100,000 rows share about 10.
+    CHECK(shared < 50);
 }
 
 TEST_CASE("vectors encoded in two parts and appended equal the two parts encoded at once", "[model][codes]") {

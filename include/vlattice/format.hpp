@@ -15,8 +15,8 @@ namespace vlattice {
 // Files without residual codes are written as version 1, files with scalar codes as version 2 (which
 // adds the RESI section), files with product codes as version 3 (ROTN, CDBK, CODE), or as version 4
 // when the product code has more than one additive stage (CDBK also holds the stage count); the
-// reader takes all four. In every version a file with n = 0 is a model: anchors (and the scalar ranges or the
-// product codebook) without vectors, for encoding vectors later.
+// reader takes all four. In every version a file with n = 0 is a model: anchors (and the scalar
+// ranges or the product codebook) without vectors, for encoding vectors later.
 inline constexpr std::uint32_t kVlatVersion = 1;
 inline constexpr std::uint32_t kVlatVersionWithCodes = 2;
 inline constexpr std::uint32_t kVlatVersionProduct = 3;

@@ -127,4 +127,7 @@ void decode_product_row(const Matrix& anchors, const ProductCodes& codes, std::u
 // "M = 98 x 8 bits over 784 rotated dimensions", with "in S stages" when S > 1: for info and reports.
 std::string describe_product(const ProductCodebook& book);
 
+// The codes per vector, for messages: "M = 3", or "S x M = 4 x 3" with stages.
+std::string describe_code_count(const ProductCodebook& book);
+
 }  // namespace vlattice

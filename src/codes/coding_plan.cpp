@@ -39,11 +39,13 @@ namespace {
 
 // Rows a budget's candidates are measured on, and the rest, which the product codes train on; `seen`
 // is as many of the training rows as are held out, spread evenly over them, for the error of the
-// rows a codebook trained on.
+// rows a codebook trained on. A set too small to split (`split` false) trains on the rows it is
+// measured on.
 struct HeldOut {
     std::vector<std::uint32_t> measured;
     std::vector<std::uint32_t> training;
     std::vector<std::uint32_t> seen;
+    bool split = true;
 };
 
 HeldOut hold_out(std::size_t n, std::size_t most, std::uint64_t seed) {
@@ -59,9 +61,10 @@ HeldOut hold_out(std::size_t n, std::size_t most, std::uint64_t seed) {
     out.training.assign(order.begin() + static_cast<std::ptrdiff_t>(count), order.end());
     std::sort(out.measured.begin(), out.measured.end());
     std::sort(out.training.begin(), out.training.end());
-    // A set too small to split is measured on the rows it trains on.
     if (out.training.empty()) {
         out.training = out.measured;
+        out.split = false;
+        return out;
     }
     const std::size_t seen = std::min(count, out.training.size());
     for (std::size_t i = 0; i < seen; ++i) {
@@ -217,13 +220,12 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
     // with one that trained on them (or on a sample of them): its error weighs the two by their
     // counts. The choice goes by the held-out rows alone: what a codebook lowers only on the rows it
     // trained on, it holds in its own bytes, which the budget does not count.
-    const double held_out_share = rows.training == rows.measured
-                                      ? 0.0
-                                      : static_cast<double>(rows.measured.size()) / static_cast<double>(n);
+    const double held_out_share =
+        rows.split ? static_cast<double>(rows.measured.size()) / static_cast<double>(n) : 0.0;
     const auto measure = [&](CodingCandidate& candidate, auto mse_of) {
         out.seconds.time("measure", [&] {
             candidate.held_out_mse = mse_of(held_out);
-            const double seen_mse = rows.training == rows.measured ? candidate.held_out_mse : mse_of(seen);
+            const double seen_mse = rows.split ? mse_of(seen) : candidate.held_out_mse;
             candidate.file_mse = held_out_share * candidate.held_out_mse + (1.0 - held_out_share) * seen_mse;
         });
     };

@@ -163,9 +163,7 @@ void check_product_codebook(const ProductCodebook& book, std::size_t d, double a
 void check_product_code_bytes(const ProductCodes& codes, std::uint64_t n) {
     const ProductCodebook& book = codes.book;
     const std::size_t bytes = book.code_bytes();
-    const std::string count = book.stages > 1 ? "S x M = " + std::to_string(book.stages) + " x " : "M = ";
-    const std::string layout =
-        count + std::to_string(book.subspaces()) + " codes of " + std::to_string(book.bits) + " bits";
+    const std::string layout = describe_code_count(book) + " codes of " + std::to_string(book.bits) + " bits";
     if (bytes == 0 || n > std::numeric_limits<std::size_t>::max() / bytes || codes.codes.size() != n * bytes) {
         throw Error("section CODE: " + std::to_string(codes.codes.size()) + " code bytes are not n = " +
                     std::to_string(n) + " codes of " + std::to_string(bytes) + " bytes (" + layout + ")");
@@ -184,6 +182,11 @@ void check_product_code_bytes(const ProductCodes& codes, std::uint64_t n) {
                         std::to_string(8 - used) + " bits hold no code (" + layout + ") and must be zero");
         }
     }
+}
+
+std::string describe_code_count(const ProductCodebook& book) {
+    const std::string stages = book.stages > 1 ? "S x M = " + std::to_string(book.stages) + " x " : "M = ";
+    return stages + std::to_string(book.subspaces());
 }
 
 std::string describe_product(const ProductCodebook& book) {
