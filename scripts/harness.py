@@ -8,6 +8,19 @@ import sys
 ENV = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
 
 
+def share_blas_kernels(vlattice):
+    """Gives every tool run from here the OpenBLAS kernels vlattice runs (its --version names them),
+    unless OPENBLAS_CORETYPE is set already. Debian's OpenBLAS falls back to its SSE3 kernels on Intel
+    CPUs newer than it knows; vlattice restarts itself with the CPU's, and a peer on the same library
+    gets them too, so that neither tool's time carries the other's BLAS."""
+    if "OPENBLAS_CORETYPE" in ENV or not os.access(vlattice, os.X_OK):
+        return
+    version = subprocess.run([vlattice, "--version"], capture_output=True, text=True, env=ENV).stdout
+    for line in version.splitlines():
+        if line.startswith("OpenBLAS kernels: "):
+            ENV["OPENBLAS_CORETYPE"] = line.split(": ", 1)[1].strip()
+
+
 def run(script, cmd):
     """cmd's standard output; on failure, exits naming the script, the command and what it printed."""
     done = subprocess.run(cmd, capture_output=True, text=True, env=ENV)

@@ -57,7 +57,7 @@ except ImportError as missing:
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import faiss_peer  # noqa: E402
-from harness import ENV, fmt, run  # noqa: E402
+from harness import ENV, fmt, run, share_blas_kernels  # noqa: E402
 
 DEFAULT_DATA = os.path.join(ROOT, "data/fashion-mnist-784-euclidean.hdf5")
 # 32, 49, 98, 196, 392 and 784 bytes of Fashion-MNIST's 3,136 (d = 784 floats).
@@ -312,6 +312,7 @@ def main():
         ap.error("--no-vlattice and --vlattice-json exclude each other")
     if not a.no_vlattice and not a.vlattice_json and not os.access(vlattice, os.X_OK):
         sys.exit(f"quality: no vlattice binary at {vlattice}; build it (scripts/setup) or set VLATTICE_BIN")
+    share_blas_kernels(vlattice)
     if not a.npy and not a.data:
         a.data = DEFAULT_DATA
         if not os.path.exists(a.data):

@@ -57,7 +57,7 @@ except ImportError as missing:
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import faiss_peer  # noqa: E402
-from harness import ENV, fmt, run  # noqa: E402
+from harness import ENV, fmt, run, share_blas_kernels  # noqa: E402
 
 DEFAULT_DATA = os.path.join(ROOT, "data/fashion-mnist-784-euclidean.hdf5")
 
@@ -366,6 +366,7 @@ def main():
          if os.access(p, os.X_OK)), None)
     if not vlattice or not os.access(vlattice, os.X_OK):
         sys.exit("search-bench: no vlattice binary in build/ or build-cpu/; build it (scripts/setup) or set VLATTICE_BIN")
+    share_blas_kernels(vlattice)
     if not a.data:
         a.data = DEFAULT_DATA
         if not os.path.exists(a.data):

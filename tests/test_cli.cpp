@@ -331,6 +331,22 @@ TEST_CASE("every command's --help lists its options and their defaults", "[cli]"
     CHECK_THAT(info.output, Contains("--json") && Contains("--help"));
 }
 
+TEST_CASE("the CLI runs OpenBLAS's kernels for the CPU unless OPENBLAS_CORETYPE names others", "[cli]") {
+    // This test's own process restarted with the variable set; the CLI is started without it.
+    const CommandResult chosen = run_command("env -u OPENBLAS_CORETYPE " + cli_command() + " --version");
+    INFO(chosen.output);
+    CHECK(chosen.exit_code == 0);
+    CHECK_THAT(chosen.output, Contains("OpenBLAS kernels: "));
+    __builtin_cpu_init();
+    if (__builtin_cpu_is("intel") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        CHECK_THAT(chosen.output, !Contains("OpenBLAS kernels: Prescott"));
+    }
+    const CommandResult forced = run_command("OPENBLAS_CORETYPE=Prescott " + cli_command() + " --version");
+    INFO(forced.output);
+    CHECK(forced.exit_code == 0);
+    CHECK_THAT(forced.output, Contains("OpenBLAS kernels: Prescott"));
+}
+
 TEST_CASE("the top level dispatches, prints its version and rejects unknown commands", "[cli]") {
     const CommandResult version = run_cli("--version");
     CHECK(version.exit_code == 0);

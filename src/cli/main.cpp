@@ -1,6 +1,7 @@
 // vlattice COMMAND ...: dispatch to one sub-command; everything else lives in that command's file.
 #include "commands.hpp"
 #include "options.hpp"
+#include "vlattice/blas_kernels.hpp"
 
 #include <cstring>
 #include <iostream>
@@ -60,6 +61,7 @@ int unknown_command(const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    vlattice::restart_with_blas_kernels(argv);
     if (argc < 2) {
         print_usage(std::cerr);
         return vlattice::cli::kExitUsage;
@@ -70,7 +72,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (first == "--version") {
-        std::cout << "vlattice " << VLATTICE_VERSION << '\n';
+        std::cout << "vlattice " << VLATTICE_VERSION << '\n'
+                  << "OpenBLAS kernels: " << vlattice::blas_kernels() << '\n';
         return 0;
     }
     if (first == "help") {
