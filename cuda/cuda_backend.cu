@@ -97,8 +97,20 @@ public:
             throw Error("cuda backend: point matrix holds " + std::to_string(points.data.size()) + " values, not " +
                         std::to_string(points.rows * points.cols));
         }
-        release_anchor_buffers();
-        allocate_point_buffers(points.rows, points.cols, setup.format.storage);
+        // Points of the shape this backend holds go into the same buffers, and the anchors' buffers
+        // (sized by n, m and d) stay for a seeding of as many anchors: sub-space fits upload many
+        // sets of one shape, and every cudaFree waits for the whole device, the other fits' streams
+        // included.
+        const bool same_shape = assignment_.size() == points.rows && d_ == points.cols &&
+                                points_.storage() == setup.format.storage;
+        if (same_shape) {
+            stream_.synchronize();
+            m_ = 0;  // the anchors were the old points'
+            have_stats_ = false;
+        } else {
+            release_anchor_buffers();
+            allocate_point_buffers(points.rows, points.cols, setup.format.storage);
+        }
         const cudaStream_t s = stream_.get();
         points_.upload(points, setup.format, s);
         CUDA_CHECK(cudaMemsetAsync(assignment_.data(), 0xff, assignment_.bytes(), s));
@@ -122,8 +134,7 @@ public:
             throw Error("cuda backend: " + std::to_string(anchors.rows) + " anchors exceed the limit of 2^31");
         }
         if (anchors.rows != m_) {
-            release_anchor_buffers();
-            allocate_anchor_buffers(anchors.rows);
+            hold_anchors(anchors.rows);
             // Old ids may point past the new anchors: reduce and energy wait for the next assign.
             assigned_ = false;
         }
@@ -150,21 +161,17 @@ public:
         const SeedingDraws draws = draw_seeding(n_, m, sample_size, seed);
         const std::size_t s = draws.sample.size();
         if (m != m_) {
-            release_anchor_buffers();
-            allocate_anchor_buffers(m);
+            hold_anchors(m);
             assigned_ = false;  // old ids may point past the new anchors
         }
         const std::vector<std::uint32_t> sample(draws.sample.begin(), draws.sample.end());
-        DeviceBuffer<std::uint32_t> sample_ids(s);
-        DeviceBuffer<float> sample_rows(s * d_);
-        DeviceBuffer<double> uniforms(std::max<std::size_t>(draws.uniforms.size(), 1));
-        DeviceBuffer<double> nearest(s);
-        DeviceBuffer<std::uint32_t> owner(s);
-        DeviceBuffer<double> gap(m);
-        DeviceBuffer<double> block_sums(cuda::seed_block_count(s));
-        DeviceBuffer<int> block_lows(cuda::seed_block_count(s));
-        DeviceBuffer<std::uint32_t> chosen(1);
-        DeviceBuffer<int> degenerate(1);
+        SeedScratch& k = seed_scratch_;
+        k.reserve(s, d_, m, draws.uniforms.size());
+        DeviceBuffer<std::uint32_t>& sample_ids = k.sample_ids;
+        DeviceBuffer<float>& sample_rows = k.sample_rows;
+        DeviceBuffer<double>& uniforms = k.uniforms;
+        DeviceBuffer<int>& degenerate = k.degenerate;
+        DeviceBuffer<std::uint32_t>& chosen = k.chosen;
         const cudaStream_t st = stream_.get();
         const auto first = static_cast<std::uint32_t>(draws.first);
         CUDA_CHECK(cudaMemcpyAsync(sample_ids.data(), sample.data(), s * sizeof(std::uint32_t), cudaMemcpyHostToDevice, st));
@@ -182,11 +189,11 @@ public:
         args.m = m;
         args.uniforms = uniforms.data();
         args.anchors = anchors_.data();
-        args.nearest = nearest.data();
-        args.owner = owner.data();
-        args.gap = gap.data();
-        args.block_sums = block_sums.data();
-        args.block_lows = block_lows.data();
+        args.nearest = k.nearest.data();
+        args.owner = k.owner.data();
+        args.gap = k.gap.data();
+        args.block_sums = k.block_sums.data();
+        args.block_lows = k.block_lows.data();
         args.chosen = chosen.data();
         args.degenerate = degenerate.data();
         cuda::launch_seed_anchors(args, st);
@@ -196,6 +203,7 @@ public:
         CUDA_CHECK(cudaMemcpyAsync(&fell_through, degenerate.data(), sizeof fell_through, cudaMemcpyDeviceToHost, st));
         stream_.synchronize();
         have_stats_ = false;
+        k.release_if_large();
         if (fell_through != 0) {
             upload_anchors(kmeans_plus_plus(points, m, sample_size, seed));
         }
@@ -529,6 +537,7 @@ public:
     std::unique_ptr<Backend> sibling() const override {
         return std::make_unique<CudaBackend>(gpu_, kernel_, gather_floats_);
     }
+    bool trains_side_by_side() const override { return true; }
 
     NearestRows nearest_rows(const Matrix& rows) override {
         use_device();
@@ -633,6 +642,45 @@ private:
         stream_.synchronize();
         return out;
     }
+
+    // k-means++'s buffers, grown on demand and kept while small: sub-space fits seed many samples
+    // of one shape. About s x (d + 4) floats for a sample of s rows, then dropped past kKeptBytes.
+    struct SeedScratch {
+        static constexpr std::size_t kKeptBytes = std::size_t{64} << 20;
+        DeviceBuffer<std::uint32_t> sample_ids;
+        DeviceBuffer<float> sample_rows;
+        DeviceBuffer<double> uniforms;
+        DeviceBuffer<double> nearest;
+        DeviceBuffer<std::uint32_t> owner;
+        DeviceBuffer<double> gap;
+        DeviceBuffer<double> block_sums;
+        DeviceBuffer<int> block_lows;
+        DeviceBuffer<std::uint32_t> chosen{1};
+        DeviceBuffer<int> degenerate{1};
+
+        template <class T>
+        static void grow(DeviceBuffer<T>& buffer, std::size_t count) {
+            if (buffer.size() < count) {
+                buffer = {};
+                buffer = DeviceBuffer<T>(count);
+            }
+        }
+        void reserve(std::size_t s, std::size_t d, std::size_t m, std::size_t uniform_count) {
+            grow(sample_ids, s);
+            grow(sample_rows, s * d);
+            grow(uniforms, std::max<std::size_t>(uniform_count, 1));
+            grow(nearest, s);
+            grow(owner, s);
+            grow(gap, m);
+            grow(block_sums, cuda::seed_block_count(s));
+            grow(block_lows, cuda::seed_block_count(s));
+        }
+        void release_if_large() {
+            if (sample_rows.bytes() + nearest.bytes() + gap.bytes() > kKeptBytes) {
+                *this = SeedScratch();
+            }
+        }
+    };
 
     // Buffers of nearest_rows, made with the anchors' for all of them and grown on demand.
     struct NearestScratch {
@@ -843,9 +891,24 @@ private:
         }
     }
 
+    // m anchors from here on, in the buffers there are when they were sized for m (and the points
+    // held since), else in new ones.
+    void hold_anchors(std::size_t m) {
+        if (m == sized_m_) {
+            stream_.synchronize();
+            m_ = m;
+            have_stats_ = false;
+            ++generation_;
+            return;
+        }
+        release_anchor_buffers();
+        allocate_anchor_buffers(m);
+    }
+
     void release_anchor_buffers() {
         stream_.synchronize();  // an update may still be queued on these buffers
         m_ = 0;
+        sized_m_ = 0;
         have_stats_ = false;
         ++generation_;  // captured graphs name the buffers that go here
         anchors_ = {};
@@ -932,6 +995,7 @@ private:
         split_scratch_.reserve_rows(split_rows);
         plan_ = plan;
         m_ = m;
+        sized_m_ = m;
     }
 
     static DeviceBuffer<float> padded_norms(std::size_t m) {
@@ -1116,6 +1180,7 @@ private:
     std::size_t n_ = 0;
     std::size_t d_ = 0;  // checked to fit the kernels' int
     std::size_t m_ = 0;
+    std::size_t sized_m_ = 0;  // the anchor count the anchor buffers are sized for, with n_ and d_
     cuda::AssignPlan plan_;
     bool assigned_ = false;    // assignment_ holds ids valid for the current anchor count
     AssignPrecision precision_ = AssignPrecision::exact;
@@ -1158,6 +1223,7 @@ private:
     DeviceBuffer<unsigned char> temp_;
     DeviceBuffer<float> gathered_;      // grown on demand, with its host copy
     PinnedBuffer<float> gathered_host_;
+    SeedScratch seed_scratch_;
     NearestScratch nearest_scratch_;
     NarrowScratch narrow_scratch_;
     SplitScratch split_scratch_;

@@ -31,6 +31,7 @@ public:
     void release();
 
     std::size_t n() const { return n_; }
+    PointStorage storage() const { return format_.storage; }
     PointRows rows() const;
     const float* norms() const { return norms_.data(); }
 

@@ -63,9 +63,11 @@ public:
 private:
     bool holds(std::uint64_t key) const { return exec_ != nullptr && key == key_; }
 
+    // A graph of the same shape as the one held (new buffers or sizes, the same kernels: the next
+    // sub-space fit) updates it in place, which costs a fraction of an instantiation; any other
+    // replaces it.
     template <class Work>
     void capture(cudaStream_t stream, Work&& work) {
-        reset();
         // Relaxed: the work may query the device (CUB does) or set kernel attributes while capturing.
         CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
         try {
@@ -79,6 +81,17 @@ private:
         }
         cudaGraph_t graph = nullptr;
         CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+        if (exec_ != nullptr) {
+            cudaGraphExecUpdateResultInfo result{};
+            if (cudaGraphExecUpdate(exec_, graph, &result) == cudaSuccess) {
+                cudaGraphDestroy(graph);
+                CUDA_CHECK(cudaGraphUpload(exec_, stream));
+                return;
+            }
+            // A refused update leaves its error behind: cleared here, it cannot surface at a later check.
+            static_cast<void>(cudaGetLastError());
+            reset();
+        }
         const cudaError_t made = cudaGraphInstantiate(&exec_, graph, 0);
         cudaGraphDestroy(graph);
         CUDA_CHECK(made);

@@ -64,6 +64,10 @@ public:
     // this backend, one after the other. A sibling gives the results this backend would.
     virtual std::size_t side_by_side() const { return 1; }
     virtual std::unique_ptr<Backend> sibling() const;
+    // Whether whole trainings (a budget's candidate codes) gain from running side by side, each on a
+    // sibling of its own: where the fits run on a device, one training's host steps (its SVDs) leave
+    // the device to the others' fits. On the CPU they would only share the same cores.
+    virtual bool trains_side_by_side() const { return false; }
 
     // Once per run, before anything else. Assignments start as "none", so the first assign counts
     // every point as changed.

@@ -94,6 +94,13 @@ ProductCodebook train_product_codebook(const Matrix& points, const Matrix& ancho
                                        const ProductCodeConfig& config, Backend& backend,
                                        StageSeconds* seconds = nullptr);
 
+// The same, trained on the listed rows of `points` alone (increasing, each below points.rows;
+// `assignments` has every row's): the codebook of those rows copied out first, without the copy.
+ProductCodebook train_product_codebook(const Matrix& points, const std::vector<std::uint32_t>& rows,
+                                       const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
+                                       const ProductCodeConfig& config, Backend& backend,
+                                       StageSeconds* seconds = nullptr);
+
 // Each vector's code, stage by stage: per sub-space j of stage s, the centroid c minimising
 //   sum over t in [bounds[j], bounds[j + 1]) of (double(u[t]) - double(centroid[c][t]))^2,
 // summed from +0 in increasing t, each square and sum rounded to double on its own (no fused

@@ -5,9 +5,15 @@
 #include "random.hpp"
 #include "vlattice/rate.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <numeric>
+#include <thread>
 
 namespace vlattice {
 
@@ -123,13 +129,11 @@ struct ProductShape {
     std::size_t stages = 1;
 };
 
-ProductCodebook train_product(const Matrix& training, const Matrix& anchors,
-                              const std::vector<std::uint32_t>& assignments, ProductCodeConfig config,
-                              const ProductShape& shape, Backend& backend, StageSeconds& seconds) {
+ProductCodeConfig shaped(ProductCodeConfig config, const ProductShape& shape) {
     config.bits = shape.bits;
     config.subspaces = shape.subspaces;
     config.stages = shape.stages;
-    return train_product_codebook(training, anchors, assignments, config, backend, &seconds);
+    return config;
 }
 
 std::string product_description(const ProductShape& shape) {
@@ -153,7 +157,8 @@ TrainedCoding fixed_coding(const Matrix& points, const Matrix& anchors, const st
         }
         out.codec = ResidualCodec::product;
         const ProductShape shape{spec.product.bits, residual ? 1 : spec.product.subspaces, spec.product.stages};
-        out.product = train_product(points, anchors, assignments, spec.product, shape, backend, out.seconds);
+        out.product =
+            train_product_codebook(points, anchors, assignments, shaped(spec.product, shape), backend, &out.seconds);
     } else if (spec.scalar_bits > 0) {
         out.codec = ResidualCodec::scalar;
         out.scalar = learn_residual_ranges(points, anchors, assignments,
@@ -198,6 +203,61 @@ Sample sample_of(const Matrix& points, const std::vector<std::uint32_t>& assignm
     return {select_rows(points, rows), pick(assignments, rows)};
 }
 
+// One candidate of a budget: its code, its measured errors, and the seconds of its stages.
+struct Trained {
+    CodingCandidate candidate;
+    ResidualCodes scalar;     // codec scalar
+    ProductCodebook product;  // codec product
+    StageSeconds seconds;
+};
+
+// job(k, backend) for k < count: one after the other on `backend`, or, where the backend trains side
+// by side, each on a host thread and a sibling of its own, with as many OpenMP threads as the
+// caller. Every job computes what it would alone (a sibling gives its backend's results; BLAS calls
+// take turns, see BlasTurn). The first job's exception, if any, is rethrown once all have ended.
+template <class Job>
+void run_jobs(std::size_t count, Backend& backend, Job job) {
+    if (count < 2 || !backend.trains_side_by_side()) {
+        for (std::size_t k = 0; k < count; ++k) {
+            job(k, backend);
+        }
+        return;
+    }
+    const int threads = omp_get_max_threads();
+    std::vector<std::unique_ptr<Backend>> siblings;
+    for (std::size_t k = 0; k < count; ++k) {
+        siblings.push_back(backend.sibling());
+    }
+    std::vector<std::exception_ptr> failures(count);
+    std::vector<std::thread> running;
+    std::exception_ptr unstarted;
+    for (std::size_t k = 0; k < count && !unstarted; ++k) {
+        try {
+            running.emplace_back([&, k] {
+                try {
+                    omp_set_num_threads(threads);
+                    job(k, *siblings[k]);
+                } catch (...) {
+                    failures[k] = std::current_exception();
+                }
+            });
+        } catch (...) {
+            unstarted = std::current_exception();  // no thread: the ones running end first
+        }
+    }
+    for (std::thread& thread : running) {
+        thread.join();
+    }
+    if (unstarted) {
+        std::rethrow_exception(unstarted);
+    }
+    for (const std::exception_ptr& failure : failures) {
+        if (failure) {
+            std::rethrow_exception(failure);
+        }
+    }
+}
+
 }  // namespace
 
 TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
@@ -222,46 +282,48 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
     // trained on, it holds in its own bytes, which the budget does not count.
     const double held_out_share =
         rows.split ? static_cast<double>(rows.measured.size()) / static_cast<double>(n) : 0.0;
-    const auto measure = [&](CodingCandidate& candidate, auto mse_of) {
-        out.seconds.time("measure", [&] {
-            candidate.held_out_mse = mse_of(held_out);
-            const double seen_mse = rows.split ? mse_of(seen) : candidate.held_out_mse;
-            candidate.file_mse = held_out_share * candidate.held_out_mse + (1.0 - held_out_share) * seen_mse;
+    const auto measure = [&](Trained& t, auto mse_of) {
+        t.seconds.time("measure", [&] {
+            t.candidate.held_out_mse = mse_of(held_out);
+            const double seen_mse = rows.split ? mse_of(seen) : t.candidate.held_out_mse;
+            t.candidate.file_mse = held_out_share * t.candidate.held_out_mse + (1.0 - held_out_share) * seen_mse;
         });
     };
 
-    std::vector<ResidualCodes> scalars;
-    std::vector<ProductCodebook> products;
+    std::vector<std::function<void(Trained&, Backend&)>> jobs;
     if (spec.family == CodecFamily::automatic || spec.family == CodecFamily::scalar) {
-        const std::size_t bytes = residual_bytes_within(*spec.budget_bytes, n, anchors.rows, d);
-        const std::vector<std::uint8_t> widths = out.seconds.time("scalar", [&] {
-            return allocate_widths(points, anchors, assignments, 8 * bytes);
-        });
-        scalars.push_back(out.seconds.time("scalar", [&] { return learn_residual_ranges(points, anchors, assignments, widths); }));
-        CodingCandidate candidate;
-        candidate.codec = ResidualCodec::scalar;
-        candidate.description = "scalar " + describe_widths(widths);
-        candidate.code_bytes = id_bytes + static_cast<double>(scalars.back().layout.code_bytes);
-        measure(candidate, [&](const Sample& sample) {
-            return scalar_mse(scalars.back(), sample.points, anchors, sample.assignments);
-        });
-        out.candidates.push_back(candidate);
-    }
-    const std::vector<ProductShape> shapes = product_shapes(spec.family, static_cast<std::size_t>(std::floor(left)), d);
-    if (!shapes.empty()) {
-        const Matrix training = select_rows(points, rows.training);
-        const std::vector<std::uint32_t> training_assignments = pick(assignments, rows.training);
-        for (const ProductShape& shape : shapes) {
-            products.push_back(
-                train_product(training, anchors, training_assignments, spec.product, shape, backend, out.seconds));
-            CodingCandidate candidate;
-            candidate.codec = ResidualCodec::product;
-            candidate.description = product_description(shape);
-            candidate.code_bytes = id_bytes + static_cast<double>(products.back().code_bytes());
-            measure(candidate, [&](const Sample& sample) {
-                return product_mse(products.back(), sample.points, anchors, sample.assignments, backend);
+        jobs.emplace_back([&](Trained& t, Backend&) {
+            const std::size_t bytes = residual_bytes_within(*spec.budget_bytes, n, anchors.rows, d);
+            const std::vector<std::uint8_t> widths =
+                t.seconds.time("scalar", [&] { return allocate_widths(points, anchors, assignments, 8 * bytes); });
+            t.scalar =
+                t.seconds.time("scalar", [&] { return learn_residual_ranges(points, anchors, assignments, widths); });
+            t.candidate.codec = ResidualCodec::scalar;
+            t.candidate.description = "scalar " + describe_widths(widths);
+            t.candidate.code_bytes = id_bytes + static_cast<double>(t.scalar.layout.code_bytes);
+            measure(t, [&](const Sample& sample) {
+                return scalar_mse(t.scalar, sample.points, anchors, sample.assignments);
             });
-            out.candidates.push_back(candidate);
+        });
+    }
+    for (const ProductShape& shape : product_shapes(spec.family, static_cast<std::size_t>(std::floor(left)), d)) {
+        jobs.emplace_back([&, shape](Trained& t, Backend& on) {
+            t.product = train_product_codebook(points, rows.training, anchors, assignments,
+                                               shaped(spec.product, shape), on, &t.seconds);
+            t.candidate.codec = ResidualCodec::product;
+            t.candidate.description = product_description(shape);
+            t.candidate.code_bytes = id_bytes + static_cast<double>(t.product.code_bytes());
+            measure(t, [&](const Sample& sample) {
+                return product_mse(t.product, sample.points, anchors, sample.assignments, on);
+            });
+        });
+    }
+    std::vector<Trained> trained(jobs.size());
+    run_jobs(jobs.size(), backend, [&](std::size_t k, Backend& on) { jobs[k](trained[k], on); });
+    for (const Trained& t : trained) {
+        out.candidates.push_back(t.candidate);
+        for (const auto& [stage, seconds] : t.seconds.entries()) {
+            out.seconds.add(stage, seconds);
         }
     }
     if (out.candidates.empty()) {
@@ -276,12 +338,8 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
     }
     out.chosen = best;
     out.codec = out.candidates[best].codec;
-    const std::size_t scalar_count = scalars.size();
-    if (out.codec == ResidualCodec::scalar) {
-        out.scalar = scalars[best];
-    } else {
-        out.product = products[best - scalar_count];
-    }
+    out.scalar = std::move(trained[best].scalar);
+    out.product = std::move(trained[best].product);
     return out;
 }
 

@@ -6,6 +6,7 @@
 #include <cblas.h>
 
 #include <cstddef>
+#include <mutex>
 
 extern "C" {
 
@@ -23,7 +24,25 @@ void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int*
 
 namespace vlattice {
 
-// Holds OpenBLAS to one thread while it lives. Its threaded level-2 kernels split the sums inside
+// OpenBLAS built for OpenMP, as Debian's is, keeps one set of buffers for its threads, so BLAS calls
+// from two host threads at once would share them. Training that may run beside another
+// (train_coding's candidates on a device) holds a turn around its BLAS and LAPACK calls, which then
+// run one at a time.
+class BlasTurn {
+public:
+    BlasTurn() : lock_(mutex()) {}
+    BlasTurn(const BlasTurn&) = delete;
+    BlasTurn& operator=(const BlasTurn&) = delete;
+
+private:
+    static std::mutex& mutex() {
+        static std::mutex blas;
+        return blas;
+    }
+    std::lock_guard<std::mutex> lock_;
+};
+
+// Holds OpenBLAS to one thread while it lives, inside a BlasTurn. Its threaded level-2 kernels split the sums inside
 // LAPACK's reductions by thread count: dsyevd gave different eigenvectors on 1 and 2 threads, and
 // training must give the same codebook on any number of threads. The decompositions are of d x d
 // matrices, cheap next to the products over the sample.

@@ -68,8 +68,13 @@ SubspaceRotation pca_rotation(const Matrix& residuals, std::size_t subspaces) {
     const std::size_t d = residuals.cols;
     // The second moment, not the covariance: the codes quantise r itself, not r minus its mean, so the
     // energy a direction carries is the mean of (v . r)^2.
-    std::vector<double> vectors = second_moment(residuals);
-    const std::vector<double> ascending = eigen_decomposition(vectors, d);
+    std::vector<double> vectors;
+    std::vector<double> ascending;
+    {
+        const BlasTurn turn;
+        vectors = second_moment(residuals);
+        ascending = eigen_decomposition(vectors, d);
+    }
     const double largest = ascending.back();
     std::size_t significant = 0;
     while (significant < d && ascending[d - 1 - significant] > 1e-10 * largest) {

@@ -27,6 +27,7 @@ Matrix procrustes_rotation(const Matrix& decoded, const Matrix& residuals) {
         throw Error("procrustes_rotation: decoded rows are " + std::to_string(decoded.rows) + " x " +
                     std::to_string(p) + ", residuals " + std::to_string(n) + " x " + std::to_string(d));
     }
+    const BlasTurn turn;
     std::vector<double> a(p * d, 0.0);
     std::vector<double> z(kChunkRows * p), r(kChunkRows * d);
     for (std::size_t start = 0; start < n; start += kChunkRows) {

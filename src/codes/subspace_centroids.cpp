@@ -12,6 +12,7 @@
 #include <cmath>
 #include <exception>
 #include <memory>
+#include <numeric>
 #include <string>
 
 namespace vlattice {
@@ -51,30 +52,48 @@ double fit_subspace(const Matrix& rotated, const std::vector<std::uint32_t>& bou
 
 }  // namespace
 
+std::size_t SubspaceFitters::workers(std::size_t fits) const {
+    return std::max<std::size_t>(1, std::min(fits, siblings_.size()));
+}
+
+Backend& SubspaceFitters::worker(std::size_t w) {
+    if (siblings_.size() <= 1) {
+        return backend_;
+    }
+    std::unique_ptr<Backend>& sibling = siblings_.at(w);
+    if (!sibling) {
+        sibling = backend_.sibling();
+    }
+    return *sibling;
+}
+
 SubspaceCentroids train_subspace_centroids(const Matrix& rotated, const std::vector<std::uint32_t>& bounds,
-                                           unsigned bits, const AnnealConfig& kmeans, Backend& backend) {
+                                           unsigned bits, const AnnealConfig& kmeans, SubspaceFitters& fitters) {
     const std::size_t table = std::size_t{1} << bits;
     const std::size_t subspaces = bounds.size() - 1;
     SubspaceCentroids out{Matrix(table, rotated.cols), Matrix(rotated.rows, rotated.cols), 0.0};
     std::vector<double> energy(subspaces, 0.0);
-    const std::size_t workers = std::min(subspaces, backend.side_by_side());
-    if (workers <= 1) {
-        for (std::size_t j = 0; j < subspaces; ++j) {
-            energy[j] = fit_subspace(rotated, bounds, j, kmeans, table, backend, out);
+    // Sub-spaces of one width in a row: a worker's next fit then has the shape of its last, whose
+    // buffers it keeps.
+    std::vector<std::size_t> order(subspaces);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return bounds[a + 1] - bounds[a] < bounds[b + 1] - bounds[b]; });
+    const std::size_t workers = fitters.workers(subspaces);
+    if (workers == 1) {
+        for (const std::size_t j : order) {
+            energy[j] = fit_subspace(rotated, bounds, j, kmeans, table, fitters.worker(0), out);
         }
     } else {
-        // Each worker thread drives a sibling of its own. An exception may not leave the parallel
-        // loop: each sub-space keeps its own, and the first sub-space's is rethrown after it.
-        std::vector<std::unique_ptr<Backend>> siblings(workers);
+        // An exception may not leave the parallel loop: each sub-space keeps its own, and the first
+        // sub-space's is rethrown after it.
         std::vector<std::exception_ptr> failures(subspaces);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(static_cast<int>(workers))
-        for (std::size_t j = 0; j < subspaces; ++j) {
+        for (std::size_t k = 0; k < subspaces; ++k) {
+            const std::size_t j = order[k];
             try {
-                std::unique_ptr<Backend>& mine = siblings[static_cast<std::size_t>(omp_get_thread_num())];
-                if (!mine) {
-                    mine = backend.sibling();
-                }
-                energy[j] = fit_subspace(rotated, bounds, j, kmeans, table, *mine, out);
+                energy[j] = fit_subspace(rotated, bounds, j, kmeans, table,
+                                         fitters.worker(static_cast<std::size_t>(omp_get_thread_num())), out);
             } catch (...) {
                 failures[j] = std::current_exception();
             }

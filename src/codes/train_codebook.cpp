@@ -58,11 +58,11 @@ void check_config(const ProductCodeConfig& config, std::size_t n, std::size_t d)
     }
 }
 
-// The residuals of a seeded sample of the rows (all of them when the sample is 0 or at least n), in
-// row order.
-Matrix sample_residuals(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
-                        std::size_t sample, std::uint64_t seed) {
-    const std::size_t n = points.rows;
+// The residuals of a seeded sample of the n training rows (all of them when the sample is 0 or at
+// least n), in row order. row(s) is the s-th training row's index in `points`.
+template <class Row>
+Matrix sample_residuals(const Matrix& points, std::size_t n, Row row, const Matrix& anchors,
+                        const std::vector<std::uint32_t>& assignments, std::size_t sample, std::uint64_t seed) {
     const std::size_t d = points.cols;
     Random random(stream_seed(seed, RandomStream::code_training));
     std::vector<std::size_t> rows = draw_sample(n, sample == 0 ? n : std::min(sample, n), random);
@@ -70,7 +70,7 @@ Matrix sample_residuals(const Matrix& points, const Matrix& anchors, const std::
     Matrix residuals(rows.size(), d);
 #pragma omp parallel for schedule(static) if (rows.size() * d >= kParallelValues)
     for (std::size_t s = 0; s < rows.size(); ++s) {
-        residual_of(points, anchors, assignments, rows[s], residuals.row(s));
+        residual_of(points, anchors, assignments, row(rows[s]), residuals.row(s));
     }
     return residuals;
 }
@@ -86,7 +86,7 @@ void subtract(Matrix& left, const Matrix& decoded) {
 // Stages 1 .. S - 1, each trained on what the stages before it left of the rotated sample, with
 // seeds past those of the stages before.
 void train_later_stages(ProductCodebook& book, Matrix left, const Matrix& first_decoded,
-                        const ProductCodeConfig& config, Backend& backend, StageSeconds* seconds) {
+                        const ProductCodeConfig& config, SubspaceFitters& fitters, StageSeconds* seconds) {
     if (config.stages == 1) {
         return;
     }
@@ -97,7 +97,7 @@ void train_later_stages(ProductCodebook& book, Matrix left, const Matrix& first_
         AnnealConfig kmeans = config.kmeans;
         kmeans.seed = config.kmeans.seed + stage * book.subspaces();
         SubspaceCentroids trained = timed(seconds, "pq.stages", [&] {
-            return train_subspace_centroids(left, book.bounds, book.bits, kmeans, backend);
+            return train_subspace_centroids(left, book.bounds, book.bits, kmeans, fitters);
         });
         std::copy(trained.centroids.data.begin(), trained.centroids.data.end(), centroids.row(stage * book.table()));
         if (stage + 1 < config.stages) {
@@ -116,15 +116,45 @@ ProductCodeConfig residual_fits(ProductCodeConfig config) {
     return config;
 }
 
+ProductCodebook train_on(const Matrix& residuals, const ProductCodeConfig& config, Backend& backend,
+                         StageSeconds* seconds);
+
 }  // namespace
 
 ProductCodebook train_product_codebook(const Matrix& points, const Matrix& anchors,
                                        const std::vector<std::uint32_t>& assignments,
                                        const ProductCodeConfig& requested, Backend& backend, StageSeconds* seconds) {
     check_config(requested, points.rows, points.cols);
-    const ProductCodeConfig config = requested.subspaces == 1 ? residual_fits(requested) : requested;
     check_residual_inputs(points, anchors, assignments, "product-code training");
-    const Matrix residuals = sample_residuals(points, anchors, assignments, config.train_sample, config.kmeans.seed);
+    const Matrix residuals = sample_residuals(
+        points, points.rows, [](std::size_t s) { return s; }, anchors, assignments, requested.train_sample,
+        requested.kmeans.seed);
+    return train_on(residuals, requested, backend, seconds);
+}
+
+ProductCodebook train_product_codebook(const Matrix& points, const std::vector<std::uint32_t>& rows,
+                                       const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
+                                       const ProductCodeConfig& requested, Backend& backend, StageSeconds* seconds) {
+    check_config(requested, rows.size(), points.cols);
+    check_residual_inputs(points, anchors, assignments, "product-code training");
+    for (std::size_t s = 0; s < rows.size(); ++s) {
+        if (rows[s] >= points.rows || (s > 0 && rows[s] <= rows[s - 1])) {
+            throw Error("product-code training: the training rows must increase and lie below " +
+                        std::to_string(points.rows) + "; entry " + std::to_string(s) + " is " + std::to_string(rows[s]));
+        }
+    }
+    const Matrix residuals = sample_residuals(
+        points, rows.size(), [&](std::size_t s) { return rows[s]; }, anchors, assignments, requested.train_sample,
+        requested.kmeans.seed);
+    return train_on(residuals, requested, backend, seconds);
+}
+
+namespace {
+
+// The PCA start, the OPQ rounds and the later stages, on a sample's residuals.
+ProductCodebook train_on(const Matrix& residuals, const ProductCodeConfig& requested, Backend& backend,
+                         StageSeconds* seconds) {
+    const ProductCodeConfig config = requested.subspaces == 1 ? residual_fits(requested) : requested;
 
     SubspaceRotation start = timed(seconds, "pq.start", [&] { return pca_rotation(residuals, config.subspaces); });
     ProductCodebook book;
@@ -132,6 +162,7 @@ ProductCodebook train_product_codebook(const Matrix& points, const Matrix& ancho
     book.rotation = std::move(start.rotation);
     book.bounds = std::move(start.bounds);
     const AnnealConfig steering = steering_fits(config.kmeans);
+    SubspaceFitters fitters(backend);
     double previous_error = 0.0;
     Matrix previous_rotation;
     // A rotation moves one sub-space's points rigidly, which does not change their k-means.
@@ -141,11 +172,11 @@ ProductCodebook train_product_codebook(const Matrix& points, const Matrix& ancho
             timed(seconds, "pq.rotate", [&] { return backend.rotate_rows(book.rotation, residuals); });
         SubspaceCentroids trained = timed(seconds, "pq.centroids", [&] {
             return train_subspace_centroids(rotated, book.bounds, book.bits, settled ? config.kmeans : steering,
-                                            backend);
+                                            fitters);
         });
         book.centroids = std::move(trained.centroids);
         if (settled) {
-            train_later_stages(book, rotated, trained.decoded, config, backend, seconds);
+            train_later_stages(book, rotated, trained.decoded, config, fitters, seconds);
             return book;
         }
         // The steering fits of every round start from the same seeds, so their errors compare. A
@@ -166,5 +197,7 @@ ProductCodebook train_product_codebook(const Matrix& points, const Matrix& ancho
             timed(seconds, "pq.procrustes", [&] { return procrustes_rotation(trained.decoded, residuals); });
     }
 }
+
+}  // namespace
 
 }  // namespace vlattice
