@@ -1,6 +1,8 @@
 // Product codes on the GPU against the CPU: the same model codes the same bytes on either backend,
 // codebooks train through the CUDA backend (its sub-space fits side by side on sibling streams) into
-// the CPU's codebook, and the GPU's decoder gives the CPU's reconstruction bit for bit. Every test skips with a warning where no usable GPU is present.
+// the CPU's codebook, a budget's candidates trained at once measure and choose as the CPU's trained
+// one after the other, and the GPU's decoder gives the CPU's reconstruction bit for bit. Every test
+// skips with a warning where no usable GPU is present.
 #include <catch2/catch.hpp>
 
 #ifdef VLATTICE_HAVE_CUDA
@@ -10,6 +12,7 @@
 
 #include "vlattice/anneal.hpp"
 #include "vlattice/codec.hpp"
+#include "vlattice/coding_plan.hpp"
 #include "vlattice/cpu_backend.hpp"
 #include "vlattice/cuda_backend.hpp"
 #include "vlattice/cuda_search.hpp"
@@ -120,6 +123,48 @@ TEST_CASE("the GPU trains the CPU's product codebook and rotates rows to the sam
     CHECK(gpu_book.stages == 3);
     CHECK(gpu_book.rotation.data == cpu_book.rotation.data);
     CHECK(gpu_book.centroids.data == cpu_book.centroids.data);
+}
+
+// Under a budget the GPU trains the candidates at once, each on a thread and a sibling of its own,
+// their BLAS calls taking turns; the CPU trains them one after the other. Both must measure the
+// same errors and keep the same code.
+TEST_CASE("a budget's candidates trained at once on the GPU are the CPU's, one after the other", "[gpu][codes]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix points = random_points(4000, 96, rng, 10);
+    AnnealConfig config;
+    config.anchors = 16;
+    config.max_iters = 6;
+    const std::unique_ptr<Backend> cpu = make_cpu_backend(0);
+    const std::unique_ptr<Backend> gpu = make_cuda_backend(0);
+    const FitResult result = fit(points, config, *cpu);
+    for (const double budget : {7.0, 25.0}) {
+        INFO("budget " << budget << " B");
+        CodingSpec spec;
+        spec.budget_bytes = budget;
+        spec.product.opq_iters = 2;
+        spec.product.kmeans.max_iters = 8;
+        spec.product.kmeans.seed = run_seed;
+        const TrainedCoding on_cpu = train_coding(points, result.anchors, result.assignments, spec, *cpu);
+        const TrainedCoding on_gpu = train_coding(points, result.anchors, result.assignments, spec, *gpu);
+        REQUIRE(on_gpu.candidates.size() == on_cpu.candidates.size());
+        CHECK(on_cpu.candidates.size() == 3);  // the scalar code and the product codes of 8 and 4 bits
+        for (std::size_t c = 0; c < on_cpu.candidates.size(); ++c) {
+            INFO(on_cpu.candidates[c].description);
+            CHECK(on_gpu.candidates[c].description == on_cpu.candidates[c].description);
+            CHECK(on_gpu.candidates[c].held_out_mse == on_cpu.candidates[c].held_out_mse);
+            CHECK(on_gpu.candidates[c].file_mse == on_cpu.candidates[c].file_mse);
+        }
+        CHECK(on_gpu.chosen == on_cpu.chosen);
+        CHECK(on_gpu.codec == on_cpu.codec);
+        CHECK(on_gpu.product.rotation.data == on_cpu.product.rotation.data);
+        CHECK(on_gpu.product.centroids.data == on_cpu.product.centroids.data);
+        CHECK(on_gpu.scalar.step.data == on_cpu.scalar.step.data);
+    }
 }
 
 #endif

@@ -2,6 +2,8 @@
 // (src/codes/product_scan.hpp).
 #include "codes/product_scan.hpp"
 
+#include "codes/rotation.hpp"
+
 #include "numeric.hpp"
 
 #include <algorithm>
@@ -101,11 +103,7 @@ BlockSums fastest_block_sums() {
 }
 
 ProductTables::ProductTables(const ProductCodebook& book)
-    : book_(book), rotation_t_(transposed(book.rotation)), centroids_t_(transposed(book.centroids)) {}
-
-void ProductTables::rotate(const float* x, float* rotated) const {
-    ordered_columns(rotation_t_.data.data(), rotation_t_.cols, rotation_t_.cols, x, rotation_t_.rows, rotated);
-}
+    : book_(book), centroids_t_(transposed(book.centroids)) {}
 
 void ProductTables::byte_tables(const float* rotated, float* tables, float* sub) const {
     const std::size_t count = book_.table();
@@ -159,23 +157,18 @@ ProductScan product_scan(const VlatFile& file) {
         return scan;
     }
     scan.extra.resize(n);
-    const ProductTables tables(book);
+    // All anchors at once, blocked, in the order rotate_rows fixes, as the GPU's search repeats it.
+    const Matrix rotated = rotate_rows(book.rotation, file.anchors);
     const auto m = static_cast<std::ptrdiff_t>(file.anchors.rows);
 #pragma omp parallel
     {
-        std::vector<float> rc(book.coded_dims());
         std::vector<float> z(book.coded_dims());
 #pragma omp for schedule(dynamic, 16)
         for (std::ptrdiff_t a = 0; a < m; ++a) {
-            const std::size_t first = scan.lists.start[a];
-            const std::size_t end = scan.lists.start[a + 1];
-            if (first == end) {
-                continue;
-            }
-            tables.rotate(file.anchors.row(static_cast<std::size_t>(a)), rc.data());
-            for (std::size_t p = first; p < end; ++p) {
-                scan.extra[p] =
-                    vector_extra(book, file.product.codes.data() + std::size_t{members[p]} * cb, rc.data(), z.data());
+            const float* rc = rotated.row(static_cast<std::size_t>(a));
+            for (std::size_t p = scan.lists.start[a]; p < scan.lists.start[a + 1]; ++p) {
+                const std::uint8_t* code = file.product.codes.data() + std::size_t{members[p]} * cb;
+                scan.extra[p] = vector_extra(book, code, rc, z.data());
             }
         }
     }

@@ -41,21 +41,19 @@ using BlockSums = decltype(&block_sums);
 // block_sums, or on a CPU with AVX2 the same sums by its gathers.
 BlockSums fastest_block_sums();
 
-// The rotation and the centroids transposed, so that the sums of search.hpp vectorise across rotated
-// coordinates and centroids while each still runs in its own order.
+// The centroids transposed, so that the table sums of search.hpp vectorise across centroids while
+// each still runs in its own order. Queries and anchors are rotated by rotate_rows
+// (codes/rotation.hpp).
 class ProductTables {
 public:
     explicit ProductTables(const ProductCodebook& book);
 
-    // rotated[t] <- Rx[t] for t < p.
-    void rotate(const float* x, float* rotated) const;
     // tables[b * kByteValues + x] <- T_b[x] of the query whose rotation is `rotated`, for every code
     // byte b; `sub` holds kByteValues floats.
     void byte_tables(const float* rotated, float* tables, float* sub) const;
 
 private:
     const ProductCodebook& book_;
-    Matrix rotation_t_;   // d x p
     Matrix centroids_t_;  // p x S 2^bits
 };
 

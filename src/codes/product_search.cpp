@@ -4,6 +4,7 @@
 #include "codes/product_search.hpp"
 
 #include "codes/product_scan.hpp"
+#include "codes/rotation.hpp"
 #include "search_scores.hpp"
 
 #include <algorithm>
@@ -65,6 +66,8 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
     const ProductScan scan = product_scan(file);
     const ProductTables tables(book);
     const BlockSums sums_of = fastest_block_sums();
+    // Every query rotated at once, blocked, in the order rotate_rows fixes, as the GPU's search repeats it.
+    const Matrix rotated = rotate_rows(book.rotation, queries);
 
     Neighbors out;
     out.queries = queries.rows;
@@ -76,7 +79,6 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
 #pragma omp parallel reduction(+ : visited)
     {
         std::vector<Scored> probes;
-        std::vector<float> rotated(book.coded_dims());
         std::vector<float> lookup(cb * kByteValues);
         std::vector<float> sub(kByteValues);
         std::vector<float> sums;
@@ -87,8 +89,7 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
             const auto q = static_cast<std::size_t>(qq);
             const float* query = queries.row(q);
             probe_anchors(query, anchors, file.metric, nprobe, probes);
-            tables.rotate(query, rotated.data());
-            tables.byte_tables(rotated.data(), lookup.data(), sub.data());
+            tables.byte_tables(rotated.row(q), lookup.data(), sub.data());
             best.clear();
             for (const auto& [probe, a] : probes) {
                 const std::size_t first = scan.lists.start[a];

@@ -77,8 +77,8 @@ SubspaceCentroids train_subspace_centroids(const Matrix& rotated, const std::vec
     // buffers it keeps.
     std::vector<std::size_t> order(subspaces);
     std::iota(order.begin(), order.end(), std::size_t{0});
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return bounds[a + 1] - bounds[a] < bounds[b + 1] - bounds[b]; });
+    const auto width = [&](std::size_t j) { return bounds[j + 1] - bounds[j]; };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return width(a) < width(b); });
     const std::size_t workers = fitters.workers(subspaces);
     if (workers == 1) {
         for (const std::size_t j : order) {

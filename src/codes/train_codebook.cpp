@@ -140,7 +140,8 @@ ProductCodebook train_product_codebook(const Matrix& points, const std::vector<s
     for (std::size_t s = 0; s < rows.size(); ++s) {
         if (rows[s] >= points.rows || (s > 0 && rows[s] <= rows[s - 1])) {
             throw Error("product-code training: the training rows must increase and lie below " +
-                        std::to_string(points.rows) + "; entry " + std::to_string(s) + " is " + std::to_string(rows[s]));
+                        std::to_string(points.rows) + "; entry " + std::to_string(s) + " is " +
+                        std::to_string(rows[s]));
         }
     }
     const Matrix residuals = sample_residuals(
