@@ -77,6 +77,18 @@ TEST_CASE("a product model codes byte-identically on the CPU and the GPU, and de
     }
 }
 
+namespace {
+
+// A short CPU fit of `anchors` anchors: the anchors and assignments the codebooks are trained for.
+FitResult anchors_on_cpu(const Matrix& points, std::size_t anchors) {
+    AnnealConfig config;
+    config.anchors = anchors;
+    config.max_iters = 6;
+    return fit(points, config, *make_cpu_backend(0));
+}
+
+}  // namespace
+
 TEST_CASE("the GPU trains the CPU's product codebook and rotates rows to the same bits", "[gpu][codes]") {
     if (!gpu_usable()) {
         return;
@@ -85,12 +97,9 @@ TEST_CASE("the GPU trains the CPU's product codebook and rotates rows to the sam
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
     const Matrix points = random_points(3000, 200, rng, 12);
-    AnnealConfig config;
-    config.anchors = 24;
-    config.max_iters = 6;
+    const FitResult result = anchors_on_cpu(points, 24);
     const std::unique_ptr<Backend> cpu = make_cpu_backend(0);
     const std::unique_ptr<Backend> gpu = make_cuda_backend(0);
-    const FitResult result = fit(points, config, *cpu);
 
     const Matrix rotation = random_points(150, 200, rng, 1);
     const Matrix on_cpu = cpu->rotate_rows(rotation, points);
@@ -136,12 +145,9 @@ TEST_CASE("a budget's candidates trained at once on the GPU are the CPU's, one a
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
     const Matrix points = random_points(4000, 96, rng, 10);
-    AnnealConfig config;
-    config.anchors = 16;
-    config.max_iters = 6;
+    const FitResult result = anchors_on_cpu(points, 16);
     const std::unique_ptr<Backend> cpu = make_cpu_backend(0);
     const std::unique_ptr<Backend> gpu = make_cuda_backend(0);
-    const FitResult result = fit(points, config, *cpu);
     for (const double budget : {7.0, 25.0}) {
         INFO("budget " << budget << " B");
         CodingSpec spec;
