@@ -30,21 +30,9 @@ double squared_distance(const float* a, const float* b, std::size_t d);
 // choices, and for the 2-means that seeds a split (maintenance), which the annealing refines.
 constexpr std::size_t kDistanceLanes = 16;
 
-// The lanes and the tree of ordered_squared_distance, summing term(a[k], b[k]) over the coordinates.
-template <class Term>
-inline float ordered_lane_sum(const float* a, const float* b, std::size_t d, Term term) {
-    float lane[kDistanceLanes] = {};
-    std::size_t k = 0;
-    for (; k + kDistanceLanes <= d; k += kDistanceLanes) {
-        for (std::size_t l = 0; l < kDistanceLanes; ++l) {
-            lane[l] += term(a[k + l], b[k + l]);
-        }
-    }
-    for (std::size_t l = 0; k < d; ++k, ++l) {
-        lane[l] += term(a[k], b[k]);
-    }
-    // The tree spelled out level by level: as a loop, the compiler left the lanes in memory and
-    // spent about a quarter of a 128-d distance on this sum.
+// The fixed tree that adds the kDistanceLanes lanes. Spelled out level by level: as a loop, the
+// compiler left the lanes in memory and spent about a quarter of a 128-d distance on this sum.
+inline float lane_tree(const float* lane) {
     static_assert(kDistanceLanes == 16, "the tree below adds 16 lanes");
     float half[8];
     for (std::size_t l = 0; l < 8; ++l) {
@@ -57,18 +45,50 @@ inline float ordered_lane_sum(const float* a, const float* b, std::size_t d, Ter
     return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
 }
 
+// The lanes and the tree of ordered_squared_distance, summing term(a[k], rows[r][k]) over the
+// coordinates for each of kRows rows into out[r]. Each row's sum is the one it has alone.
+template <std::size_t kRows, class Term>
+inline void ordered_lane_sums(const float* a, const float* const* rows, std::size_t d, Term term, float* out) {
+    float lane[kRows][kDistanceLanes] = {};
+    std::size_t k = 0;
+    for (; k + kDistanceLanes <= d; k += kDistanceLanes) {
+        for (std::size_t r = 0; r < kRows; ++r) {
+            for (std::size_t l = 0; l < kDistanceLanes; ++l) {
+                lane[r][l] += term(a[k + l], rows[r][k + l]);
+            }
+        }
+    }
+    for (std::size_t r = 0; r < kRows; ++r) {
+        for (std::size_t l = 0, tail = k; tail < d; ++tail, ++l) {
+            lane[r][l] += term(a[tail], rows[r][tail]);
+        }
+        out[r] = lane_tree(lane[r]);
+    }
+}
+
+template <class Term>
+inline float ordered_lane_sum(const float* a, const float* b, std::size_t d, Term term) {
+    float out = 0.0f;
+    ordered_lane_sums<1>(a, &b, d, term, &out);
+    return out;
+}
+
+// The terms of ordered_squared_distance and of ordered_dot.
+inline float squared_difference_term(float x, float y) {
+    const float diff = x - y;
+    return diff * diff;
+}
+inline float product_term(float x, float y) { return x * y; }
+
 inline double ordered_squared_distance(const float* a, const float* b, std::size_t d) {
-    return ordered_lane_sum(a, b, d, [](float x, float y) {
-        const float diff = x - y;
-        return diff * diff;
-    });
+    return ordered_lane_sum(a, b, d, squared_difference_term);
 }
 
 // a . b in float, in the lanes and tree of ordered_squared_distance: the inner-product search's
 // score, which the GPU (cuda/ordered_distance.cuh) repeats rounding for rounding. Every lane starts
 // at +0, so the result is never -0.
 inline float ordered_dot(const float* a, const float* b, std::size_t d) {
-    return ordered_lane_sum(a, b, d, [](float x, float y) { return x * y; });
+    return ordered_lane_sum(a, b, d, product_term);
 }
 
 // |a - b| relative to the larger magnitude; 0 when both are 0.

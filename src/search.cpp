@@ -100,11 +100,12 @@ Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOption
     for (std::size_t chunk = 0; chunk < queries.rows; chunk += kChunkQueries) {
         const std::size_t end = std::min(queries.rows, chunk + kChunkQueries);
         probes.resize(end - chunk);
-        const auto ahead = static_cast<std::ptrdiff_t>(probes.size());
-#pragma omp parallel for schedule(dynamic, 4)
-        for (std::ptrdiff_t qq = 0; qq < ahead; ++qq) {
-            probe_anchors(queries.row(chunk + static_cast<std::size_t>(qq)), anchors, file.metric, nprobe,
-                          probes[static_cast<std::size_t>(qq)]);
+        const auto blocks = static_cast<std::ptrdiff_t>((probes.size() + kProbeQueries - 1) / kProbeQueries);
+#pragma omp parallel for schedule(dynamic, 1)
+        for (std::ptrdiff_t bb = 0; bb < blocks; ++bb) {
+            const std::size_t from = static_cast<std::size_t>(bb) * kProbeQueries;
+            probe_anchors(queries, chunk + from, std::min(kProbeQueries, probes.size() - from), anchors, file.metric,
+                          nprobe, probes.data() + from);
         }
         for (std::size_t first = chunk; first < end;) {
             const Block block = plan_block(first, end, chunk, probes, lists, d, m, options.cache_floats);

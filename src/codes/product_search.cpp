@@ -75,51 +75,56 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
     out.ids.assign(queries.rows * k, -1);
     out.distances.assign(queries.rows * k, std::numeric_limits<float>::infinity());
     std::uint64_t visited = 0;
-    const auto count = static_cast<std::ptrdiff_t>(queries.rows);
+    const auto query_blocks = static_cast<std::ptrdiff_t>((queries.rows + kProbeQueries - 1) / kProbeQueries);
 #pragma omp parallel reduction(+ : visited)
     {
-        std::vector<Scored> probes;
+        std::vector<Scored> block_probes[kProbeQueries];
         std::vector<float> lookup(cb * kByteValues);
         std::vector<float> sub(kByteValues);
         std::vector<float> sums;
         std::vector<float> row(d);
         Best best(keep);
-#pragma omp for schedule(dynamic, 4)
-        for (std::ptrdiff_t qq = 0; qq < count; ++qq) {
-            const auto q = static_cast<std::size_t>(qq);
-            const float* query = queries.row(q);
-            probe_anchors(query, anchors, file.metric, nprobe, probes);
-            tables.byte_tables(rotated.row(q), lookup.data(), sub.data());
-            best.clear();
-            for (const auto& [probe, a] : probes) {
-                const std::size_t first = scan.lists.start[a];
-                const std::size_t end = scan.lists.start[a + 1];
-                if (first == end) {
-                    continue;
+#pragma omp for schedule(dynamic, 1)
+        for (std::ptrdiff_t bb = 0; bb < query_blocks; ++bb) {
+            const std::size_t block_first = static_cast<std::size_t>(bb) * kProbeQueries;
+            const std::size_t block_count = std::min(kProbeQueries, queries.rows - block_first);
+            probe_anchors(queries, block_first, block_count, anchors, file.metric, nprobe, block_probes);
+            for (std::size_t i = 0; i < block_count; ++i) {
+                const std::size_t q = block_first + i;
+                const float* query = queries.row(q);
+                const std::vector<Scored>& probes = block_probes[i];
+                tables.byte_tables(rotated.row(q), lookup.data(), sub.data());
+                best.clear();
+                for (const auto& [probe, a] : probes) {
+                    const std::size_t first = scan.lists.start[a];
+                    const std::size_t end = scan.lists.start[a + 1];
+                    if (first == end) {
+                        continue;
+                    }
+                    visited += end - first;
+                    const std::size_t first_block = first / kScanBlock;
+                    const std::size_t blocks = (end + kScanBlock - 1) / kScanBlock - first_block;
+                    sums.resize(blocks * kScanBlock);
+                    sums_of(scan.codes.data() + first_block * cb * kScanBlock, blocks, cb, lookup.data(), sums.data());
+                    const std::size_t base = first_block * kScanBlock;
+                    for (std::size_t p = first; p < end; ++p) {
+                        const float sum = sums[p - base];
+                        const float score = ip ? adc_ip_score(probe, sum) : adc_l2_score(probe, scan.extra[p], sum);
+                        best.offer(score, scan.lists.members[p]);
+                    }
                 }
-                visited += end - first;
-                const std::size_t first_block = first / kScanBlock;
-                const std::size_t blocks = (end + kScanBlock - 1) / kScanBlock - first_block;
-                sums.resize(blocks * kScanBlock);
-                sums_of(scan.codes.data() + first_block * cb * kScanBlock, blocks, cb, lookup.data(), sums.data());
-                const std::size_t base = first_block * kScanBlock;
-                for (std::size_t p = first; p < end; ++p) {
-                    const float sum = sums[p - base];
-                    const float score = ip ? adc_ip_score(probe, sum) : adc_l2_score(probe, scan.extra[p], sum);
-                    best.offer(score, scan.lists.members[p]);
+                std::vector<Scored>& found = best.result();
+                if (options.rerank > 0) {
+                    for (auto& [score, id] : found) {
+                        decode_product_row(anchors, file.product, file.assignments[id], id, row.data());
+                        score = exact_score(query, row.data(), d, file.metric);
+                    }
+                    keep_smallest(found, k);
                 }
-            }
-            std::vector<Scored>& found = best.result();
-            if (options.rerank > 0) {
-                for (auto& [score, id] : found) {
-                    decode_product_row(anchors, file.product, file.assignments[id], id, row.data());
-                    score = exact_score(query, row.data(), d, file.metric);
+                for (std::size_t r = 0; r < found.size(); ++r) {
+                    out.ids[q * k + r] = found[r].second;
+                    out.distances[q * k + r] = found[r].first;
                 }
-                keep_smallest(found, k);
-            }
-            for (std::size_t r = 0; r < found.size(); ++r) {
-                out.ids[q * k + r] = found[r].second;
-                out.distances[q * k + r] = found[r].first;
             }
         }
     }
