@@ -10,10 +10,15 @@
 // Before a function: compiles it a second time for x86-64-v3 (AVX2, F16C) and picks the copy when the
 // program loads, where the CPU has it. Only for functions whose every result is the same bits in
 // both copies (the library is built with -ffp-contract=off, so nothing is fused).
+// VLATTICE_ALSO_FOR_X86_64_V3_V4 adds a copy for x86-64-v4 (AVX-512), for loops whose accumulators
+// fit its 32 vector registers and spill in AVX2's 16.
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
 #define VLATTICE_ALSO_FOR_X86_64_V3 __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define VLATTICE_ALSO_FOR_X86_64_V3_V4 \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define VLATTICE_ALSO_FOR_X86_64_V3
+#define VLATTICE_ALSO_FOR_X86_64_V3_V4
 #endif
 
 namespace vlattice {

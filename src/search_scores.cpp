@@ -31,7 +31,7 @@ constexpr std::size_t kProbeTile = 64;
 // scores[r] <- exact_score of anchor first + r, for r < kProbeRows, the same bits: each anchor's
 // lanes and tree are its own, and the anchors side by side keep the vector unit busy where one
 // anchor's chain of additions left it waiting.
-VLATTICE_ALSO_FOR_X86_64_V3
+VLATTICE_ALSO_FOR_X86_64_V3_V4
 void score_anchors(const float* query, const Matrix& anchors, std::size_t first, Metric metric, float* scores) {
     const float* rows[kProbeRows];
     for (std::size_t r = 0; r < kProbeRows; ++r) {

@@ -29,7 +29,7 @@ Matrix transposed(const Matrix& a) {
 
 // out[c] <- sum over k < count of rows[k][c] * x[k], in k order, for c < width, row k at
 // rows + k * stride: each out[c] is its own sum in its own order, and the loop over c vectorises.
-VLATTICE_ALSO_FOR_X86_64_V3
+VLATTICE_ALSO_FOR_X86_64_V3_V4
 void ordered_columns(const float* rows, std::size_t width, std::size_t stride, const float* x, std::size_t count,
                      float* out) {
     std::fill(out, out + width, 0.0f);

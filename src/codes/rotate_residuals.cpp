@@ -42,7 +42,7 @@ Transposed transpose(const Matrix& rotation) {
 }
 
 // kBlockRows residuals (rows past `count` are zeros) into out[0..count) x p.
-VLATTICE_ALSO_FOR_X86_64_V3
+VLATTICE_ALSO_FOR_X86_64_V3_V4
 void rotate_block(const Transposed& rt, const float* residual, std::size_t count, float* out) {
     const std::size_t d = rt.d;
     for (std::size_t t0 = 0; t0 < rt.padded; t0 += kTile) {
