@@ -658,22 +658,15 @@ private:
         DeviceBuffer<std::uint32_t> chosen{1};
         DeviceBuffer<int> degenerate{1};
 
-        template <class T>
-        static void grow(DeviceBuffer<T>& buffer, std::size_t count) {
-            if (buffer.size() < count) {
-                buffer = {};
-                buffer = DeviceBuffer<T>(count);
-            }
-        }
         void reserve(std::size_t s, std::size_t d, std::size_t m, std::size_t uniform_count) {
-            grow(sample_ids, s);
-            grow(sample_rows, s * d);
-            grow(uniforms, std::max<std::size_t>(uniform_count, 1));
-            grow(nearest, s);
-            grow(owner, s);
-            grow(gap, m);
-            grow(block_sums, cuda::seed_block_count(s));
-            grow(block_lows, cuda::seed_block_count(s));
+            cuda::grow_buffer(sample_ids, s);
+            cuda::grow_buffer(sample_rows, s * d);
+            cuda::grow_buffer(uniforms, std::max<std::size_t>(uniform_count, 1));
+            cuda::grow_buffer(nearest, s);
+            cuda::grow_buffer(owner, s);
+            cuda::grow_buffer(gap, m);
+            cuda::grow_buffer(block_sums, cuda::seed_block_count(s));
+            cuda::grow_buffer(block_lows, cuda::seed_block_count(s));
         }
         void release_if_large() {
             if (sample_rows.bytes() + nearest.bytes() + gap.bytes() > kKeptBytes) {

@@ -100,6 +100,18 @@ using DeviceBuffer = OwnedBuffer<T, detail::DeviceMemory>;
 template <class T>
 using PinnedBuffer = OwnedBuffer<T, detail::PinnedMemory>;
 
+// The buffer, grown to at least `count` elements, and its data. The old memory goes back before the
+// new is taken; a buffer large enough keeps its memory. cudaFree waits for the whole device, so work
+// still queued on the old memory finishes first.
+template <class Buffer>
+auto* grow_buffer(Buffer& buffer, std::size_t count) {
+    if (buffer.size() < count) {
+        buffer = Buffer();
+        buffer = Buffer(count);
+    }
+    return buffer.data();
+}
+
 // Adds up buffer sizes the way the allocator hands them out (2 MiB pages), so that a run that passes
 // a memory check also gets its memory.
 class Footprint {

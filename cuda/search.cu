@@ -159,20 +159,9 @@ __global__ void take_kernel(const std::uint64_t* __restrict__ sorted, const std:
     }
 }
 
-// The buffer, grown to at least `count` elements; the old memory goes back before the new is taken.
-// cudaFree waits for the device, so work still queued on the old memory finishes first.
-template <class Buffer>
-auto* reserve(Buffer& buffer, std::size_t count) {
-    if (buffer.size() < count) {
-        buffer = Buffer();
-        buffer = Buffer(count);
-    }
-    return buffer.data();
-}
-
 void* cub_temp(SearchScratch& scratch, std::size_t bytes) {
     // Never null: CUB takes a null scratch pointer as a request for its size, and would do nothing.
-    return reserve(scratch.temp, std::max<std::size_t>(bytes, 1));
+    return grow_buffer(scratch.temp, std::max<std::size_t>(bytes, 1));
 }
 
 // Sorts each of `segments` segments of keys, keys[begins[s] .. ends[s]) (bounds on the device),
@@ -216,7 +205,7 @@ void search_part(const SearchData& data, const Batch& batch, std::size_t first, 
     const std::size_t count = end - first;
     const std::int64_t base = batch.host_query_offsets[first];
     const auto total = static_cast<std::size_t>(batch.host_query_offsets[end] - base);
-    std::int64_t* segments = reserve(scratch.segments, count + 1);
+    std::int64_t* segments = grow_buffer(scratch.segments, count + 1);
     part_segments_kernel<<<blocks_for(count + 1), kSearchThreads, 0, stream>>>(batch.query_offsets, first, count,
                                                                               segments);
     check_launch("part_segments_kernel", stream);
@@ -225,7 +214,7 @@ void search_part(const SearchData& data, const Batch& batch, std::size_t first, 
     if (total > 0) {
         const Part part{batch.probes, batch.slot_offsets, data.m, data.nprobe, data.start, data.members,
                         first * data.nprobe, end * data.nprobe, base, total};
-        std::uint64_t* keys = reserve(scratch.candidate_keys[0], total);
+        std::uint64_t* keys = grow_buffer(scratch.candidate_keys[0], total);
         const std::size_t widest = widest_query(batch, first, end);
         if (data.product.active) {
             const ProductPart product_part{batch.probes, batch.slot_offsets, batch.query_offsets, data.m,
@@ -239,11 +228,11 @@ void search_part(const SearchData& data, const Batch& batch, std::size_t first, 
             anchor_keys_kernel<<<blocks_for(total), kSearchThreads, 0, stream>>>(part, keys);
             check_launch("anchor_keys_kernel", stream);
         }
-        std::uint64_t* spare = reserve(scratch.candidate_keys[1], total);
+        std::uint64_t* spare = grow_buffer(scratch.candidate_keys[1], total);
         std::uint64_t* in_order = sort_segments(keys, spare, total, count, segments, ends, scratch, stream);
         if (data.product.active && data.rerank > 0) {
             std::uint64_t* rescored = in_order == keys ? spare : keys;
-            std::int64_t* rerank_ends = reserve(scratch.rerank_ends, count);
+            std::int64_t* rerank_ends = grow_buffer(scratch.rerank_ends, count);
             rerank_keys(in_order, segments, count, std::max(data.k, data.rerank), widest,
                         batch.queries + first * data.codes.d, data.codes.anchors, data.codes.d, data.product,
                         data.inner_product, rescored, rerank_ends, stream);
@@ -270,27 +259,27 @@ std::uint64_t search_batch(const SearchData& data, const float* queries, std::si
     const std::size_t m = data.m;
     const std::size_t nprobe = data.nprobe;
     const std::size_t pairs = count * m;
-    std::uint64_t* probes = reserve(scratch.probe_keys[0], pairs);
+    std::uint64_t* probes = grow_buffer(scratch.probe_keys[0], pairs);
     probe_keys_kernel<<<half_warp_blocks(pairs), kSearchThreads, 0, stream>>>(
         queries, count, data.codes.anchors, m, data.codes.d, data.inner_product, probes);
     check_launch("probe_keys_kernel", stream);
     if (data.product.active) {
         const auto p = static_cast<std::size_t>(data.product.p);
         const std::size_t per_query = static_cast<std::size_t>(data.product.code_bytes) * kByteValues;
-        product_query_tables(data.product, queries, count, data.codes.d, reserve(scratch.rotated, count * p),
-                             reserve(scratch.tables, count * per_query), stream);
+        product_query_tables(data.product, queries, count, data.codes.d, grow_buffer(scratch.rotated, count * p),
+                             grow_buffer(scratch.tables, count * per_query), stream);
     }
     if (nprobe < m) {
         // Sorted, each query's nprobe best anchors come first, ties to the lower id as on the CPU.
-        std::int64_t* bounds = reserve(scratch.segments, count + 1);
+        std::int64_t* bounds = grow_buffer(scratch.segments, count + 1);
         multiples_kernel<<<blocks_for(count + 1), kSearchThreads, 0, stream>>>(count, m, bounds);
         check_launch("multiples_kernel", stream);
-        probes = sort_segments(probes, reserve(scratch.probe_keys[1], pairs), pairs, count, bounds, bounds + 1,
+        probes = sort_segments(probes, grow_buffer(scratch.probe_keys[1], pairs), pairs, count, bounds, bounds + 1,
                                scratch, stream);
     }
 
     const std::size_t slots = count * nprobe;
-    std::int64_t* slot_offsets = reserve(scratch.slot_offsets, slots + 1);
+    std::int64_t* slot_offsets = grow_buffer(scratch.slot_offsets, slots + 1);
     slot_counts_kernel<<<blocks_for(slots + 1), kSearchThreads, 0, stream>>>(probes, m, nprobe, slots, data.start,
                                                                              slot_offsets);
     check_launch("slot_counts_kernel", stream);
@@ -298,11 +287,11 @@ std::uint64_t search_batch(const SearchData& data, const float* queries, std::si
     const auto scanned = static_cast<std::int64_t>(slots + 1);
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, slot_offsets, scanned, stream));
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(cub_temp(scratch, bytes), bytes, slot_offsets, scanned, stream));
-    std::int64_t* query_offsets = reserve(scratch.query_offsets, count + 1);
+    std::int64_t* query_offsets = grow_buffer(scratch.query_offsets, count + 1);
     query_offsets_kernel<<<blocks_for(count + 1), kSearchThreads, 0, stream>>>(slot_offsets, nprobe, count,
                                                                                query_offsets);
     check_launch("query_offsets_kernel", stream);
-    std::int64_t* host_offsets = reserve(scratch.host_query_offsets, count + 1);
+    std::int64_t* host_offsets = grow_buffer(scratch.host_query_offsets, count + 1);
     CUDA_CHECK(cudaMemcpyAsync(host_offsets, query_offsets, (count + 1) * sizeof(std::int64_t), cudaMemcpyDeviceToHost,
                                stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -117,18 +117,21 @@ void round_anchors_to_half(Matrix& anchors) {
     }
 }
 
+// A product-coded sample's shape: d, p rotated dimensions, b bits, M sub-spaces, S stages.
+struct Shape {
+    std::uint32_t d;
+    std::size_t p;
+    unsigned bits;
+    std::size_t subspaces;
+    std::size_t stages = 1;
+};
+
 }  // namespace
 
 TEST_CASE("product codes round-trip exactly through a version 3 file", "[format][product]") {
     const std::uint64_t s = seed();
     INFO("seed " << s);
     std::mt19937_64 rng(s);
-    struct Shape {
-        std::uint32_t d;
-        std::size_t p;
-        unsigned bits;
-        std::size_t subspaces;
-    };
     // b = 4 with M odd (a spare nibble per vector) and even, b = 8, p < d and p = d, M = p.
     for (const Shape shape : {Shape{10, 7, 4, 3}, Shape{6, 6, 8, 4}, Shape{5, 5, 4, 5}, Shape{9, 4, 4, 2}}) {
         for (const AnchorStorage storage : {AnchorStorage::f32, AnchorStorage::f16}) {
@@ -244,13 +247,6 @@ TEST_CASE("additive stages round-trip exactly through a version 4 file", "[forma
     const std::uint64_t s = seed();
     INFO("seed " << s);
     std::mt19937_64 rng(s);
-    struct Shape {
-        std::uint32_t d;
-        std::size_t p;
-        unsigned bits;
-        std::size_t subspaces;
-        std::size_t stages;
-    };
     // Residual codes (M = 1) of 8 and of 4 bits (an odd code count), stages of several sub-spaces.
     for (const Shape shape : {Shape{10, 7, 8, 1, 3}, Shape{6, 6, 4, 1, 5}, Shape{9, 4, 4, 2, 2}}) {
         INFO("d " << shape.d << ", p " << shape.p << ", bits " << shape.bits << ", M " << shape.subspaces << ", S "

@@ -589,3 +589,42 @@ TEST_CASE("residual stages: the same codes on 1 or 2 threads, and training is a 
     REQUIRE(codes.size() == 2000 * 3);
     CHECK(encode_product(book, a.points, a.anchors, a.assignments, *one) == codes);
 }
+
+// compress trains on the rows it does not hold out by listing them; the codebook must be the one the
+// same rows give when copied out, whatever the sample, and a list out of order or range is refused.
+TEST_CASE("training on listed rows gives the codebook of those rows copied out", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Anchored a = anchored(correlated_gaussian(900, 12, rng), 5, rng);
+    std::vector<std::uint32_t> rows;
+    for (std::uint32_t i = 0; i < a.points.rows; ++i) {
+        if (rng() % 3 != 0) {
+            rows.push_back(i);
+        }
+    }
+    std::vector<std::uint32_t> copied_assignments;
+    for (const std::uint32_t i : rows) {
+        copied_assignments.push_back(a.assignments[i]);
+    }
+    auto backend = make_cpu_backend(2);
+    for (const std::size_t sample : {std::size_t{0}, std::size_t{250}}) {
+        INFO("train_sample " << sample);
+        ProductCodeConfig config = product_config(4, 8, 1, s);
+        config.train_sample = sample;
+        const ProductCodebook listed = train_product_codebook(a.points, rows, a.anchors, a.assignments, config, *backend);
+        const ProductCodebook copied =
+            train_product_codebook(select_rows(a.points, rows), a.anchors, copied_assignments, config, *backend);
+        CHECK(listed.rotation.data == copied.rotation.data);
+        CHECK(listed.centroids.data == copied.centroids.data);
+    }
+    const ProductCodeConfig config = product_config(4, 8, 1, s);
+    std::vector<std::uint32_t> unordered = rows;
+    std::swap(unordered[3], unordered[4]);
+    CHECK_THROWS_WITH(train_product_codebook(a.points, unordered, a.anchors, a.assignments, config, *backend),
+                      Contains("the training rows must increase and lie below 900; entry 4 is"));
+    std::vector<std::uint32_t> beyond = rows;
+    beyond.push_back(900);
+    CHECK_THROWS_WITH(train_product_codebook(a.points, beyond, a.anchors, a.assignments, config, *backend),
+                      Contains("entry " + std::to_string(rows.size()) + " is 900"));
+}

@@ -116,42 +116,6 @@ ProductCodeConfig residual_fits(ProductCodeConfig config) {
     return config;
 }
 
-ProductCodebook train_on(const Matrix& residuals, const ProductCodeConfig& config, Backend& backend,
-                         StageSeconds* seconds);
-
-}  // namespace
-
-ProductCodebook train_product_codebook(const Matrix& points, const Matrix& anchors,
-                                       const std::vector<std::uint32_t>& assignments,
-                                       const ProductCodeConfig& requested, Backend& backend, StageSeconds* seconds) {
-    check_config(requested, points.rows, points.cols);
-    check_residual_inputs(points, anchors, assignments, "product-code training");
-    const Matrix residuals = sample_residuals(
-        points, points.rows, [](std::size_t s) { return s; }, anchors, assignments, requested.train_sample,
-        requested.kmeans.seed);
-    return train_on(residuals, requested, backend, seconds);
-}
-
-ProductCodebook train_product_codebook(const Matrix& points, const std::vector<std::uint32_t>& rows,
-                                       const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
-                                       const ProductCodeConfig& requested, Backend& backend, StageSeconds* seconds) {
-    check_config(requested, rows.size(), points.cols);
-    check_residual_inputs(points, anchors, assignments, "product-code training");
-    for (std::size_t s = 0; s < rows.size(); ++s) {
-        if (rows[s] >= points.rows || (s > 0 && rows[s] <= rows[s - 1])) {
-            throw Error("product-code training: the training rows must increase and lie below " +
-                        std::to_string(points.rows) + "; entry " + std::to_string(s) + " is " +
-                        std::to_string(rows[s]));
-        }
-    }
-    const Matrix residuals = sample_residuals(
-        points, rows.size(), [&](std::size_t s) { return rows[s]; }, anchors, assignments, requested.train_sample,
-        requested.kmeans.seed);
-    return train_on(residuals, requested, backend, seconds);
-}
-
-namespace {
-
 // The PCA start, the OPQ rounds and the later stages, on a sample's residuals.
 ProductCodebook train_on(const Matrix& residuals, const ProductCodeConfig& requested, Backend& backend,
                          StageSeconds* seconds) {
@@ -200,5 +164,34 @@ ProductCodebook train_on(const Matrix& residuals, const ProductCodeConfig& reque
 }
 
 }  // namespace
+
+ProductCodebook train_product_codebook(const Matrix& points, const Matrix& anchors,
+                                       const std::vector<std::uint32_t>& assignments,
+                                       const ProductCodeConfig& requested, Backend& backend, StageSeconds* seconds) {
+    check_config(requested, points.rows, points.cols);
+    check_residual_inputs(points, anchors, assignments, "product-code training");
+    const Matrix residuals = sample_residuals(
+        points, points.rows, [](std::size_t s) { return s; }, anchors, assignments, requested.train_sample,
+        requested.kmeans.seed);
+    return train_on(residuals, requested, backend, seconds);
+}
+
+ProductCodebook train_product_codebook(const Matrix& points, const std::vector<std::uint32_t>& rows,
+                                       const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
+                                       const ProductCodeConfig& requested, Backend& backend, StageSeconds* seconds) {
+    check_config(requested, rows.size(), points.cols);
+    check_residual_inputs(points, anchors, assignments, "product-code training");
+    for (std::size_t s = 0; s < rows.size(); ++s) {
+        if (rows[s] >= points.rows || (s > 0 && rows[s] <= rows[s - 1])) {
+            throw Error("product-code training: the training rows must increase and lie below " +
+                        std::to_string(points.rows) + "; entry " + std::to_string(s) + " is " +
+                        std::to_string(rows[s]));
+        }
+    }
+    const Matrix residuals = sample_residuals(
+        points, rows.size(), [&](std::size_t s) { return rows[s]; }, anchors, assignments, requested.train_sample,
+        requested.kmeans.seed);
+    return train_on(residuals, requested, backend, seconds);
+}
 
 }  // namespace vlattice
