@@ -18,7 +18,12 @@ FAISS's codecs at no more code bytes: SQ, PQ, OPQ+PQ, IVF-PQ, OPQ+IVF-PQ, RQ and
   IVF recall, queries/s   vlattice's own search (`vlattice query --nprobe N --k 10`) at each --nprobe
 
 Per budget the summary names FAISS's best codec (lowest MSE at no more code bytes), the ratio of
-vlattice's MSE to its MSE and the difference of their recalls. Every FAISS codec has --faiss-limit
+vlattice's MSE to its MSE and the difference of their recalls.
+
+With --whole-file a budget B counts the whole file instead: vlattice runs `compress
+--target-file-bytes B`, and FAISS's best is the codec, trained at any of the FAISS rows' code
+budgets, with the lowest MSE whose serialized index takes at most B bytes per vector (its total B);
+the FAISS rows come from --faiss-json (an earlier run's, at code budgets). Every FAISS codec has --faiss-limit
 CPU seconds (all threads together; 1,200 are 10 minutes of 2 threads on cores of their own) to train and
 add, in a process of its own; past that it reads "over limit", and its family's larger budgets are
 not tried. CPU time, not wall time, so that a busy machine cuts off the same codecs as an idle one. Both tools get --threads threads (OpenMP wait policy passive unless
@@ -100,7 +105,8 @@ def load(a):
 
 def vlattice_rows(a, vlattice, files, budget, x, q, truth):
     stem = os.path.join(a.out, f"vlattice-{budget}B")
-    cmd = [vlattice, "compress", files["base"], "-o", stem + ".vlat", "--target-bytes", str(budget),
+    cmd = [vlattice, "compress", files["base"], "-o", stem + ".vlat",
+           "--target-file-bytes" if a.whole_file else "--target-bytes", str(budget),
            "--threads", str(a.threads), "--device", a.device, "--quiet", "--report", stem + ".report.json"]
     if a.anchors:
         cmd += ["-m", str(a.anchors)]
@@ -177,7 +183,8 @@ def faiss_rows(a, files, budgets, n, d):
                 sys.exit(f"quality: {' '.join(cmd)} failed ({peer.returncode}); see {a.out}/faiss.log")
     rows = []
     for r in found:
-        if r["budget"] in budgets:
+        # A whole-file budget compares every codec FAISS trained, whatever code budget it had.
+        if a.whole_file or r["budget"] in budgets:
             r["tool"] = "FAISS"
             r["seconds"] = r.pop("train_add_seconds", None)
             r["cpu_seconds"] = r.pop("train_add_cpu_seconds", None)
@@ -185,11 +192,20 @@ def faiss_rows(a, files, budgets, n, d):
     return rows
 
 
-def summary(budgets, rows):
+def faiss_peers(whole_file, budget, rows):
+    """FAISS's rows a budget compares with: at no more code bytes, or under --whole-file at no more
+    total bytes per vector."""
+    if whole_file:
+        return [r for r in rows if r["tool"] == "FAISS" and r["status"] == "ok"
+                and r["total_bytes_per_vector"] <= budget]
+    return [r for r in rows if r["tool"] == "FAISS" and r["budget"] == budget and r["status"] == "ok"
+            and r["code_bytes"] <= budget]
+
+
+def summary(whole_file, budgets, rows):
     out = []
     for budget in budgets:
-        peers = [r for r in rows if r["tool"] == "FAISS" and r["budget"] == budget and r["status"] == "ok"
-                 and r["code_bytes"] <= budget]
+        peers = faiss_peers(whole_file, budget, rows)
         ours = next((r for r in rows if r["tool"] == "vlattice" and r["budget"] == budget), None)
         best = min(peers, key=lambda r: r["mse"], default=None)
         entry = {"budget": budget, "best_faiss": best and best["codec"], "best_faiss_mse": best and best["mse"],
@@ -213,14 +229,20 @@ def tables(a, name, n, d, nq, budgets, rows, best):
              "| budget B | tool | codec | code B | total B | MSE | 10-recall@10 exhaustive | train+add s | CPU s |",
              "|---|---|---|---|---|---|---|---|---|"]
     for budget in budgets:
-        for r in (r for r in rows if r["budget"] == budget):
+        # Under --whole-file each budget lists vlattice and FAISS's three best codecs that fit it.
+        listed = ([r for r in rows if r["tool"] == "vlattice" and r["budget"] == budget]
+                  + sorted(faiss_peers(True, budget, rows), key=lambda r: r["mse"])[:3]) if a.whole_file \
+            else [r for r in rows if r["budget"] == budget]
+        for r in listed:
             if r["status"] != "ok":
                 lines.append(f"| {budget} | {r['tool']} | {r['codec'] or r['family']} | {r['status']} | | | | | |")
                 continue
-            lines.append(f"| {budget} | {r['tool']} | {r['codec']} | {r['code_bytes']:.2f} | "
+            tool = r["tool"] if r["tool"] == "vlattice" or not a.whole_file else f"FAISS ({r['budget']:g} code B)"
+            lines.append(f"| {budget} | {tool} | {r['codec']} | {r['code_bytes']:.2f} | "
                          f"{r['total_bytes_per_vector']:.2f} | {r['mse']:.6g} | {r['recall10_at_10']:.4f} | "
                          f"{fmt(r['seconds'], '.1f')} | {fmt(r['cpu_seconds'], '.1f')} |")
-    lines += ["", "| budget B | best FAISS (lowest MSE) | its MSE | its recall | vlattice MSE / best | "
+    what = "total B per vector" if a.whole_file else "code B"
+    lines += ["", f"Budgets count {what}.", "", "| budget B | best FAISS (lowest MSE) | its MSE | its recall | vlattice MSE / best | "
               "vlattice recall - best |", "|---|---|---|---|---|---|"]
     for s in best:
         lines.append(f"| {s['budget']} | {s['best_faiss'] or '-'} | {fmt(s['best_faiss_mse'], '.6g')} | "
@@ -237,7 +259,7 @@ def tables(a, name, n, d, nq, budgets, rows, best):
     return "\n".join(lines) + "\n"
 
 
-def plot(path, title, rows, budgets):
+def plot(path, title, rows, budgets, key):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
@@ -246,17 +268,17 @@ def plot(path, title, rows, budgets):
         if r["status"] == "ok":
             groups.setdefault(r["family"], []).append(r)
     for family, pts in groups.items():
-        pts.sort(key=lambda r: r["code_bytes"])
+        pts.sort(key=lambda r: r[key])
         style = dict(marker="o", linewidth=2.5, color="black") if family == "vlattice" else dict(marker=".")
         label = family if family == "vlattice" else f"FAISS {family}"
-        left.plot([r["code_bytes"] for r in pts], [r["mse"] for r in pts], label=label, **style)
-        right.plot([r["code_bytes"] for r in pts], [r["recall10_at_10"] for r in pts], label=label, **style)
+        left.plot([r[key] for r in pts], [r["mse"] for r in pts], label=label, **style)
+        right.plot([r[key] for r in pts], [r["recall10_at_10"] for r in pts], label=label, **style)
     for ax, what in ((left, "MSE (mean squared L2 error per vector)"),
                      (right, "10-recall@10, exhaustive search over the reconstruction")):
         ax.set_xscale("log")
         ax.set_xticks(budgets, [str(b) for b in budgets])
         ax.minorticks_off()
-        ax.set_xlabel("code bytes per vector")
+        ax.set_xlabel("code bytes per vector" if key == "code_bytes" else "total bytes per vector (the whole file)")
         ax.set_ylabel(what)
         ax.grid(True, which="both", alpha=0.3)
     left.set_yscale("log")
@@ -290,6 +312,9 @@ def main():
                     "instead of running it")
     ap.add_argument("--vlattice-json", help="take the vlattice rows from an earlier run's quality.json instead of "
                     "running it (the same data and budgets)")
+    ap.add_argument("--whole-file", action="store_true",
+                    help="budgets count the whole file: vlattice --target-file-bytes, FAISS's best by total bytes "
+                         "(needs --faiss-json)")
     ap.add_argument("--no-vlattice", action="store_true", help="FAISS only")
     ap.add_argument("--threads", type=int, default=2, help="threads of both tools (default 2)")
     ap.add_argument("--device", default="cpu", help="vlattice --device (default cpu, as FAISS runs on the CPU)")
@@ -308,6 +333,8 @@ def main():
         if path and not os.path.isfile(path):
             sys.exit(f"quality: {path}: no such file")
     vlattice = os.environ.get("VLATTICE_BIN", os.path.join(ROOT, "build/vlattice"))
+    if a.whole_file and not a.faiss_json:
+        ap.error("--whole-file compares with FAISS rows of an earlier run: give --faiss-json")
     if a.no_vlattice and a.vlattice_json:
         ap.error("--no-vlattice and --vlattice-json exclude each other")
     if not a.no_vlattice and not a.vlattice_json and not os.access(vlattice, os.X_OK):
@@ -334,7 +361,7 @@ def main():
     rows += faiss_rows(a, files, budgets, n, d)
     order = {family: i for i, family in enumerate(faiss_peer.FAMILIES + ["vlattice"])}
     rows.sort(key=lambda r: (r["budget"], order[r["family"]]))
-    best = summary(budgets, rows)
+    best = summary(a.whole_file, budgets, rows)
 
     name = os.path.basename(files["base"])
     text = tables(a, name, n, d, len(q), budgets, rows, best)
@@ -343,9 +370,11 @@ def main():
         f.write(text)
     with open(os.path.join(a.out, "quality.json"), "w") as f:
         json.dump({"data": files["base"], "n": n, "d": d, "queries": len(q), "threads": a.threads,
-                   "anchors": a.anchors, "vlattice_codec": a.vlattice_codec, "nlist": a.nlist,
+                   "anchors": a.anchors, "vlattice_codec": a.vlattice_codec, "whole_file": a.whole_file,
+                   "nlist": a.nlist,
                    "faiss_limit_seconds": a.faiss_limit, "budgets": budgets, "rows": rows, "summary": best}, f, indent=2)
-    plot(os.path.join(a.out, "quality.png"), f"{name}: {n} x {d}, {len(q)} queries", rows, budgets)
+    plot(os.path.join(a.out, "quality.png"), f"{name}: {n} x {d}, {len(q)} queries", rows, budgets,
+         "total_bytes_per_vector" if a.whole_file else "code_bytes")
     print(f"wrote {a.out}/quality.md, quality.json, quality.png" + ("" if a.faiss_json else " and faiss.jsonl"))
 
 

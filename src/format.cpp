@@ -561,6 +561,41 @@ std::uint32_t format_version(const VlatFile& file) {
     throw Error("residual codec " + std::to_string(static_cast<unsigned>(file.codec)) + " has no .vlat version");
 }
 
+VlatShape vlat_shape(const VlatFile& file) {
+    VlatShape shape;
+    shape.n = file.n;
+    shape.d = file.d;
+    shape.m = file.anchors.rows;
+    shape.storage = file.anchor_storage;
+    shape.codec = file.codec;
+    shape.scalar_code_bytes = file.residuals.layout.code_bytes;
+    const ProductCodebook& book = file.product.book;
+    shape.rotated_dims = book.coded_dims();
+    shape.subspaces = book.subspaces();
+    shape.stages = book.stages;
+    shape.bits = book.bits;
+    shape.metadata_bytes = encode_metadata(file.metadata_json).size();
+    return shape;
+}
+
+std::uint64_t vlat_file_bytes(const VlatShape& shape) {
+    const auto section = [](std::uint64_t payload) { return kSectionHeadBytes + payload + kSectionChecksumBytes; };
+    std::uint64_t bytes = kHeaderBytes + section(shape.m * shape.d * anchor_element_bytes(shape.storage)) +
+                          section(*packed_byte_count(shape.n, assignment_bits(shape.m))) +
+                          section(shape.metadata_bytes);
+    if (shape.codec == ResidualCodec::scalar) {
+        bytes += section(shape.d + 2 * sizeof(float) * shape.m * shape.d + shape.n * shape.scalar_code_bytes);
+    }
+    if (shape.codec == ResidualCodec::product) {
+        const std::uint64_t code_bytes = (shape.stages * shape.subspaces * shape.bits + 7) / 8;
+        bytes += section(product_sections::rotation_bytes(shape.rotated_dims, shape.d)) +
+                 section(product_sections::codebook_bytes(shape.bits, shape.subspaces, shape.stages,
+                                                          shape.rotated_dims)) +
+                 section(shape.n * code_bytes);
+    }
+    return bytes;
+}
+
 double code_bytes_per_vector(const VlatFile& file) {
     if (file.n == 0) {
         throw Error("a model (n = 0) has no vectors to divide its code bytes by");

@@ -27,6 +27,15 @@ std::string count(std::uint64_t value) {
 
 }  // namespace
 
+std::uint64_t rotation_bytes(std::uint64_t p, std::uint64_t d) {
+    return kRowCountBytes + sizeof(float) * p * d;
+}
+
+std::uint64_t codebook_bytes(unsigned bits, std::uint64_t subspaces, std::uint64_t stages, std::uint64_t p) {
+    return head_bytes(stages > 1) + sizeof(std::uint32_t) * (subspaces + 1) +
+           sizeof(float) * stages * (std::uint64_t{1} << bits) * p;
+}
+
 Bytes encode_rotation(const ProductCodebook& book) {
     const Matrix& rotation = book.rotation;
     Bytes out;
@@ -106,9 +115,8 @@ SectionLength codebook_length(io::BinaryFile& in, std::uint64_t offset, std::uin
         throw Error(path + ": section CDBK: S = " + count(stages) + " stages (a version 4 file has 2 to " +
                     count(kMostStages) + ")");
     }
-    // M <= p < 2^32, S <= 2^16 and 2^bits <= 256: no sum below comes near 2^64.
-    const std::uint64_t bytes = head_length + sizeof(std::uint32_t) * (std::uint64_t{m} + 1) +
-                                sizeof(float) * stages * (std::uint64_t{1} << bits) * p;
+    // M <= p < 2^32, S <= 2^16 and 2^bits <= 256: no sum comes near 2^64.
+    const std::uint64_t bytes = codebook_bytes(bits, m, stages, p);
     const std::string stage_count = staged ? ", S = " + count(stages) : "";
     return {bytes, "bits = " + count(bits) + ", M = " + count(m) + stage_count + " and p = " + count(p)};
 }

@@ -24,6 +24,11 @@ namespace product_sections {
 
 using Bytes = std::vector<std::uint8_t>;
 
+// Payload bytes of a p x d rotation, and of a codebook of M sub-spaces, S stages of 2^bits centroids
+// over p rotated coordinates (a version 4 head when S > 1). Sizes a file can hold: no overflow.
+std::uint64_t rotation_bytes(std::uint64_t p, std::uint64_t d);
+std::uint64_t codebook_bytes(unsigned bits, std::uint64_t subspaces, std::uint64_t stages, std::uint64_t p);
+
 Bytes encode_rotation(const ProductCodebook& book);
 Bytes encode_codebook(const ProductCodebook& book);
 

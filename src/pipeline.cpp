@@ -109,6 +109,84 @@ std::size_t anchors_for(const CodingSpec& spec, std::size_t n, std::size_t wante
     return spec.budget_bytes ? anchors_within(*spec.budget_bytes, n, wanted) : wanted;
 }
 
+std::vector<std::size_t> anchor_counts(const CodingSpec& spec, std::size_t n, std::size_t d, std::size_t wanted) {
+    if (spec.file_budget) {
+        return file_budget_anchor_counts(*spec.file_budget, n, d, wanted);
+    }
+    return {anchors_for(spec, n, wanted)};
+}
+
+namespace {
+
+// The best code a trial's coding chose, for comparing anchor counts; the ids alone without a budget.
+double chosen_error(const TrainedCoding& coding, const FitResult& fit) {
+    return coding.candidates.empty() ? fit.energy : coding.candidates[coding.chosen].held_out_mse;
+}
+
+}  // namespace
+
+TrainedRun fit_and_train(const Matrix& points, AnnealConfig config, const std::vector<std::size_t>& counts,
+                         const RunInput& input, AnchorStorage storage, const CodingSpec& spec, Backend& backend,
+                         const std::function<FitResult(const AnnealConfig&)>& fit_anchors) {
+    CodingSpec coding = spec;
+    if (coding.file_budget) {
+        coding.file_budget->storage = storage;
+    }
+    std::vector<AnchorCountTrial> trials;
+    TrainedRun best;
+    double best_error = 0.0;
+    for (const std::size_t count : counts) {
+        config.anchors = count;
+        TrainedRun run;
+        run.config = config;
+        run.fit = fit_anchors(config);
+        run.model = train_model(points, run.fit, input, storage, coding, backend, run_metadata(config, run.fit, input),
+                                run.coding);
+        trials.push_back({run.fit.anchors.rows, run.fit.seconds.total, run.coding});
+        // Every kind at every count would multiply the training: the counts after the first train
+        // only the kind the first chose (on Fashion-MNIST the same kind won at all three counts),
+        // each sized for its own side data.
+        if (coding.file_budget && !coding.file_budget->only && !run.coding.candidates.empty()) {
+            coding.file_budget->only = run.coding.candidates[run.coding.chosen].kind;
+        }
+        const double error = chosen_error(run.coding, run.fit);
+        if (trials.size() == 1 || error < best_error) {
+            best = std::move(run);
+            best.chosen = trials.size() - 1;
+            best_error = error;
+        }
+    }
+    if (trials.size() > 1) {
+        nlohmann::json tried = nlohmann::json::array();
+        for (const AnchorCountTrial& trial : trials) {
+            nlohmann::json entry = {{"m", trial.anchors}, {"code", "ids only"}, {"held_out_mse", nullptr}};
+            if (!trial.coding.candidates.empty()) {
+                const CodingCandidate& kept = trial.coding.candidates[trial.coding.chosen];
+                entry["code"] = kept.description;
+                entry["held_out_mse"] = kept.held_out_mse;
+            }
+            tried.push_back(entry);
+        }
+        nlohmann::json metadata = nlohmann::json::parse(best.model.metadata_json);
+        metadata["residuals"]["anchor_counts"] = tried;
+        best.model.metadata_json = metadata.dump();
+    }
+    best.trials = std::move(trials);
+    if (coding.file_budget) {
+        VlatShape shape = vlat_shape(best.model);
+        shape.n = input.n;
+        const std::uint64_t bytes = vlat_file_bytes(shape);
+        const std::uint64_t total = file_budget_total(*coding.file_budget, input.n);
+        if (bytes > total) {
+            throw Error("the file would take " + std::to_string(bytes) + " bytes, more than the whole-file budget's " +
+                        std::to_string(total) + ": its metadata (" + std::to_string(shape.metadata_bytes) +
+                        " bytes) is larger than the " + std::to_string(coding.file_budget->metadata_bytes) +
+                        " set aside for it");
+        }
+    }
+    return best;
+}
+
 VlatFile train_model(const Matrix& points, const FitResult& result, const RunInput& input, AnchorStorage storage,
                   const CodingSpec& spec, Backend& backend, nlohmann::json metadata, TrainedCoding& coding) {
     if (input.d > std::numeric_limits<std::uint32_t>::max()) {
@@ -139,6 +217,9 @@ nlohmann::json coding_json(const CodingSpec& spec, const TrainedCoding& coding) 
                               {"code_bytes", candidate.code_bytes},
                               {"held_out_mse", candidate.held_out_mse},
                               {"file_mse", candidate.file_mse}});
+        if (spec.file_budget) {
+            candidates.back()["file_bytes"] = candidate.file_bytes;
+        }
     }
     nlohmann::json out = {{"codec", codec_name(coding.codec)},
                           {"family", codec_family_name(spec.family)},
@@ -146,6 +227,9 @@ nlohmann::json coding_json(const CodingSpec& spec, const TrainedCoding& coding) 
                           {"candidates", candidates}};
     if (spec.budget_bytes) {
         out["target_bytes"] = *spec.budget_bytes;
+    }
+    if (spec.file_budget) {
+        out["target_file_bytes"] = spec.file_budget->bytes_per_vector;
     }
     if (coding.codec == ResidualCodec::scalar) {
         out["widths"] = describe_widths(coding.scalar.layout.bits);

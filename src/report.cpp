@@ -47,7 +47,9 @@ nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, c
         {"code", context.code_seconds},
         {"write", context.write_seconds},
         {"fit", fit.total},  // init and every iteration: the span a k-means library times
-        {"total", context.load_seconds + fit.total + context.code_seconds + context.write_seconds},
+        {"other_fits", context.other_fits_seconds},
+        {"total", context.load_seconds + fit.total + context.other_fits_seconds + context.code_seconds +
+                      context.write_seconds},
     };
     const auto stages = [](const StageSeconds& seconds) {
         nlohmann::json out = nlohmann::json::object();

@@ -204,7 +204,7 @@ TEST_CASE("batch: a setting that would stop a later job is refused before the fi
     refused(R"({"file": "x.hdf5", "name": "second", "metric": "hamming"})", "",
             "job 2 (" + dir.path("x.hdf5") + "): metric: expected 'l2', 'angular' or 'ip', got 'hamming'");
     refused(R"({"file": "x.hdf5", "name": "second", "bits": 4})", " --target-ratio 10%",
-            "job 2 (" + dir.path("x.hdf5") + "): the manifest's \"bits\" and the --target-bytes/--target-ratio");
+            "job 2 (" + dir.path("x.hdf5") + "): the manifest's \"bits\" and the budget (--target-bytes");
     refused(R"({"file": "x.hdf5", "name": "second"})", " --bits 3", "--bits must be 0, 2, 4 or 8, got 3");
     // A bad option of the command is named as its own, though every job takes a copy of it.
     const CommandResult own =

@@ -2,12 +2,14 @@
 #include "support.hpp"
 
 #include "vlattice/device.hpp"
+#include "vlattice/format.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <string>
+#include <utility>
 
 using namespace vlattice::test;
 using Catch::Contains;
@@ -79,6 +81,35 @@ TEST_CASE("compress --codec scalar --target-bytes never overshoots and says what
     CHECK(info_of(ann.dir.path("ratio.vlat"))["code_bytes_per_vector"].get<double>() <= 12.0);
 }
 
+// 3,000 vectors of 24 dimensions: 64 anchors take 6 KiB, the metadata's allowance 8 KiB, so a
+// budget of 12 bytes per vector leaves about 7 for the ids and codes.
+TEST_CASE("compress --target-file-bytes keeps the whole file within the budget and says what it tried",
+          "[cli][codes]") {
+    const AnnFile ann;
+    const std::pair<std::string, double> budgets[] = {
+        {"--target-file-bytes 12", 12.0}, {"--target-file-bytes 40", 40.0}, {"--target-file-ratio 25%", 24.0}};
+    for (const auto& [budget, allowed] : budgets) {
+        INFO(budget);
+        const std::string out = ann.dir.path("file-budget.vlat");
+        const CommandResult run = run_cli("compress " + quote(ann.path) + " -o " + quote(out) +
+                                          " -m 64 --iters 12 --device cpu --threads 2 " + budget);
+        INFO(run.output);
+        REQUIRE(run.exit_code == 0);
+        CHECK_THAT(run.output, Contains("tries 64, 16 and 4 anchors") && Contains("candidates  with m = 16 anchors") &&
+                                   Contains("ids only") && Contains("file bytes") && Contains(", kept ("));
+        CHECK(static_cast<double>(std::filesystem::file_size(out)) <= allowed * 3000.0);
+        const nlohmann::json metadata = nlohmann::json::parse(vlattice::read_vlat(out).metadata_json);
+        CHECK(metadata["residuals"]["target_file_bytes"] == allowed);
+        CHECK(metadata["residuals"]["anchor_counts"].size() == 3);
+    }
+    const CommandResult tiny = run_cli("compress " + quote(ann.path) + " -o " + quote(ann.dir.path("tiny.vlat")) +
+                                       kRun + " --target-file-bytes 2");
+    INFO(tiny.output);
+    CHECK(tiny.exit_code == 1);
+    CHECK_THAT(tiny.output, Contains("does not hold even one anchor of 24 dimensions"));
+    CHECK(!std::filesystem::exists(ann.dir.path("tiny.vlat")));
+}
+
 TEST_CASE("compress --bits codes every dimension, and decompress writes what they decode to", "[cli][codes]") {
     const AnnFile ann;
     double previous = 1e300;
@@ -123,7 +154,13 @@ TEST_CASE("compress rejects bad coding options", "[cli][codes]") {
     rejects("--bits 4294967298", "--bits must be a whole number in [0, 8], got '4294967298'");  // not 2
     rejects("--bits 4 --target-bytes 10", "--bits fixes the widths");
     rejects("--bits 2 --target-ratio 10%", "--bits fixes the widths");
-    rejects("--target-bytes 10 --target-ratio 0.1", "set the same budget");
+    rejects("--target-bytes 10 --target-ratio 0.1", "--target-bytes and --target-ratio each set a budget");
+    rejects("--target-ratio 3% --target-file-bytes 40", "--target-ratio and --target-file-bytes each set a budget");
+    rejects("--target-file-bytes 40 --target-file-ratio 5%", "each set a budget: give one");
+    rejects("--bits 4 --target-file-bytes 40", "--bits fixes the widths, and a --target-file-bytes budget");
+    rejects("--target-file-ratio 0", "--target-file-ratio must be a share of the float32 size");
+    rejects("--target-file-bytes 0", "--target-file-bytes must be a finite number > 0, got '0'");
+    rejects("--codec pq --subspaces 4 --target-file-bytes 40", "--subspaces fixes the product code without a budget");
     rejects("--target-ratio 0", "--target-ratio must be a share of the float32 size");
     rejects("--target-ratio 150%", "got '150%'");
     rejects("--target-ratio abc", "got 'abc'");

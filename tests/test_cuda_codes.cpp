@@ -148,23 +148,38 @@ TEST_CASE("a budget's candidates trained at once on the GPU are the CPU's, one a
     const FitResult result = anchors_on_cpu(points, 16);
     const std::unique_ptr<Backend> cpu = make_cpu_backend(0);
     const std::unique_ptr<Backend> gpu = make_cuda_backend(0);
-    for (const double budget : {7.0, 25.0}) {
+    // Code budgets of 7 and 25 bytes, and a whole-file budget of 30 bytes per vector, under which
+    // product codes over fewer rotated dimensions than d are among the candidates.
+    for (const double budget : {7.0, 25.0, -30.0}) {
         INFO("budget " << budget << " B");
         CodingSpec spec;
-        spec.budget_bytes = budget;
+        if (budget > 0.0) {
+            spec.budget_bytes = budget;
+        } else {
+            spec.file_budget = FileBudget{-budget};
+        }
         spec.product.opq_iters = 2;
         spec.product.kmeans.max_iters = 8;
         spec.product.kmeans.seed = run_seed;
         const TrainedCoding on_cpu = train_coding(points, result.anchors, result.assignments, spec, *cpu);
         const TrainedCoding on_gpu = train_coding(points, result.anchors, result.assignments, spec, *gpu);
         REQUIRE(on_gpu.candidates.size() == on_cpu.candidates.size());
-        CHECK(on_cpu.candidates.size() == 3);  // the scalar code and the product codes of 8 and 4 bits
+        bool truncated = false;
         for (std::size_t c = 0; c < on_cpu.candidates.size(); ++c) {
             INFO(on_cpu.candidates[c].description);
+            truncated = truncated || on_cpu.candidates[c].description.find(" dims") != std::string::npos;
             CHECK(on_gpu.candidates[c].description == on_cpu.candidates[c].description);
             CHECK(on_gpu.candidates[c].held_out_mse == on_cpu.candidates[c].held_out_mse);
             CHECK(on_gpu.candidates[c].file_mse == on_cpu.candidates[c].file_mse);
         }
+        // The scalar code and the product codes of 8 and 4 bits; under the file budget also the ids
+        // alone and product codes over fewer rotated dimensions (those of equal shape counted once).
+        if (spec.file_budget) {
+            CHECK(on_cpu.candidates.size() >= 5);
+        } else {
+            CHECK(on_cpu.candidates.size() == 3);
+        }
+        CHECK(truncated == spec.file_budget.has_value());
         CHECK(on_gpu.chosen == on_cpu.chosen);
         CHECK(on_gpu.codec == on_cpu.codec);
         CHECK(on_gpu.product.rotation.data == on_cpu.product.rotation.data);

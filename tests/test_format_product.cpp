@@ -8,6 +8,7 @@
 #include "vlattice/codec.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/half.hpp"
+#include "vlattice/pipeline.hpp"
 #include "vlattice/product_codes.hpp"
 
 #include <catch2/catch.hpp>
@@ -651,4 +652,41 @@ TEST_CASE("a model (n = 0) round-trips in every version", "[format][model]") {
     few.n = 3;
     few.assignments = {0, 1, 2};
     CHECK_THROWS_WITH(write_vlat(path, few), Contains("3 vectors cannot have 5 anchors"));
+}
+
+// A whole-file budget sizes a file before its codes exist; the size it predicts must be what the
+// writer writes, for every version, with and without vectors.
+TEST_CASE("vlat_file_bytes is the size write_vlat writes, in every version", "[format][product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    ScratchDir dir;
+    const std::string path = dir.path("sized.vlat");
+    constexpr std::uint32_t d = 11;
+    constexpr std::uint64_t n = 37;
+    constexpr std::size_t m = 6;
+
+    VlatFile plain = product_sample(rng, n, d, m, 5, 8, 2);
+    plain.codec = ResidualCodec::none;
+    plain.product = {};
+    plain.anchor_storage = AnchorStorage::f16;
+    VlatFile scalar = plain;
+    scalar.anchor_storage = AnchorStorage::f32;
+    add_residual_codes(scalar, random_points(n, d, rng), {8, 4, 2, 0, 4, 8, 2, 2, 0, 8, 4});
+    VlatFile empty_metadata = plain;
+    empty_metadata.metadata_json.clear();
+    const std::vector<VlatFile> files = {
+        plain,
+        empty_metadata,
+        scalar,
+        product_sample(rng, n, d, m, 7, 4, 3),     // p < d, an odd number of 4-bit codes
+        product_sample(rng, n, d, m, d, 8, 5),     // p = d
+        product_sample(rng, n, d, m, 6, 8, 3, 4),  // version 4
+        product_sample(rng, 0, d, m, 4, 8, 2, 2),  // a model
+    };
+    for (const VlatFile& file : files) {
+        INFO("version " << format_version(file) << ", n " << file.n);
+        write_vlat(path, file);
+        CHECK(vlat_file_bytes(vlat_shape(file)) == std::filesystem::file_size(path));
+    }
 }

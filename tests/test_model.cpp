@@ -5,16 +5,19 @@
 #include "vlattice/codec.hpp"
 #include "vlattice/coding_plan.hpp"
 #include "vlattice/cpu_backend.hpp"
+#include "vlattice/format.hpp"
 #include "vlattice/model.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/rate.hpp"
 
+#include "codes/budget_shapes.hpp"
 #include "init.hpp"
 #include "random.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <random>
 #include <set>
 #include <string>
@@ -92,6 +95,103 @@ TEST_CASE("a budget is never exceeded, and the chosen code is the candidate with
             CHECK(code_bytes_per_vector(file) == Approx(trained.candidates[trained.chosen].code_bytes));
         }
     }
+}
+
+namespace {
+
+TrainedRun budgeted_run(const Matrix& points, std::size_t wanted, const CodingSpec& spec, Backend& backend,
+                        AnchorStorage storage = AnchorStorage::f32) {
+    AnnealConfig config;
+    config.max_iters = 8;
+    config.threads = 2;
+    const RunInput input{"mix", points.rows, points.cols, Metric::l2};
+    CodingSpec sized = spec;
+    sized.file_budget->storage = storage;
+    return fit_and_train(points, config, anchor_counts(sized, points.rows, points.cols, wanted), input, storage,
+                         sized, backend, [&](const AnnealConfig& c) { return fit(points, c, backend); });
+}
+
+}  // namespace
+
+TEST_CASE("a whole-file budget is never exceeded, and the run keeps the anchor count and code that measured best",
+          "[model][codes]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const std::unique_ptr<Backend> cpu = make_cpu_backend(2);
+    for (int trial = 0; trial < 5; ++trial) {
+        const std::size_t n = 400 + rng() % 1200;
+        const std::size_t d = 4 + rng() % 40;
+        const std::size_t wanted = 2 + rng() % 60;
+        const AnchorStorage storage = trial % 2 == 0 ? AnchorStorage::f32 : AnchorStorage::f16;
+        const Matrix points = random_points(n, d, rng, 12);
+        CodingSpec spec;
+        spec.family = trial == 4 ? CodecFamily::residual : CodecFamily::automatic;
+        spec.product.opq_iters = static_cast<int>(rng() % 2);
+        spec.product.kmeans.max_iters = 5;
+        spec.product.kmeans.threads = 2;
+        spec.file_budget = FileBudget{};
+        spec.file_budget->storage = storage;
+        // From just above what one anchor, the ids and the metadata take to past the float32 size.
+        const double least = static_cast<double>(vlat_file_bytes(budget_file_shape(*spec.file_budget, n, 1, d)));
+        spec.file_budget->bytes_per_vector =
+            (least + std::uniform_real_distribution<double>(0.0, 5.0 * static_cast<double>(d * n))(rng)) /
+            static_cast<double>(n);
+        const std::uint64_t total = file_budget_total(*spec.file_budget, n);
+        INFO("n " << n << ", d " << d << ", wanted " << wanted << ", budget " << spec.file_budget->bytes_per_vector
+                  << ", codec " << codec_family_name(spec.family));
+        const TrainedRun run = budgeted_run(points, wanted, spec, *cpu, storage);
+        const VlatFile file = encode_with_model(run.model, points, *cpu, run.model.metadata_json);
+        ScratchDir dir;
+        write_vlat(dir.path("budget.vlat"), file);
+        CHECK(std::filesystem::file_size(dir.path("budget.vlat")) <= total);
+        REQUIRE(!run.trials.empty());
+        const auto kept = [](const AnchorCountTrial& t) { return t.coding.candidates.at(t.coding.chosen); };
+        for (const AnchorCountTrial& t : run.trials) {
+            CHECK(t.coding.candidates.front().description == "ids only");
+            for (const CodingCandidate& candidate : t.coding.candidates) {
+                CHECK(candidate.file_bytes * static_cast<double>(n) <= static_cast<double>(total) + 1e-6);
+                CHECK(kept(t).held_out_mse <= candidate.held_out_mse);
+            }
+            CHECK(kept(run.trials[run.chosen]).held_out_mse <= kept(t).held_out_mse);
+        }
+        CHECK(file.anchors.rows == run.trials[run.chosen].anchors);
+        CHECK(file.codec == kept(run.trials[run.chosen]).codec);
+        CHECK(nlohmann::json::parse(file.metadata_json)["residuals"]["target_file_bytes"] ==
+              spec.file_budget->bytes_per_vector);
+    }
+}
+
+// 1,000 vectors of 32 dimensions: 256 anchors take 32 KiB, and with the metadata's allowance leave
+// under 3 of the 45 bytes per vector for the ids and codes; 64 anchors leave 27. The budget must
+// give up anchors for code bytes, and product codes over fewer rotated dimensions (a 32 x 32
+// rotation takes 4 KiB) are among the candidates.
+TEST_CASE("a tight whole-file budget trades anchors for code bytes", "[model][codes]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix points = random_points(1000, 32, rng, 12);
+    const std::unique_ptr<Backend> cpu = make_cpu_backend(2);
+    CodingSpec spec;
+    spec.product.kmeans.max_iters = 5;
+    spec.file_budget = FileBudget{45.0};
+    CHECK(anchor_counts(spec, 1000, 32, 256) == std::vector<std::size_t>{256, 64, 16});
+    const TrainedRun run = budgeted_run(points, 256, spec, *cpu);
+    REQUIRE(run.trials.size() == 3);
+    CHECK(run.trials[run.chosen].anchors < 256);
+    bool truncated = false;
+    for (const AnchorCountTrial& t : run.trials) {
+        for (const CodingCandidate& candidate : t.coding.candidates) {
+            truncated = truncated || candidate.description.find(" dims") != std::string::npos;
+        }
+    }
+    CHECK(truncated);
+
+    spec.file_budget->bytes_per_vector = 8.0;
+    CHECK_THROWS_WITH(anchor_counts(spec, 1000, 32, 256),
+                      Contains("a whole-file budget of 8") && Contains("does not hold even one anchor"));
+    spec.file_budget->bytes_per_vector = -1.0;
+    CHECK_THROWS_WITH(anchor_counts(spec, 1000, 32, 256), Contains("must be a finite number > 0"));
 }
 
 // A residual code of 8 stages of 256 centroids over 600 rows of 16 dimensions learns much of the
@@ -184,7 +284,7 @@ TEST_CASE("train then encode write what compress writes; --anchors-from reuses t
     const std::string run = " -m 32 --iters 8 --device cpu --threads 2 -q";
     for (const std::string codec : {"scalar --target-bytes 9", "pq --target-bytes 9", "pq --subspaces 6 --pq-bits 4",
                                     "rq --target-bytes 9", "rq --stages 3 --pq-bits 4", "pq --subspaces 2 --stages 2",
-                                    "auto --target-ratio 10%"}) {
+                                    "auto --target-ratio 10%", "auto --target-file-bytes 40"}) {
         INFO("codec " << codec);
         const std::string compressed = dir.path("c.vlat");
         const std::string model = dir.path("m.vlat");

@@ -11,6 +11,7 @@
 #include "vlattice/types.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,12 +25,53 @@ const char* codec_family_name(CodecFamily family);
 // Throws Error naming the bad value.
 CodecFamily parse_codec_family(const std::string& name);
 
+// The kind of a budget's candidate, which the budget then sizes: the ids alone (codec none), the
+// scalar code, or a product or residual code of `bits` bits whose sub-spaces hold
+// `dims_per_subspace` rotated dimensions each (0: the code covers every dimension).
+struct CandidateKind {
+    ResidualCodec codec = ResidualCodec::none;
+    unsigned bits = 0;
+    std::size_t dims_per_subspace = 0;
+
+    bool operator==(const CandidateKind& other) const {
+        return codec == other.codec && bits == other.bits && dims_per_subspace == other.dims_per_subspace;
+    }
+};
+
+// A budget of the whole file per vector: everything write_vlat puts in the .vlat (header, anchors,
+// packed ids, scalar ranges or rotation and codebook, codes, metadata) in at most
+// floor(bytes_per_vector x n) bytes. The side data is paid by every vector, so on small sets it
+// decides as much as the codes: such a budget also tries fewer anchors (file_budget_anchor_counts)
+// and product codes over fewer rotated dimensions (ProductCodeConfig::rotated_dims).
+struct FileBudget {
+    double bytes_per_vector = 0.0;
+    AnchorStorage storage = AnchorStorage::f32;  // how the file stores the anchors
+    // Bytes set aside for the META section, whose text is written once the choice is made; the
+    // run's metadata takes a few KiB, and the writer checks the whole file against the budget.
+    std::uint64_t metadata_bytes = 8192;
+    // Only candidates of this kind (with the ids alone, always measured). fit_and_train tries every
+    // kind at the first anchor count, and at the others only the kind the first chose.
+    std::optional<CandidateKind> only;
+};
+
+// The largest file a budget allows for n vectors: floor(bytes_per_vector x n).
+std::uint64_t file_budget_total(const FileBudget& budget, std::size_t n);
+
+// The anchor counts a whole-file budget tries, largest first: `wanted`, wanted / 4 and wanted / 16
+// (at least 1, each once), those whose anchors and ids leave room in the budget. Throws Error when
+// not even one anchor fits, or the budget is not a finite number > 0.
+std::vector<std::size_t> file_budget_anchor_counts(const FileBudget& budget, std::size_t n, std::size_t d,
+                                                   std::size_t wanted);
+
 struct CodingSpec {
     CodecFamily family = CodecFamily::automatic;
     // Code bytes per vector (packed id + residual code). Without it: the scalar code at `scalar_bits`
     // in every dimension, for family product ProductCodeConfig::subspaces sub-spaces (and stages), or
     // for family residual ProductCodeConfig::stages stages of one sub-space.
     std::optional<double> budget_bytes;
+    // Or a budget of the whole file (not with budget_bytes): each candidate gets the code bytes its
+    // side data leaves, and the ids alone are a candidate too.
+    std::optional<FileBudget> file_budget;
     unsigned scalar_bits = 0;
     ProductCodeConfig product;
     // Rows held out of training to measure the candidates on: at most this many, and a tenth of n.
@@ -39,12 +81,16 @@ struct CodingSpec {
 // One coding the budget allowed, with the errors it gave.
 struct CodingCandidate {
     ResidualCodec codec = ResidualCodec::none;
+    CandidateKind kind;
     std::string description;  // "product M = 30 x 8 bits", "scalar 392 x 4 bits"
     double code_bytes = 0.0;  // per vector, the id included
     double held_out_mse = 0.0;  // on rows held out of its training: what a budget minimises
     // The file's error, estimated: the held-out rows' error and that of as many training rows, each
     // weighed by how many of the file's rows it stands for.
     double file_mse = 0.0;
+    // Under a whole-file budget: the file's bytes per vector with this code (the metadata counted at
+    // what the budget sets aside for it); else 0.
+    double file_bytes = 0.0;
 };
 
 // A trained residual code, not yet applied to any vector.
@@ -61,7 +107,9 @@ struct TrainedCoding {
 // assignments of `points`. With a budget it trains every candidate that fits (scalar widths from
 // rate.hpp; product codes of 8 and of 4 bits with as many sub-spaces as the bytes allow, at least
 // 2 rotated dimensions each; for family residual, a residual code of as many 8-bit stages as the
-// bytes allow, 2 to 64) on the rows not held out and keeps the one with the lowest
+// bytes allow, 2 to 64; under a whole-file budget also the ids alone, and product codes over the
+// M, 2 M and 4 M rotated dimensions of most variance beside those over all d, each with as many
+// sub-spaces M as its side data leaves bytes for) on the rows not held out and keeps the one with the lowest
 // error on the held-out rows, which it codes with a codebook that never saw them. A codebook codes
 // the rows it trained on better (a residual code's stages, 2^b centroids over every dimension each,
 // learn much of them), but what it learns of them it holds in its own bytes, which the budget does

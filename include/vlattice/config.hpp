@@ -79,6 +79,11 @@ struct AnnealConfig {
 struct ProductCodeConfig {
     // M sub-spaces (--subspaces); 0 lets the budget decide. Code bytes per vector: ceil(M * bits / 8).
     std::size_t subspaces = 0;
+    // Rotated dimensions p the code covers, between M and d; 0 codes every dimension whose variance
+    // is not negligible. Below d, the rotation keeps the p directions of the residuals' largest
+    // variance and the rest decode to 0: a p x d rotation and 2^bits x p centroids take fewer of a
+    // file's bytes, which a whole-file budget (coding_plan.hpp) trades against the codes.
+    std::size_t rotated_dims = 0;
     // Bits per sub-space code (--pq-bits): 4 or 8, 2^bits centroids per sub-space.
     unsigned bits = 8;
     // Additive stages S (--stages): each codes what the stages before it left, with M sub-spaces of

@@ -69,6 +69,28 @@ std::uint32_t format_version(const VlatFile& file);
 // file. Throws Error for a model (n = 0).
 double code_bytes_per_vector(const VlatFile& file);
 
+// What decides the length of a .vlat (vlat_file_bytes), without the values: enough to size a file
+// before its codes are trained.
+struct VlatShape {
+    std::uint64_t n = 0;
+    std::uint64_t d = 0;
+    std::uint64_t m = 0;
+    AnchorStorage storage = AnchorStorage::f32;
+    ResidualCodec codec = ResidualCodec::none;
+    std::uint64_t scalar_code_bytes = 0;  // codec scalar: C, bytes of one vector's code
+    std::uint64_t rotated_dims = 0;       // codec product: p
+    std::uint64_t subspaces = 0;          // M
+    std::uint64_t stages = 1;             // S
+    unsigned bits = 8;                    // b
+    std::uint64_t metadata_bytes = 2;     // META's payload ("{}" for no metadata)
+};
+
+VlatShape vlat_shape(const VlatFile& file);
+
+// The bytes write_vlat writes for a file of this shape: header, every section's frame, payload and
+// checksum (docs/format.md).
+std::uint64_t vlat_file_bytes(const VlatShape& shape);
+
 // Bits per packed assignment: ceil(log2 m), 0 when m == 1.
 unsigned assignment_bits(std::uint64_t m);
 // Packs each value's low `bits` bits, least significant bit first, into a byte stream.

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,36 @@ double equal_assignment_share(const std::vector<std::uint32_t>& a, const std::ve
 
 // The anchor count to fit: `wanted`, or fewer when the budget cannot hold the ids of that many.
 std::size_t anchors_for(const CodingSpec& spec, std::size_t n, std::size_t wanted);
+
+// The anchor counts a run fits, in order: under a whole-file budget file_budget_anchor_counts (from
+// `wanted` down), else anchors_for alone.
+std::vector<std::size_t> anchor_counts(const CodingSpec& spec, std::size_t n, std::size_t d, std::size_t wanted);
+
+// One anchor count a run tried, and what its coding measured.
+struct AnchorCountTrial {
+    std::size_t anchors = 0;  // the fit's final count
+    double fit_seconds = 0.0;
+    TrainedCoding coding;
+};
+
+// A fit and the model trained on it.
+struct TrainedRun {
+    FitResult fit;
+    AnnealConfig config;  // the fit's, its anchor count included
+    VlatFile model;
+    TrainedCoding coding;
+    std::vector<AnchorCountTrial> trials;  // every count tried, in order (one without a file budget)
+    std::size_t chosen = 0;                // the trial kept
+};
+
+// For each count of `counts`, fits the anchors (fit_anchors with config.anchors set to it) and
+// trains the model (train_model); keeps the one whose chosen code had the lowest held-out error
+// (the first on a tie). The metadata records every count tried. Under a whole-file budget the
+// counts after the first train only the kind of code the first chose (FileBudget::only), and it
+// throws Error should the chosen file, with its actual metadata, exceed the budget.
+TrainedRun fit_and_train(const Matrix& points, AnnealConfig config, const std::vector<std::size_t>& counts,
+                         const RunInput& input, AnchorStorage storage, const CodingSpec& spec, Backend& backend,
+                         const std::function<FitResult(const AnnealConfig&)>& fit_anchors);
 
 // A finished fit's model (model.hpp): the anchors as `storage` stores them and the residual code
 // `spec` asks for, trained on `points` (train_coding); `coding` receives what was trained, the

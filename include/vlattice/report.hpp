@@ -19,6 +19,8 @@ struct ReportContext {
     std::string backend;  // Backend::name()
     int threads = 0;      // as requested; 0 is reported as the number of threads actually available
     double load_seconds = 0.0;
+    // Under a whole-file budget, the fits of the anchor counts tried and not kept.
+    double other_fits_seconds = 0.0;
     double code_seconds = 0.0;  // training the residual code and coding the vectors
     StageSeconds code_training;  // the parts of code_seconds (TrainedCoding::seconds)
     StageSeconds code_coding;    // (encode_with_model's seconds)
@@ -30,7 +32,7 @@ nlohmann::json iteration_json(const IterationRecord& record);
 // The keys of run_metadata (with the full input path and config.threads), plus backend, threads,
 // history[] (one iteration_json per iteration) and seconds{load, init, assign, reduce, update,
 // maintenance (with its parts maintenance_nearest and maintenance_members), energy, code, write,
-// total} and code_seconds{training{stage: s}, coding{stage: s}}, the parts of seconds.code.
+// fit, other_fits, total} and code_seconds{training{stage: s}, coding{stage: s}}, the parts of seconds.code.
 nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, const ReportContext& context);
 
 }  // namespace vlattice

@@ -66,8 +66,8 @@ std::vector<Job> collect_jobs(const BatchArgs& args, bool budget) {
             throw UsageError(where + ": " + e.what());
         }
         if (jobs[i].bits && budget) {
-            throw UsageError(where + ": the manifest's \"bits\" and the --target-bytes/--target-ratio budget both set "
-                             "the widths");
+            throw UsageError(where + ": the manifest's \"bits\" and the budget (--target-bytes, --target-ratio, "
+                             "--target-file-bytes or --target-file-ratio) both set the widths");
         }
     }
     return jobs;

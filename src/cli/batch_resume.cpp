@@ -90,6 +90,13 @@ nlohmann::json job_options(const Job& job, Metric metric, const po::variables_ma
     options["bits"] = job.bits ? *job.bits : static_cast<unsigned>(coding.bits);
     options["target_bytes"] = values.count("target-bytes") ? nlohmann::json(coding.target_bytes) : nlohmann::json();
     options["target_ratio"] = values.count("target-ratio") ? nlohmann::json(coding.target_ratio) : nlohmann::json();
+    // Recorded only when given, so that jobs finished before these options existed still match.
+    if (values.count("target-file-bytes") > 0) {
+        options["target_file_bytes"] = coding.target_file_bytes;
+    }
+    if (values.count("target-file-ratio") > 0) {
+        options["target_file_ratio"] = coding.target_file_ratio;
+    }
     return options;
 }
 

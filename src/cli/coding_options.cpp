@@ -6,8 +6,11 @@
 #include "vlattice/rate.hpp"
 #include "vlattice/residual.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
+#include <vector>
 #include <cstdlib>
 
 namespace vlattice::cli {
@@ -24,6 +27,14 @@ void add_coding_options(po::options_description& options, CodingArgs& a) {
          "8-bit codes in every dimension take gets those (a note says so)")
         ("target-ratio", po::value(&a.target_ratio)->value_name("R"),
          "the same budget as a share of the float32 size (4 d bytes): 0.125 or 12.5%")
+        ("target-file-bytes", real_number(&a.target_file_bytes, {0.0, kUnbounded, true})->value_name("BYTES"),
+         "budget of the whole file per vector: header, anchors, ids, ranges or rotation and codebook, codes "
+         "and metadata in at most BYTES x n bytes. Tries the largest 3 of M, M/4, M/16, ... anchors that fit "
+         "(a fit each), and for each the ids alone, the scalar code and product codes over all or over the "
+         "M, 2 M or 4 M rotated dimensions of most variance (smaller rotation and codebook), each with the "
+         "code bytes its side data leaves; keeps the lowest held-out error")
+        ("target-file-ratio", po::value(&a.target_file_ratio)->value_name("R"),
+         "the same whole-file budget as a share of the float32 size (4 d bytes per vector): 0.03 or 3%")
         ("codec", po::value(&a.codec)->default_value(a.codec)->value_name("FAMILY"),
          "residual code family a budget chooses from: auto (scalar and pq; the one with the lowest error on "
          "held-out vectors wins, and the candidates are printed with it and the file's error), scalar "
@@ -47,38 +58,49 @@ void add_coding_options(po::options_description& options, CodingArgs& a) {
 
 namespace {
 
-double parse_ratio(const std::string& text) {
+double parse_ratio(const std::string& option, const std::string& text) {
     const bool percent = !text.empty() && text.back() == '%';
     const std::string number = percent ? text.substr(0, text.size() - 1) : text;
     char* end = nullptr;
     const double value = std::strtod(number.c_str(), &end);
     if (number.empty() || end != number.c_str() + number.size() || !std::isfinite(value) || value <= 0.0 ||
         value > (percent ? 100.0 : 1.0)) {
-        throw UsageError("--target-ratio must be a share of the float32 size in (0, 1] or (0%, 100%], got '" + text +
+        throw UsageError(option + " must be a share of the float32 size in (0, 1] or (0%, 100%], got '" + text +
                          "'");
     }
     return percent ? value / 100.0 : value;
 }
 
+const char* const kBudgetOptions[] = {"target-bytes", "target-ratio", "target-file-bytes", "target-file-ratio"};
+
 }  // namespace
 
 bool budget_given(const po::variables_map& values) {
-    return values.count("target-bytes") > 0 || values.count("target-ratio") > 0;
+    return std::any_of(std::begin(kBudgetOptions), std::end(kBudgetOptions),
+                       [&](const char* name) { return values.count(name) > 0; });
 }
 
 void check_coding_args(const po::variables_map& values, const CodingArgs& args) {
-    const bool bytes = values.count("target-bytes") > 0;
-    const bool ratio = values.count("target-ratio") > 0;
+    std::vector<std::string> budgets;
+    for (const char* name : kBudgetOptions) {
+        if (values.count(name) > 0) {
+            budgets.push_back(std::string("--") + name);
+        }
+    }
+    const bool budget = !budgets.empty();
     require_option(args.bits >= 0 && args.bits <= 8 && is_residual_width(static_cast<unsigned>(args.bits)), "--bits",
                    "0, 2, 4 or 8", args.bits);
-    if (bytes && ratio) {
-        throw UsageError("--target-bytes and --target-ratio set the same budget: give one");
+    if (budgets.size() > 1) {
+        throw UsageError(budgets[0] + " and " + budgets[1] + " each set a budget: give one");
     }
-    if ((bytes || ratio) && !values["bits"].defaulted()) {
-        throw UsageError("--bits fixes the widths, and a --target-bytes or --target-ratio budget chooses them: give one");
+    if (budget && !values["bits"].defaulted()) {
+        throw UsageError("--bits fixes the widths, and a " + budgets[0] + " budget chooses them: give one");
     }
-    if (ratio) {
-        parse_ratio(args.target_ratio);
+    if (values.count("target-ratio") > 0) {
+        parse_ratio("--target-ratio", args.target_ratio);
+    }
+    if (values.count("target-file-ratio") > 0) {
+        parse_ratio("--target-file-ratio", args.target_file_ratio);
     }
     const CodecFamily family = [&] {
         try {
@@ -93,18 +115,18 @@ void check_coding_args(const po::variables_map& values, const CodingArgs& args) 
         throw UsageError(std::string("--bits sets the scalar code's width; --codec ") + args.codec + " takes " +
                          (family == CodecFamily::product ? "--subspaces" : "--stages") + " or a budget");
     }
-    if (family == CodecFamily::product && !(bytes || ratio) && args.subspaces == 0) {
+    if (family == CodecFamily::product && !budget && args.subspaces == 0) {
         throw UsageError("--codec pq needs --subspaces M or a --target-bytes/--target-ratio budget");
     }
-    if (family == CodecFamily::residual && !(bytes || ratio) && args.stages < 2) {
+    if (family == CodecFamily::residual && !budget && args.stages < 2) {
         throw UsageError("--codec rq needs --stages S (at least 2) or a --target-bytes/--target-ratio budget");
     }
-    if (args.subspaces > 0 && (family != CodecFamily::product || bytes || ratio)) {
+    if (args.subspaces > 0 && (family != CodecFamily::product || budget)) {
         throw UsageError("--subspaces fixes the product code without a budget: give it with --codec pq and no budget");
     }
     const bool stages_allowed =
         family == CodecFamily::residual || (family == CodecFamily::product && args.subspaces > 0);
-    if (args.stages > 0 && (bytes || ratio || !stages_allowed)) {
+    if (args.stages > 0 && (budget || !stages_allowed)) {
         throw UsageError("--stages fixes the code without a budget: give it with --codec rq, or with --codec pq "
                          "and --subspaces, and no budget");
     }
@@ -115,10 +137,15 @@ CodingSpec coding_spec(const po::variables_map& values, const CodingArgs& args, 
     CodingSpec spec;
     spec.family = parse_codec_family(args.codec);
     spec.scalar_bits = static_cast<unsigned>(args.bits);
+    const double float32_bytes = 4.0 * static_cast<double>(d);
     if (values.count("target-bytes") > 0) {
         spec.budget_bytes = args.target_bytes;
     } else if (values.count("target-ratio") > 0) {
-        spec.budget_bytes = parse_ratio(args.target_ratio) * 4.0 * static_cast<double>(d);
+        spec.budget_bytes = parse_ratio("--target-ratio", args.target_ratio) * float32_bytes;
+    } else if (values.count("target-file-bytes") > 0) {
+        spec.file_budget = FileBudget{args.target_file_bytes};
+    } else if (values.count("target-file-ratio") > 0) {
+        spec.file_budget = FileBudget{parse_ratio("--target-file-ratio", args.target_file_ratio) * float32_bytes};
     }
     spec.product.subspaces = static_cast<std::size_t>(args.subspaces);
     spec.product.stages = args.stages > 0 ? static_cast<std::size_t>(args.stages) : 1;
@@ -156,11 +183,41 @@ std::string describe_candidates(const TrainedCoding& coding) {
     std::string out;
     for (std::size_t c = 0; c < coding.candidates.size(); ++c) {
         const CodingCandidate& candidate = coding.candidates[c];
-        char line[256];
-        std::snprintf(line, sizeof line, "  %s %-40s %6.2f code bytes  file MSE %-10.6g held-out %.6g\n",
-                      c == coding.chosen ? "*" : " ", candidate.description.c_str(), candidate.code_bytes,
+        char file_bytes[32] = "";
+        if (candidate.file_bytes > 0.0) {
+            std::snprintf(file_bytes, sizeof file_bytes, "  %7.2f file bytes", candidate.file_bytes);
+        }
+        char line[320];
+        std::snprintf(line, sizeof line, "  %s %-40s %6.2f code bytes%s  file MSE %-10.6g held-out %.6g\n",
+                      c == coding.chosen ? "*" : " ", candidate.description.c_str(), candidate.code_bytes, file_bytes,
                       candidate.file_mse, candidate.held_out_mse);
         out += line;
+    }
+    return out;
+}
+
+std::string describe_trials(const TrainedRun& run) {
+    std::string out;
+    for (std::size_t t = 0; t < run.trials.size(); ++t) {
+        const TrainedCoding& coding = run.trials[t].coding;
+        if (coding.candidates.empty()) {
+            continue;
+        }
+        if (run.trials.size() == 1) {
+            out += "candidates  measured (* chosen: the lowest held-out MSE):\n";
+        } else {
+            out += "candidates  with m = " + std::to_string(run.trials[t].anchors) + " anchors" +
+                   (t == run.chosen ? ", kept (the lowest held-out MSE of every count)" : "") + ":\n";
+        }
+        out += describe_candidates(coding);
+    }
+    return out;
+}
+
+std::string describe_counts(const std::vector<std::size_t>& counts) {
+    std::string out;
+    for (std::size_t c = 0; c < counts.size(); ++c) {
+        out += (c == 0 ? "" : c + 1 == counts.size() ? " and " : ", ") + std::to_string(counts[c]);
     }
     return out;
 }

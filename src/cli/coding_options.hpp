@@ -1,5 +1,5 @@
 // The residual-coding options compress, train and batch share: --bits, --target-bytes,
-// --target-ratio, --codec and the product code's --subspaces, --stages, --pq-bits, --opq-iters,
+// --target-ratio, --target-file-bytes, --target-file-ratio, --codec and the product code's --subspaces, --stages, --pq-bits, --opq-iters,
 // --opq-min-gain.
 #pragma once
 
@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace vlattice::cli {
 
@@ -19,6 +20,8 @@ struct CodingArgs {
     long long bits = 0;  // signed, so that --bits -1 is reported rather than wrapped
     double target_bytes = 0.0;
     std::string target_ratio;
+    double target_file_bytes = 0.0;
+    std::string target_file_ratio;
     std::string codec = "auto";
     long long subspaces = 0;
     long long stages = 0;
@@ -29,15 +32,16 @@ struct CodingArgs {
 
 void add_coding_options(po::options_description& options, CodingArgs& args);
 
-// Throws UsageError for a width other than 0, 2, 4, 8, for --bits together with a target, for both
-// targets, for a ratio outside (0, 1] (written 0.125 or 12.5%), for an unknown --codec, for --bits
+// Throws UsageError for a width other than 0, 2, 4, 8, for --bits together with a target, for more
+// than one target, for a ratio outside (0, 1] (written 0.125 or 12.5%), for an unknown --codec, for --bits
 // with --codec pq or rq, for --codec pq without --subspaces or a budget, for --codec rq without
 // --stages or a budget, and for --subspaces or --stages with a budget; the parser has already
 // refused widths outside [0, 8] and byte budgets that are not a finite number > 0.
 // Commands call it before they read any input, so that a mistake shows before the work.
 void check_coding_args(const po::variables_map& values, const CodingArgs& args);
 
-// Whether --target-bytes or --target-ratio was given: a budget, which chooses the widths.
+// Whether a budget was given (--target-bytes, --target-ratio, --target-file-bytes or
+// --target-file-ratio), which chooses the widths.
 bool budget_given(const po::variables_map& values);
 
 // The request once the dimension d is known (a ratio is of 4 d bytes), from arguments that
@@ -55,5 +59,11 @@ std::string describe_coding(const VlatFile& file);
 
 // The candidates a budget measured, one line each, the chosen one marked; empty without a budget.
 std::string describe_candidates(const TrainedCoding& coding);
+
+// describe_candidates for every anchor count a run tried, each under a line naming its count.
+std::string describe_trials(const TrainedRun& run);
+
+// "256, 64 and 16".
+std::string describe_counts(const std::vector<std::size_t>& counts);
 
 }  // namespace vlattice::cli

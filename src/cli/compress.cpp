@@ -97,17 +97,21 @@ void add_options(po::options_description& options, CompressArgs& a) {
         ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors");
 }
 
-void print_summary(const RunInput& input, const AnnealConfig& config, const FitResult& result,
-                   const ReportContext& context, const std::string& output, const VlatFile& file) {
-    const double total = context.load_seconds + result.seconds.total + context.code_seconds + context.write_seconds;
+// `requested`: -m (or the count the budget's ids allow); `tried`: the counts a whole-file budget fitted.
+void print_summary(const RunInput& input, std::size_t requested, const std::vector<std::size_t>& tried,
+                   const FitResult& result, const ReportContext& context, const std::string& output,
+                   const VlatFile& file) {
+    const double fit = result.seconds.total + context.other_fits_seconds;
+    const double total = context.load_seconds + fit + context.code_seconds + context.write_seconds;
     const auto bytes = static_cast<double>(std::filesystem::file_size(output));
     const double raw = 4.0 * static_cast<double>(input.n) * static_cast<double>(input.d);
     std::printf("vectors     %zu x %zu (%s)\n", input.n, input.d, metric_name(input.metric));
-    std::printf("anchors     %zu requested, %zu final\n", config.anchors, result.anchors.rows);
+    const std::string counts = tried.size() > 1 ? " (of " + describe_counts(tried) + " tried)" : "";
+    std::printf("anchors     %zu requested, %zu final%s\n", requested, result.anchors.rows, counts.c_str());
     std::printf("iterations  %d (%s)\n", result.iterations, result.stop_reason.c_str());
     std::printf("energy      %.9g\n", result.energy);
     std::printf("seconds     %.3f (load %.3f, fit %.3f, code %.3f, write %.3f; %s)\n", total, context.load_seconds,
-                result.seconds.total, context.code_seconds, context.write_seconds, context.backend.c_str());
+                fit, context.code_seconds, context.write_seconds, context.backend.c_str());
     std::printf("codes       %s\n", describe_coding(file).c_str());
     const double code_bytes = code_bytes_per_vector(file);
     std::printf("code bytes  %.3f per vector, %.4f of float32\n", code_bytes, code_bytes / (4.0 * static_cast<double>(input.d)));
@@ -123,10 +127,10 @@ void print_model_summary(const RunInput& input, const FitResult& result, const R
                          const std::string& output, const VlatFile& model) {
     std::printf("vectors     %zu x %zu (%s), trained on\n", input.n, input.d, metric_name(input.metric));
     std::printf("iterations  %d (%s)\n", result.iterations, result.stop_reason.c_str());
+    const double fit = result.seconds.total + context.other_fits_seconds;
     std::printf("seconds     %.3f (load %.3f, fit %.3f, code %.3f, write %.3f; %s)\n",
-                context.load_seconds + result.seconds.total + context.code_seconds + context.write_seconds,
-                context.load_seconds, result.seconds.total, context.code_seconds, context.write_seconds,
-                context.backend.c_str());
+                context.load_seconds + fit + context.code_seconds + context.write_seconds, context.load_seconds, fit,
+                context.code_seconds, context.write_seconds, context.backend.c_str());
     std::printf("model       %s: %s, %.0f bytes\n", output.c_str(), describe_coding(model).c_str(),
                 static_cast<double>(std::filesystem::file_size(output)));
 }
@@ -169,44 +173,62 @@ int compress(int argc, char** argv, bool model_only) {
     context.load_seconds = seconds_since(start);
     print_device_note(help.name, choice.note, args.quiet);
     context.input = {args.input, loaded.points.rows, loaded.points.cols, metric};
-    const CodingSpec coding = coding_spec(values, args.coding, loaded.points.cols, config);
-    const std::optional<VlatFile> source = anchor_source(args.anchors_from);
-    const std::size_t budget_anchors =
-        anchors_for(coding, loaded.points.rows, source ? source->anchors.rows : config.anchors);
-    if (source && budget_anchors != source->anchors.rows) {
-        throw Error("--anchors-from " + args.anchors_from + ": the budget holds the ids of " +
-                    std::to_string(budget_anchors) + " anchors, and the file has " +
-                    std::to_string(source->anchors.rows));
+    CodingSpec coding = coding_spec(values, args.coding, loaded.points.cols, config);
+    if (coding.file_budget) {
+        coding.file_budget->storage = storage;
     }
-    if (budget_anchors != config.anchors && !source && !args.quiet) {
+    const std::optional<VlatFile> source = anchor_source(args.anchors_from);
+    const std::size_t n = loaded.points.rows;
+    const std::size_t wanted = source ? source->anchors.rows : config.anchors;
+    const std::vector<std::size_t> counts = anchor_counts(coding, n, loaded.points.cols, wanted);
+    if (source && counts.front() != wanted) {
+        throw Error("--anchors-from " + args.anchors_from + ": the budget holds " + std::to_string(counts.front()) +
+                    " anchors, and the file has " + std::to_string(wanted));
+    }
+    if (!args.quiet && !source && coding.budget_bytes && counts.front() != wanted) {
         print_notice(help.name, "note",
                      "the budget of " + show(*coding.budget_bytes) + " bytes per vector holds the ids of " +
-                         std::to_string(budget_anchors) + " anchors, not " + std::to_string(config.anchors));
+                         std::to_string(counts.front()) + " anchors, not " + std::to_string(wanted));
     }
-    config.anchors = budget_anchors;
-    if (const std::string note = budget_note(coding, loaded.points.rows, budget_anchors, loaded.points.cols);
+    if (!args.quiet && !source && coding.file_budget) {
+        print_notice(help.name, "note", "the whole-file budget of " + show(coding.file_budget->bytes_per_vector) +
+                                            " bytes per vector tries " + describe_counts(counts) + " anchors");
+    }
+    if (const std::string note = budget_note(coding, n, counts.front(), loaded.points.cols);
         !note.empty() && !args.quiet) {
         print_notice(help.name, "note", note);
     }
 
-    const FitResult result = fit_or_reuse(source, args.anchors_from, loaded.points, config, *choice.backend, args.quiet);
-
+    start = std::chrono::steady_clock::now();
+    // The fits name their own step inside this one.
+    const TrainedRun run = during("training the residual code", [&] {
+        return fit_and_train(loaded.points, config, source ? std::vector<std::size_t>{wanted} : counts, context.input,
+                             storage, coding, *choice.backend, [&](const AnnealConfig& fitted) {
+                                 return fit_or_reuse(source, args.anchors_from, loaded.points, fitted,
+                                                     *choice.backend, args.quiet);
+                             });
+    });
+    const double trained_seconds = seconds_since(start);
+    const FitResult& result = run.fit;
+    config = run.config;
+    for (std::size_t t = 0; t < run.trials.size(); ++t) {
+        if (t != run.chosen) {
+            context.other_fits_seconds += run.trials[t].fit_seconds;
+        }
+        for (const auto& [stage, seconds] : run.trials[t].coding.seconds.entries()) {
+            context.code_training.add(stage, seconds);
+        }
+    }
     start = std::chrono::steady_clock::now();
     // The .vlat and the report are renamed into place together, once both are written.
     OutputGroup written;
-    TrainedCoding trained;
-    const VlatFile model = during("training the residual code", [&] {
-        return train_model(loaded.points, result, context.input, storage, coding, *choice.backend,
-                           run_metadata(config, result, context.input), trained);
-    });
+    const VlatFile& model = run.model;
     const VlatFile file = model_only ? model : during("coding the vectors", [&] {
         return encode_with_model(model, loaded.points, *choice.backend, model.metadata_json, &context.code_coding);
     });
-    context.code_seconds = seconds_since(start);
-    context.code_training = trained.seconds;
-    if (!args.quiet && !trained.candidates.empty()) {
-        std::printf("candidates  measured (* chosen: the lowest held-out MSE):\n%s",
-                    describe_candidates(trained).c_str());
+    context.code_seconds = trained_seconds - result.seconds.total - context.other_fits_seconds + seconds_since(start);
+    if (!args.quiet) {
+        std::printf("%s", describe_trials(run).c_str());
     }
     start = std::chrono::steady_clock::now();
     const Activity writing("writing -o " + args.output);
@@ -221,7 +243,8 @@ int compress(int argc, char** argv, bool model_only) {
     if (!args.quiet && model_only) {
         print_model_summary(context.input, result, context, args.output, file);
     } else if (!args.quiet) {
-        print_summary(context.input, config, result, context, args.output, file);
+        print_summary(context.input, coding.file_budget ? wanted : config.anchors,
+                      source ? std::vector<std::size_t>{wanted} : counts, result, context, args.output, file);
     }
     return 0;
 }

@@ -1,6 +1,7 @@
 // Choosing the residual code by measurement (include/vlattice/coding_plan.hpp).
 #include "vlattice/coding_plan.hpp"
 
+#include "codes/budget_shapes.hpp"
 #include "numeric.hpp"
 #include "random.hpp"
 #include "vlattice/rate.hpp"
@@ -122,26 +123,12 @@ double scalar_mse(const ResidualCodes& ranges, const Matrix& points, const Matri
     return mean_error(points, [&](std::size_t i, float* out) { decode_row(anchors, codes, assignments[i], i, out); });
 }
 
-// The shape of a product or residual code: b bits, M sub-spaces, S stages.
-struct ProductShape {
-    unsigned bits = 8;
-    std::size_t subspaces = 1;
-    std::size_t stages = 1;
-};
-
 ProductCodeConfig shaped(ProductCodeConfig config, const ProductShape& shape) {
     config.bits = shape.bits;
     config.subspaces = shape.subspaces;
     config.stages = shape.stages;
+    config.rotated_dims = shape.rotated_dims;
     return config;
-}
-
-std::string product_description(const ProductShape& shape) {
-    if (shape.subspaces == 1 && shape.stages > 1) {
-        return "rq S = " + std::to_string(shape.stages) + " x " + std::to_string(shape.bits) + " bits";
-    }
-    const std::string stages = shape.stages > 1 ? " in " + std::to_string(shape.stages) + " stages" : "";
-    return "pq M = " + std::to_string(shape.subspaces) + " x " + std::to_string(shape.bits) + " bits" + stages;
 }
 
 TrainedCoding fixed_coding(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
@@ -156,38 +143,14 @@ TrainedCoding fixed_coding(const Matrix& points, const Matrix& anchors, const st
             throw Error("the residual code needs at least 2 stages or a byte budget");
         }
         out.codec = ResidualCodec::product;
-        const ProductShape shape{spec.product.bits, residual ? 1 : spec.product.subspaces, spec.product.stages};
+        const ProductShape shape{spec.product.bits, residual ? 1 : spec.product.subspaces, spec.product.stages,
+                                  spec.product.rotated_dims};
         out.product =
             train_product_codebook(points, anchors, assignments, shaped(spec.product, shape), backend, &out.seconds);
     } else if (spec.scalar_bits > 0) {
         out.codec = ResidualCodec::scalar;
         out.scalar = learn_residual_ranges(points, anchors, assignments,
                                            std::vector<std::uint8_t>(points.cols, static_cast<std::uint8_t>(spec.scalar_bits)));
-    }
-    return out;
-}
-
-constexpr std::size_t kMostBudgetStages = 64;
-
-// The product and residual codes a budget of `bytes` whole code bytes beside the ids allows.
-std::vector<ProductShape> product_shapes(CodecFamily family, std::size_t bytes, std::size_t d) {
-    std::vector<ProductShape> out;
-    if (family == CodecFamily::automatic || family == CodecFamily::product) {
-        for (const unsigned bits : {8u, 4u}) {
-            // Whole code bytes: an odd number of 4-bit codes still takes its last byte.
-            const std::size_t subspaces = bytes * 8 / bits;
-            // A sub-space of one rotated dimension is a scalar code; the scalar family covers those rates.
-            if (subspaces > 0 && 2 * subspaces <= d) {
-                out.push_back({bits, subspaces, 1});
-            }
-        }
-    }
-    // One stage of one sub-space is the product code of M = 1. Each stage is a k-means over every
-    // coded dimension, so a budget trains at most kMostBudgetStages of them. Auto does not try the
-    // residual code: on the sets measured (docs/benchmarks.md) its held-out error was above the
-    // product code's at every budget, and its training cost more.
-    if (family == CodecFamily::residual && bytes >= 2) {
-        out.push_back({8, 1, std::min(bytes, kMostBudgetStages)});
     }
     return out;
 }
@@ -262,16 +225,26 @@ void run_jobs(std::size_t count, Backend& backend, Job job) {
 
 TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
                            const CodingSpec& spec, Backend& backend) {
-    if (!spec.budget_bytes) {
+    if (spec.budget_bytes && spec.file_budget) {
+        throw Error("a coding takes a budget of code bytes or of the whole file, not both");
+    }
+    if (!spec.budget_bytes && !spec.file_budget) {
         return fixed_coding(points, anchors, assignments, spec, backend);
     }
     const std::size_t n = points.rows;
     const std::size_t d = points.cols;
-    const double id_bytes = assignment_bytes_per_vector(n, anchors.rows);
-    const double left = *spec.budget_bytes - id_bytes;
+    const std::size_t m = anchors.rows;
+    const double id_bytes = assignment_bytes_per_vector(n, m);
+    const BudgetShapes shapes = budget_shapes(spec, n, m, d);
     TrainedCoding out;
-    if (left < 1.0) {
-        return out;
+    if (shapes.scalar_bytes == 0 && shapes.product.empty() && !shapes.ids_only) {
+        if (spec.budget_bytes && *spec.budget_bytes - id_bytes < 1.0) {
+            return out;  // the ids alone: no residual code
+        }
+        throw Error("no " + std::string(codec_family_name(spec.family)) + " code fits " +
+                    (spec.file_budget ? "a whole-file budget of " + std::to_string(spec.file_budget->bytes_per_vector)
+                                      : "a budget of " + std::to_string(*spec.budget_bytes)) +
+                    " bytes per vector beside the anchor ids");
     }
     const HeldOut rows = hold_out(n, spec.held_out, spec.product.kmeans.seed);
     const Sample held_out = sample_of(points, assignments, rows.measured);
@@ -289,30 +262,62 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
             t.candidate.file_mse = held_out_share * t.candidate.held_out_mse + (1.0 - held_out_share) * seen_mse;
         });
     };
+    // Under a whole-file budget, the file's bytes per vector with this candidate's trained code.
+    const auto file_bytes = [&](Trained& t) {
+        if (!spec.file_budget) {
+            return;
+        }
+        VlatShape shape = budget_file_shape(*spec.file_budget, n, m, d);
+        shape.codec = t.candidate.codec;
+        shape.scalar_code_bytes = t.scalar.layout.code_bytes;
+        shape.rotated_dims = t.product.coded_dims();
+        shape.subspaces = t.product.subspaces();
+        shape.stages = t.product.stages;
+        shape.bits = t.product.bits;
+        t.candidate.file_bytes = static_cast<double>(vlat_file_bytes(shape)) / static_cast<double>(n);
+    };
 
     std::vector<std::function<void(Trained&, Backend&)>> jobs;
-    if (spec.family == CodecFamily::automatic || spec.family == CodecFamily::scalar) {
+    if (shapes.ids_only) {
         jobs.emplace_back([&](Trained& t, Backend&) {
-            const std::size_t bytes = residual_bytes_within(*spec.budget_bytes, n, anchors.rows, d);
-            const std::vector<std::uint8_t> widths =
-                t.seconds.time("scalar", [&] { return allocate_widths(points, anchors, assignments, 8 * bytes); });
+            t.candidate.codec = ResidualCodec::none;
+            t.candidate.kind = {ResidualCodec::none, 0, 0};
+            t.candidate.description = "ids only";
+            t.candidate.code_bytes = id_bytes;
+            file_bytes(t);
+            measure(t, [&](const Sample& sample) {
+                return mean_error(sample.points, [&](std::size_t i, float* out) {
+                    const float* anchor = anchors.row(sample.assignments[i]);
+                    std::copy(anchor, anchor + d, out);
+                });
+            });
+        });
+    }
+    if (shapes.scalar_bytes > 0) {
+        jobs.emplace_back([&](Trained& t, Backend&) {
+            const std::vector<std::uint8_t> widths = t.seconds.time(
+                "scalar", [&] { return allocate_widths(points, anchors, assignments, 8 * shapes.scalar_bytes); });
             t.scalar =
                 t.seconds.time("scalar", [&] { return learn_residual_ranges(points, anchors, assignments, widths); });
             t.candidate.codec = ResidualCodec::scalar;
+            t.candidate.kind = {ResidualCodec::scalar, 0, 0};
             t.candidate.description = "scalar " + describe_widths(widths);
             t.candidate.code_bytes = id_bytes + static_cast<double>(t.scalar.layout.code_bytes);
+            file_bytes(t);
             measure(t, [&](const Sample& sample) {
                 return scalar_mse(t.scalar, sample.points, anchors, sample.assignments);
             });
         });
     }
-    for (const ProductShape& shape : product_shapes(spec.family, static_cast<std::size_t>(std::floor(left)), d)) {
+    for (const ProductShape& shape : shapes.product) {
         jobs.emplace_back([&, shape](Trained& t, Backend& on) {
             t.product = train_product_codebook(points, rows.training, anchors, assignments,
                                                shaped(spec.product, shape), on, &t.seconds);
             t.candidate.codec = ResidualCodec::product;
+            t.candidate.kind = shape.kind();
             t.candidate.description = product_description(shape);
             t.candidate.code_bytes = id_bytes + static_cast<double>(t.product.code_bytes());
+            file_bytes(t);
             measure(t, [&](const Sample& sample) {
                 return product_mse(t.product, sample.points, anchors, sample.assignments, on);
             });
@@ -325,10 +330,6 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
         for (const auto& [stage, seconds] : t.seconds.entries()) {
             out.seconds.add(stage, seconds);
         }
-    }
-    if (out.candidates.empty()) {
-        throw Error("no " + std::string(codec_family_name(spec.family)) + " code fits a budget of " +
-                    std::to_string(*spec.budget_bytes) + " bytes per vector beside the anchor ids");
     }
     std::size_t best = 0;
     for (std::size_t c = 1; c < out.candidates.size(); ++c) {

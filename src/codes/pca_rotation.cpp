@@ -64,7 +64,7 @@ std::vector<double> second_moment(const Matrix& rows) {
 
 }  // namespace
 
-SubspaceRotation pca_rotation(const Matrix& residuals, std::size_t subspaces) {
+SubspaceRotation pca_rotation(const Matrix& residuals, std::size_t subspaces, std::size_t most_dims) {
     const std::size_t d = residuals.cols;
     // The second moment, not the covariance: the codes quantise r itself, not r minus its mean, so the
     // energy a direction carries is the mean of (v . r)^2.
@@ -79,6 +79,9 @@ SubspaceRotation pca_rotation(const Matrix& residuals, std::size_t subspaces) {
     std::size_t significant = 0;
     while (significant < d && ascending[d - 1 - significant] > 1e-10 * largest) {
         ++significant;
+    }
+    if (most_dims > 0) {
+        significant = std::min(significant, most_dims);
     }
     const std::size_t p = std::max(significant, subspaces);
     std::vector<double> descending(p);

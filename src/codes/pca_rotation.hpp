@@ -15,8 +15,9 @@ struct SubspaceRotation {
 };
 
 // Coded dimensions p: the directions whose eigenvalue of the residuals' second moment exceeds 1e-10 of
-// the largest, at least `subspaces`. Their eigenvectors, grouped by sub-space (allocate_eigenvalues),
-// are the rotation's rows. Requires 1 <= subspaces <= d.
-SubspaceRotation pca_rotation(const Matrix& residuals, std::size_t subspaces);
+// the largest, at most `most_dims` of them (the largest; 0: no limit), and at least `subspaces`.
+// Their eigenvectors, grouped by sub-space (allocate_eigenvalues), are the rotation's rows. Requires
+// 1 <= subspaces <= d.
+SubspaceRotation pca_rotation(const Matrix& residuals, std::size_t subspaces, std::size_t most_dims);
 
 }  // namespace vlattice

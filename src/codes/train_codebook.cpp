@@ -41,6 +41,11 @@ void check_config(const ProductCodeConfig& config, std::size_t n, std::size_t d)
         throw Error("subspaces is " + std::to_string(config.subspaces) + " but the vectors have only " +
                     std::to_string(d) + " dimensions; use at most " + std::to_string(d));
     }
+    if (config.rotated_dims > 0 && (config.rotated_dims < config.subspaces || config.rotated_dims > d)) {
+        throw Error("rotated_dims is " + std::to_string(config.rotated_dims) + "; it must lie between the " +
+                    std::to_string(config.subspaces) + " sub-spaces and the dimension " + std::to_string(d) +
+                    ", or be 0 for every dimension");
+    }
     if (config.stages == 0) {
         throw Error("stages must be at least 1 to train product codes, got 0");
     }
@@ -121,7 +126,7 @@ ProductCodebook train_on(const Matrix& residuals, const ProductCodeConfig& reque
                          StageSeconds* seconds) {
     const ProductCodeConfig config = requested.subspaces == 1 ? residual_fits(requested) : requested;
 
-    SubspaceRotation start = timed(seconds, "pq.start", [&] { return pca_rotation(residuals, config.subspaces); });
+    SubspaceRotation start = timed(seconds, "pq.start", [&] { return pca_rotation(residuals, config.subspaces, config.rotated_dims); });
     ProductCodebook book;
     book.bits = config.bits;
     book.rotation = std::move(start.rotation);
