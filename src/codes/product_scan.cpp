@@ -7,6 +7,8 @@
 #include "numeric.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -16,6 +18,9 @@
 namespace vlattice {
 
 namespace {
+
+// Stages whose codes the gathered e holds in registers; files with more take the loop of vector_extra.
+constexpr std::size_t kMostScanStages = 16;
 
 Matrix transposed(const Matrix& a) {
     Matrix t(a.cols, a.rows);
@@ -54,6 +59,60 @@ float vector_extra(const ProductCodebook& book, const std::uint8_t* code, const 
 }
 
 #ifdef VLATTICE_GATHER_SUMS
+// vector_extra of the kScanBlock vectors of one block of laid-out codes (ProductScan::codes) at once,
+// lane v adding exactly what vector_extra adds for its vector, in the same order: per rotated
+// coordinate t, z (its stages' centroid values, added stage by stage) times z + 2 Rc[t] of the
+// lane's anchor. `centroids_t` is the centroids transposed (p x S 2^b), `rotated` the rotated
+// anchors (m x p), `rows` where each lane's anchor starts in it (its id times p).
+__attribute__((target("avx2"))) void gathered_extras(const ProductCodebook& book, const std::uint8_t* block_codes,
+                                                     const float* centroids_t, const float* rotated,
+                                                     const std::int32_t* rows, float* extras) {
+    static_assert(kScanBlock == 16, "two halves of 8 lanes per block");
+    const std::size_t subspaces = book.subspaces();
+    const std::size_t table = book.table();
+    const std::size_t row = book.stages * table;
+    // Both halves in one pass over t: two chains of adds, each waiting on its own.
+    const __m256i low_rows = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows));
+    const __m256i high_rows = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + 8));
+    const __m256 two = _mm256_set1_ps(2.0f);
+    __m256 low = _mm256_setzero_ps();
+    __m256 high = _mm256_setzero_ps();
+    for (std::size_t j = 0; j < subspaces; ++j) {
+        __m256i low_codes[kMostScanStages];
+        __m256i high_codes[kMostScanStages];
+        for (std::size_t stage = 0; stage < book.stages; ++stage) {
+            const std::size_t code = stage * subspaces + j;
+            const std::size_t byte = book.bits == 8 ? code : code / 2;
+            const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block_codes + byte * kScanBlock));
+            __m256i low_value = _mm256_cvtepu8_epi32(bytes);
+            __m256i high_value = _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8));
+            if (book.bits == 4) {
+                const int shift = static_cast<int>(4 * (code % 2));
+                low_value = _mm256_and_si256(_mm256_srli_epi32(low_value, shift), _mm256_set1_epi32(15));
+                high_value = _mm256_and_si256(_mm256_srli_epi32(high_value, shift), _mm256_set1_epi32(15));
+            }
+            const __m256i offset = _mm256_set1_epi32(static_cast<int>(stage * table));
+            low_codes[stage] = _mm256_add_epi32(low_value, offset);
+            high_codes[stage] = _mm256_add_epi32(high_value, offset);
+        }
+        for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
+            const float* values = centroids_t + t * row;
+            __m256 low_z = _mm256_i32gather_ps(values, low_codes[0], 4);
+            __m256 high_z = _mm256_i32gather_ps(values, high_codes[0], 4);
+            for (std::size_t stage = 1; stage < book.stages; ++stage) {
+                low_z = _mm256_add_ps(low_z, _mm256_i32gather_ps(values, low_codes[stage], 4));
+                high_z = _mm256_add_ps(high_z, _mm256_i32gather_ps(values, high_codes[stage], 4));
+            }
+            const __m256 low_twice = _mm256_mul_ps(two, _mm256_i32gather_ps(rotated + t, low_rows, 4));
+            const __m256 high_twice = _mm256_mul_ps(two, _mm256_i32gather_ps(rotated + t, high_rows, 4));
+            low = _mm256_add_ps(low, _mm256_mul_ps(low_z, _mm256_add_ps(low_z, low_twice)));
+            high = _mm256_add_ps(high, _mm256_mul_ps(high_z, _mm256_add_ps(high_z, high_twice)));
+        }
+    }
+    _mm256_storeu_ps(extras, low);
+    _mm256_storeu_ps(extras + 8, high);
+}
+
 // block_sums by AVX2 gathers, lane v adding exactly what block_sums adds to sum[v], in the same
 // order. GCC's generic tuning loads each lane of a gather on its own, which took 1.5 times as long.
 __attribute__((target("avx2"))) void gathered_block_sums(const std::uint8_t* codes, std::size_t blocks,
@@ -159,6 +218,30 @@ ProductScan product_scan(const VlatFile& file) {
     scan.extra.resize(n);
     // All anchors at once, blocked, in the order rotate_rows fixes, as the GPU's search repeats it.
     const Matrix rotated = rotate_rows(book.rotation, file.anchors);
+#ifdef VLATTICE_GATHER_SUMS
+    // A vector's e is a sum of p terms in order, so it runs at the adder's latency: the vectors of a
+    // block take a lane each instead, their anchors' Rc and their centroid values gathered.
+    const std::size_t p = book.coded_dims();
+    if (__builtin_cpu_supports("avx2") && book.stages <= kMostScanStages &&
+        file.anchors.rows * p <= static_cast<std::size_t>(INT32_MAX)) {
+        const Matrix centroids_t = transposed(book.centroids);
+        const auto blocks = static_cast<std::ptrdiff_t>((n + kScanBlock - 1) / kScanBlock);
+#pragma omp parallel for schedule(static)
+        for (std::ptrdiff_t bb = 0; bb < blocks; ++bb) {
+            const auto block = static_cast<std::size_t>(bb);
+            std::int32_t rows[kScanBlock] = {};
+            float extras[kScanBlock];
+            const std::size_t lanes = std::min(kScanBlock, n - block * kScanBlock);
+            for (std::size_t v = 0; v < lanes; ++v) {
+                rows[v] = static_cast<std::int32_t>(file.assignments[members[block * kScanBlock + v]] * p);
+            }
+            gathered_extras(book, scan.codes.data() + block * cb * kScanBlock, centroids_t.data.data(),
+                            rotated.data.data(), rows, extras);
+            std::copy(extras, extras + lanes, scan.extra.begin() + static_cast<std::ptrdiff_t>(block * kScanBlock));
+        }
+        return scan;
+    }
+#endif
     const auto m = static_cast<std::ptrdiff_t>(file.anchors.rows);
 #pragma omp parallel
     {

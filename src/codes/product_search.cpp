@@ -66,6 +66,8 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
     const ProductScan scan = product_scan(file);
     const ProductTables tables(book);
     const BlockSums sums_of = fastest_block_sums();
+    const bool exhaustive = nprobe == m;
+    const std::size_t all_blocks = (scan.lists.members.size() + kScanBlock - 1) / kScanBlock;
     // Every query rotated at once, blocked, in the order rotate_rows fixes, as the GPU's search repeats it.
     const Matrix rotated = rotate_rows(book.rotation, queries);
 
@@ -95,6 +97,12 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
                 const std::vector<Scored>& probes = block_probes[i];
                 tables.byte_tables(rotated.row(q), lookup.data(), sub.data());
                 best.clear();
+                // Visiting every anchor, the sums of every vector in one pass: a block that two
+                // anchors' lists share is summed once rather than once per anchor.
+                if (exhaustive) {
+                    sums.resize(all_blocks * kScanBlock);
+                    sums_of(scan.codes.data(), all_blocks, cb, lookup.data(), sums.data());
+                }
                 for (const auto& [probe, a] : probes) {
                     const std::size_t first = scan.lists.start[a];
                     const std::size_t end = scan.lists.start[a + 1];
@@ -103,10 +111,13 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
                     }
                     visited += end - first;
                     const std::size_t first_block = first / kScanBlock;
-                    const std::size_t blocks = (end + kScanBlock - 1) / kScanBlock - first_block;
-                    sums.resize(blocks * kScanBlock);
-                    sums_of(scan.codes.data() + first_block * cb * kScanBlock, blocks, cb, lookup.data(), sums.data());
-                    const std::size_t base = first_block * kScanBlock;
+                    if (!exhaustive) {
+                        const std::size_t blocks = (end + kScanBlock - 1) / kScanBlock - first_block;
+                        sums.resize(blocks * kScanBlock);
+                        sums_of(scan.codes.data() + first_block * cb * kScanBlock, blocks, cb, lookup.data(),
+                                sums.data());
+                    }
+                    const std::size_t base = exhaustive ? 0 : first_block * kScanBlock;
                     for (std::size_t p = first; p < end; ++p) {
                         const float sum = sums[p - base];
                         const float score = ip ? adc_ip_score(probe, sum) : adc_l2_score(probe, scan.extra[p], sum);
