@@ -352,6 +352,9 @@ def main():
     if a.vlattice_json:
         with open(a.vlattice_json) as f:
             earlier = json.load(f)
+        if earlier.get("whole_file", False) != a.whole_file:
+            sys.exit(f"quality: {a.vlattice_json} holds rows of " + ("whole-file" if earlier.get("whole_file") else
+                     "code-byte") + " budgets; this run's budgets are " + ("whole-file" if a.whole_file else "code bytes"))
         rows = taken_back(a.vlattice_json, [dict(r, n=earlier["n"], d=earlier["d"]) for r in earlier["rows"]
                                             if r["tool"] == "vlattice" and r["budget"] in budgets], n, d)
     elif a.no_vlattice:

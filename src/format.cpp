@@ -567,15 +567,19 @@ VlatShape vlat_shape(const VlatFile& file) {
     shape.d = file.d;
     shape.m = file.anchors.rows;
     shape.storage = file.anchor_storage;
-    shape.codec = file.codec;
-    shape.scalar_code_bytes = file.residuals.layout.code_bytes;
-    const ProductCodebook& book = file.product.book;
-    shape.rotated_dims = book.coded_dims();
-    shape.subspaces = book.subspaces();
-    shape.stages = book.stages;
-    shape.bits = book.bits;
+    set_code_shape(shape, file.codec, file.residuals, file.product.book);
     shape.metadata_bytes = encode_metadata(file.metadata_json).size();
     return shape;
+}
+
+void set_code_shape(VlatShape& shape, ResidualCodec codec, const ResidualCodes& scalar,
+                    const ProductCodebook& product) {
+    shape.codec = codec;
+    shape.scalar_code_bytes = scalar.layout.code_bytes;
+    shape.rotated_dims = product.coded_dims();
+    shape.subspaces = product.subspaces();
+    shape.stages = product.stages;
+    shape.bits = product.bits;
 }
 
 std::uint64_t vlat_file_bytes(const VlatShape& shape) {

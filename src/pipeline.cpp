@@ -118,38 +118,50 @@ std::vector<std::size_t> anchor_counts(const CodingSpec& spec, std::size_t n, st
 
 namespace {
 
-// The best code a trial's coding chose, for comparing anchor counts; the ids alone without a budget.
-double chosen_error(const TrainedCoding& coding, const FitResult& fit) {
-    return coding.candidates.empty() ? fit.energy : coding.candidates[coding.chosen].held_out_mse;
+// The held-out error of the code a trial's coding chose; a coding without candidates (no budget)
+// compares as the worst.
+double chosen_error(const TrainedCoding& coding) {
+    return coding.candidates.empty() ? std::numeric_limits<double>::infinity()
+                                     : coding.candidates[coding.chosen].held_out_mse;
 }
 
 }  // namespace
 
-TrainedRun fit_and_train(const Matrix& points, AnnealConfig config, const std::vector<std::size_t>& counts,
+TrainedRun fit_and_train(const Matrix& points, const AnnealConfig& config, const std::vector<std::size_t>& counts,
                          const RunInput& input, AnchorStorage storage, const CodingSpec& spec, Backend& backend,
                          const std::function<FitResult(const AnnealConfig&)>& fit_anchors) {
-    CodingSpec coding = spec;
-    if (coding.file_budget) {
-        coding.file_budget->storage = storage;
+    if (counts.empty()) {
+        throw Error("fit_and_train: no anchor count to fit");
     }
+    if (spec.file_budget && spec.file_budget->storage != storage) {
+        throw Error("fit_and_train: the whole-file budget sizes the anchors as " +
+                    std::string(anchor_storage_name(spec.file_budget->storage)) + ", the model stores them as " +
+                    anchor_storage_name(storage));
+    }
+    CodingSpec coding = spec;
     std::vector<AnchorCountTrial> trials;
     TrainedRun best;
     double best_error = 0.0;
     for (const std::size_t count : counts) {
-        config.anchors = count;
+        AnnealConfig fitted = config;
+        fitted.anchors = count;
         TrainedRun run;
-        run.config = config;
-        run.fit = fit_anchors(config);
+        run.fit = fit_anchors(fitted);
         run.model = train_model(points, run.fit, input, storage, coding, backend, run_metadata(config, run.fit, input),
                                 run.coding);
-        trials.push_back({run.fit.anchors.rows, run.fit.seconds.total, run.coding});
-        // Every kind at every count would multiply the training: the counts after the first train
-        // only the kind the first chose (on Fashion-MNIST the same kind won at all three counts),
-        // each sized for its own side data.
-        if (coding.file_budget && !coding.file_budget->only && !run.coding.candidates.empty()) {
+        // The trial keeps what was measured; the codebooks only the run that is kept.
+        AnchorCountTrial trial{run.fit.anchors.rows, run.fit.seconds.total, run.coding};
+        trial.coding.scalar = {};
+        trial.coding.product = {};
+        trials.push_back(std::move(trial));
+        // Every kind at every count would multiply the training: once a count has chosen a code,
+        // the counts after it train only that kind (on Fashion-MNIST the same kind won at all
+        // three counts), each sized for its own side data. A count that could hold no code but
+        // the ids leaves every kind to the next.
+        if (coding.file_budget && !coding.file_budget->only && run.coding.codec != ResidualCodec::none) {
             coding.file_budget->only = run.coding.candidates[run.coding.chosen].kind;
         }
-        const double error = chosen_error(run.coding, run.fit);
+        const double error = chosen_error(run.coding);
         if (trials.size() == 1 || error < best_error) {
             best = std::move(run);
             best.chosen = trials.size() - 1;

@@ -101,6 +101,7 @@ TEST_CASE("compress --target-file-bytes keeps the whole file within the budget a
         const nlohmann::json metadata = nlohmann::json::parse(vlattice::read_vlat(out).metadata_json);
         CHECK(metadata["residuals"]["target_file_bytes"] == allowed);
         CHECK(metadata["residuals"]["anchor_counts"].size() == 3);
+        CHECK(metadata["m_requested"] == 64);  // -m, not the count kept
     }
     const CommandResult tiny = run_cli("compress " + quote(ann.path) + " -o " + quote(ann.dir.path("tiny.vlat")) +
                                        kRun + " --target-file-bytes 2");

@@ -156,7 +156,7 @@ TEST_CASE("a budget's candidates trained at once on the GPU are the CPU's, one a
         if (budget > 0.0) {
             spec.budget_bytes = budget;
         } else {
-            spec.file_budget = FileBudget{-budget};
+            spec.file_budget.emplace().bytes_per_vector = -budget;
         }
         spec.product.opq_iters = 2;
         spec.product.kmeans.max_iters = 8;

@@ -130,7 +130,7 @@ TEST_CASE("a whole-file budget is never exceeded, and the run keeps the anchor c
         spec.product.opq_iters = static_cast<int>(rng() % 2);
         spec.product.kmeans.max_iters = 5;
         spec.product.kmeans.threads = 2;
-        spec.file_budget = FileBudget{};
+        spec.file_budget.emplace();
         spec.file_budget->storage = storage;
         // From just above what one anchor, the ids and the metadata take to past the float32 size.
         const double least = static_cast<double>(vlat_file_bytes(budget_file_shape(*spec.file_budget, n, 1, d)));
@@ -174,7 +174,7 @@ TEST_CASE("a tight whole-file budget trades anchors for code bytes", "[model][co
     const std::unique_ptr<Backend> cpu = make_cpu_backend(2);
     CodingSpec spec;
     spec.product.kmeans.max_iters = 5;
-    spec.file_budget = FileBudget{45.0};
+    spec.file_budget.emplace().bytes_per_vector = 45.0;
     CHECK(anchor_counts(spec, 1000, 32, 256) == std::vector<std::size_t>{256, 64, 16});
     const TrainedRun run = budgeted_run(points, 256, spec, *cpu);
     REQUIRE(run.trials.size() == 3);
@@ -186,6 +186,16 @@ TEST_CASE("a tight whole-file budget trades anchors for code bytes", "[model][co
         }
     }
     CHECK(truncated);
+
+    // At 42.5 bytes per vector 256 anchors leave room for the ids alone; the next counts must still
+    // try every kind of code rather than the first count's choice.
+    spec.file_budget->bytes_per_vector = 42.5;
+    const TrainedRun ids_first = budgeted_run(points, 256, spec, *cpu);
+    REQUIRE(ids_first.trials.size() == 3);
+    CHECK(ids_first.trials[0].coding.candidates.size() == 1);
+    CHECK(ids_first.trials[0].coding.codec == ResidualCodec::none);
+    CHECK(ids_first.trials[1].coding.candidates.size() > 2);
+    CHECK(ids_first.model.codec != ResidualCodec::none);
 
     spec.file_budget->bytes_per_vector = 8.0;
     CHECK_THROWS_WITH(anchor_counts(spec, 1000, 32, 256),

@@ -46,20 +46,21 @@ struct CandidateKind {
 struct FileBudget {
     double bytes_per_vector = 0.0;
     AnchorStorage storage = AnchorStorage::f32;  // how the file stores the anchors
-    // Bytes set aside for the META section, whose text is written once the choice is made; the
-    // run's metadata takes a few KiB, and the writer checks the whole file against the budget.
+    // Bytes set aside for the META section, whose text is known only once the choice is made; the
+    // run's metadata takes a few KiB, and fit_and_train (pipeline.hpp) checks the whole file against
+    // the budget once it is.
     std::uint64_t metadata_bytes = 8192;
     // Only candidates of this kind (with the ids alone, always measured). fit_and_train tries every
-    // kind at the first anchor count, and at the others only the kind the first chose.
+    // kind until an anchor count chooses a code, and at the counts after it only that kind.
     std::optional<CandidateKind> only;
 };
 
 // The largest file a budget allows for n vectors: floor(bytes_per_vector x n).
 std::uint64_t file_budget_total(const FileBudget& budget, std::size_t n);
 
-// The anchor counts a whole-file budget tries, largest first: `wanted`, wanted / 4 and wanted / 16
-// (at least 1, each once), those whose anchors and ids leave room in the budget. Throws Error when
-// not even one anchor fits, or the budget is not a finite number > 0.
+// The anchor counts a whole-file budget tries, largest first: the largest three of `wanted` (at most
+// n), wanted / 4, wanted / 16, ... down to 1 whose anchors, ids and metadata allowance fit the
+// budget. Throws Error when not even one anchor fits, or the budget is not a finite number > 0.
 std::vector<std::size_t> file_budget_anchor_counts(const FileBudget& budget, std::size_t n, std::size_t d,
                                                    std::size_t wanted);
 

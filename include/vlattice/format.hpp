@@ -87,6 +87,10 @@ struct VlatShape {
 
 VlatShape vlat_shape(const VlatFile& file);
 
+// Sets the shape's codec and code fields from the residual code of a file or a trained candidate.
+void set_code_shape(VlatShape& shape, ResidualCodec codec, const ResidualCodes& scalar,
+                    const ProductCodebook& product);
+
 // The bytes write_vlat writes for a file of this shape: header, every section's frame, payload and
 // checksum (docs/format.md).
 std::uint64_t vlat_file_bytes(const VlatShape& shape);

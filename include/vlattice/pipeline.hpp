@@ -69,25 +69,26 @@ std::vector<std::size_t> anchor_counts(const CodingSpec& spec, std::size_t n, st
 struct AnchorCountTrial {
     std::size_t anchors = 0;  // the fit's final count
     double fit_seconds = 0.0;
-    TrainedCoding coding;
+    TrainedCoding coding;  // the candidates, the choice and the seconds; the codebooks are the kept run's
 };
 
 // A fit and the model trained on it.
 struct TrainedRun {
     FitResult fit;
-    AnnealConfig config;  // the fit's, its anchor count included
     VlatFile model;
     TrainedCoding coding;
     std::vector<AnchorCountTrial> trials;  // every count tried, in order (one without a file budget)
     std::size_t chosen = 0;                // the trial kept
 };
 
-// For each count of `counts`, fits the anchors (fit_anchors with config.anchors set to it) and
-// trains the model (train_model); keeps the one whose chosen code had the lowest held-out error
-// (the first on a tie). The metadata records every count tried. Under a whole-file budget the
-// counts after the first train only the kind of code the first chose (FileBudget::only), and it
-// throws Error should the chosen file, with its actual metadata, exceed the budget.
-TrainedRun fit_and_train(const Matrix& points, AnnealConfig config, const std::vector<std::size_t>& counts,
+// For each count of `counts` (at least one), fits the anchors (fit_anchors with a copy of `config`
+// whose anchors is the count) and trains the model (train_model, its metadata from `config`, so that
+// m_requested is the caller's); keeps the one whose chosen code had the lowest held-out error (the
+// first on a tie). The metadata records every count tried. Under a whole-file budget (whose anchor
+// storage must be `storage`) the counts after the first that chose a code train only that kind of
+// code (FileBudget::only); it throws Error should the chosen file, with its actual metadata, exceed
+// the budget.
+TrainedRun fit_and_train(const Matrix& points, const AnnealConfig& config, const std::vector<std::size_t>& counts,
                          const RunInput& input, AnchorStorage storage, const CodingSpec& spec, Backend& backend,
                          const std::function<FitResult(const AnnealConfig&)>& fit_anchors);
 

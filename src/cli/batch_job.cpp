@@ -78,6 +78,9 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     }
     const std::vector<std::size_t> counts =
         anchor_counts(coding, loaded.points.rows, loaded.points.cols, config.anchors);
+    if (!coding.file_budget) {
+        config.anchors = counts.front();
+    }
     BackendChoice choice = make_backend(device, anneal.gpu, config.threads);
     print_device_note("batch", choice.note, args.quiet);
 
@@ -94,7 +97,6 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
             return result;
         });
     const FitResult& result = run.fit;
-    config = run.config;
     const VlatFile& model = run.model;
     const VlatFile vlat = encode_with_model(model, loaded.points, *choice.backend, model.metadata_json);
     write_vlat(plan.outputs.vlat, vlat);

@@ -29,10 +29,11 @@ void add_coding_options(po::options_description& options, CodingArgs& a) {
          "the same budget as a share of the float32 size (4 d bytes): 0.125 or 12.5%")
         ("target-file-bytes", real_number(&a.target_file_bytes, {0.0, kUnbounded, true})->value_name("BYTES"),
          "budget of the whole file per vector: header, anchors, ids, ranges or rotation and codebook, codes "
-         "and metadata in at most BYTES x n bytes. Tries the largest 3 of M, M/4, M/16, ... anchors that fit "
-         "(a fit each), and for each the ids alone, the scalar code and product codes over all or over the "
-         "M, 2 M or 4 M rotated dimensions of most variance (smaller rotation and codebook), each with the "
-         "code bytes its side data leaves; keeps the lowest held-out error")
+         "and metadata (8 KiB set aside for it) in at most BYTES x n bytes. Fits the largest 3 anchor counts "
+         "of -m, -m/4, -m/16, ... that fit; the first count trains the ids alone, the scalar code and product "
+         "codes over every rotated dimension or over 1, 2 or 4 per sub-space of the directions of most "
+         "variance (a smaller rotation and codebook), each with the code bytes its side data leaves, and the "
+         "later counts the kind of code the first chose; keeps the lowest held-out error")
         ("target-file-ratio", po::value(&a.target_file_ratio)->value_name("R"),
          "the same whole-file budget as a share of the float32 size (4 d bytes per vector): 0.03 or 3%")
         ("codec", po::value(&a.codec)->default_value(a.codec)->value_name("FAMILY"),
@@ -116,10 +117,12 @@ void check_coding_args(const po::variables_map& values, const CodingArgs& args) 
                          (family == CodecFamily::product ? "--subspaces" : "--stages") + " or a budget");
     }
     if (family == CodecFamily::product && !budget && args.subspaces == 0) {
-        throw UsageError("--codec pq needs --subspaces M or a --target-bytes/--target-ratio budget");
+        throw UsageError("--codec pq needs --subspaces M or a budget (--target-bytes, --target-ratio, "
+                         "--target-file-bytes or --target-file-ratio)");
     }
     if (family == CodecFamily::residual && !budget && args.stages < 2) {
-        throw UsageError("--codec rq needs --stages S (at least 2) or a --target-bytes/--target-ratio budget");
+        throw UsageError("--codec rq needs --stages S (at least 2) or a budget (--target-bytes, --target-ratio, "
+                         "--target-file-bytes or --target-file-ratio)");
     }
     if (args.subspaces > 0 && (family != CodecFamily::product || budget)) {
         throw UsageError("--subspaces fixes the product code without a budget: give it with --codec pq and no budget");
@@ -143,9 +146,10 @@ CodingSpec coding_spec(const po::variables_map& values, const CodingArgs& args, 
     } else if (values.count("target-ratio") > 0) {
         spec.budget_bytes = parse_ratio("--target-ratio", args.target_ratio) * float32_bytes;
     } else if (values.count("target-file-bytes") > 0) {
-        spec.file_budget = FileBudget{args.target_file_bytes};
+        spec.file_budget.emplace().bytes_per_vector = args.target_file_bytes;
     } else if (values.count("target-file-ratio") > 0) {
-        spec.file_budget = FileBudget{parse_ratio("--target-file-ratio", args.target_file_ratio) * float32_bytes};
+        spec.file_budget.emplace().bytes_per_vector =
+            parse_ratio("--target-file-ratio", args.target_file_ratio) * float32_bytes;
     }
     spec.product.subspaces = static_cast<std::size_t>(args.subspaces);
     spec.product.stages = args.stages > 0 ? static_cast<std::size_t>(args.stages) : 1;

@@ -54,8 +54,9 @@ const CommandHelp kCompressHelp{
     "INPUT",
     "Learns M anchors for the vectors in INPUT with an annealed, outlier-robust\n"
     "k-means and stores each vector as the id of its anchor, plus, with --bits,\n"
-    "--codec pq --subspaces, --codec rq --stages or a --target-bytes/--target-ratio\n"
-    "budget, a code of its residual from it: a per-anchor scalar code, a rotated\n"
+    "--codec pq --subspaces, --codec rq --stages or a budget (--target-bytes,\n"
+    "--target-ratio, --target-file-bytes, --target-file-ratio), a code of its\n"
+    "residual from it: a per-anchor scalar code, a rotated\n"
     "product code or a residual code of additive stages, the one with the lowest\n"
     "error on held-out vectors (--codec). The same as `train` then\n"
     "`encode` with the model; --anchors-from reuses another file's anchors.\n" + std::string(kInputHelp),
@@ -182,8 +183,12 @@ int compress(int argc, char** argv, bool model_only) {
     const std::size_t wanted = source ? source->anchors.rows : config.anchors;
     const std::vector<std::size_t> counts = anchor_counts(coding, n, loaded.points.cols, wanted);
     if (source && counts.front() != wanted) {
-        throw Error("--anchors-from " + args.anchors_from + ": the budget holds " + std::to_string(counts.front()) +
-                    " anchors, and the file has " + std::to_string(wanted));
+        throw Error("--anchors-from " + args.anchors_from + ": " +
+                    (coding.file_budget ? "the whole-file budget of " + show(coding.file_budget->bytes_per_vector) +
+                                              " bytes per vector does not hold the file's " + std::to_string(wanted) +
+                                              " anchors with their ids and the metadata"
+                                        : "the budget holds the ids of " + std::to_string(counts.front()) +
+                                              " anchors, and the file has " + std::to_string(wanted)));
     }
     if (!args.quiet && !source && coding.budget_bytes && counts.front() != wanted) {
         print_notice(help.name, "note",
@@ -192,13 +197,19 @@ int compress(int argc, char** argv, bool model_only) {
     }
     if (!args.quiet && !source && coding.file_budget) {
         print_notice(help.name, "note", "the whole-file budget of " + show(coding.file_budget->bytes_per_vector) +
-                                            " bytes per vector tries " + describe_counts(counts) + " anchors");
+                                            " bytes per vector tries " + describe_counts(counts) +
+                                            (counts.size() == 1 && counts[0] == 1 ? " anchor" : " anchors"));
     }
     if (const std::string note = budget_note(coding, n, counts.front(), loaded.points.cols);
         !note.empty() && !args.quiet) {
         print_notice(help.name, "note", note);
     }
 
+    // A budget of code bytes lowers -m to the count whose ids it holds; a whole-file budget tries
+    // several counts from -m down, and the metadata keeps -m as the count requested.
+    if (source || !coding.file_budget) {
+        config.anchors = counts.front();
+    }
     start = std::chrono::steady_clock::now();
     // The fits name their own step inside this one.
     const TrainedRun run = during("training the residual code", [&] {
@@ -210,7 +221,6 @@ int compress(int argc, char** argv, bool model_only) {
     });
     const double trained_seconds = seconds_since(start);
     const FitResult& result = run.fit;
-    config = run.config;
     for (std::size_t t = 0; t < run.trials.size(); ++t) {
         if (t != run.chosen) {
             context.other_fits_seconds += run.trials[t].fit_seconds;
@@ -243,8 +253,8 @@ int compress(int argc, char** argv, bool model_only) {
     if (!args.quiet && model_only) {
         print_model_summary(context.input, result, context, args.output, file);
     } else if (!args.quiet) {
-        print_summary(context.input, coding.file_budget ? wanted : config.anchors,
-                      source ? std::vector<std::size_t>{wanted} : counts, result, context, args.output, file);
+        print_summary(context.input, config.anchors, source ? std::vector<std::size_t>{wanted} : counts, result,
+                      context, args.output, file);
     }
     return 0;
 }

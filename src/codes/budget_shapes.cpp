@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <sstream>
 
 namespace vlattice {
 
@@ -121,10 +122,8 @@ BudgetShapes file_budget_shapes(const CodingSpec& spec, std::size_t n, std::size
         if (!allowed(shape.kind())) {
             return;
         }
-        const bool known = std::any_of(out.product.begin(), out.product.end(), [&](const ProductShape& s) {
-            return s.bits == shape.bits && s.subspaces == shape.subspaces && s.stages == shape.stages &&
-                   s.rotated_dims == shape.rotated_dims;
-        });
+        const bool known = std::any_of(out.product.begin(), out.product.end(),
+                                       [&](const ProductShape& s) { return s.same_code(shape); });
         if (!known) {
             out.product.push_back(shape);
         }
@@ -208,10 +207,13 @@ std::vector<std::size_t> file_budget_anchor_counts(const FileBudget& budget, std
         m = std::max<std::size_t>(1, m / kAnchorStep);
     }
     if (out.empty()) {
-        throw Error("a whole-file budget of " + std::to_string(budget.bytes_per_vector) + " bytes per vector (" +
+        std::ostringstream bytes;  // as the user typed it: 2.5, not 2.500000
+        bytes << budget.bytes_per_vector;
+        throw Error("a whole-file budget of " + bytes.str() + " bytes per vector (" +
                     std::to_string(total) + " bytes for " + std::to_string(n) + " vectors) does not hold even one "
                     "anchor of " + std::to_string(d) + " dimensions with the ids and the metadata (" +
-                    std::to_string(vlat_file_bytes(budget_file_shape(budget, n, 1, d))) + " bytes)");
+                    std::to_string(vlat_file_bytes(budget_file_shape(budget, n, 1, d))) + " bytes, " +
+                    std::to_string(budget.metadata_bytes) + " of them set aside for the metadata)");
     }
     return out;
 }

@@ -21,6 +21,11 @@ struct ProductShape {
     std::size_t dims_per_subspace = 0;
 
     CandidateKind kind() const { return {ResidualCodec::product, bits, dims_per_subspace}; }
+    // The same code, whatever kind it was sized as.
+    bool same_code(const ProductShape& other) const {
+        return bits == other.bits && subspaces == other.subspaces && stages == other.stages &&
+               rotated_dims == other.rotated_dims;
+    }
 };
 
 // "pq M = 30 x 8 bits", "pq M = 41 x 8 bits over 82 dims", "rq S = 12 x 8 bits".

@@ -2,6 +2,7 @@
 #include "vlattice/coding_plan.hpp"
 
 #include "codes/budget_shapes.hpp"
+#include "codes/product_training.hpp"
 #include "numeric.hpp"
 #include "random.hpp"
 #include "vlattice/rate.hpp"
@@ -268,12 +269,7 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
             return;
         }
         VlatShape shape = budget_file_shape(*spec.file_budget, n, m, d);
-        shape.codec = t.candidate.codec;
-        shape.scalar_code_bytes = t.scalar.layout.code_bytes;
-        shape.rotated_dims = t.product.coded_dims();
-        shape.subspaces = t.product.subspaces();
-        shape.stages = t.product.stages;
-        shape.bits = t.product.bits;
+        set_code_shape(shape, t.candidate.codec, t.scalar, t.product);
         t.candidate.file_bytes = static_cast<double>(vlat_file_bytes(shape)) / static_cast<double>(n);
     };
 
@@ -309,10 +305,15 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
             });
         });
     }
+    // Every product candidate trains on the same sample and starts from its principal directions.
+    ProductTraining training;
+    if (!shapes.product.empty()) {
+        training = product_training(points, rows.training, anchors, assignments, spec.product.train_sample,
+                                    spec.product.kmeans.seed, &out.seconds);
+    }
     for (const ProductShape& shape : shapes.product) {
         jobs.emplace_back([&, shape](Trained& t, Backend& on) {
-            t.product = train_product_codebook(points, rows.training, anchors, assignments,
-                                               shaped(spec.product, shape), on, &t.seconds);
+            t.product = train_product_codebook(training, shaped(spec.product, shape), on, &t.seconds);
             t.candidate.codec = ResidualCodec::product;
             t.candidate.kind = shape.kind();
             t.candidate.description = product_description(shape);

@@ -64,17 +64,21 @@ std::vector<double> second_moment(const Matrix& rows) {
 
 }  // namespace
 
-SubspaceRotation pca_rotation(const Matrix& residuals, std::size_t subspaces, std::size_t most_dims) {
-    const std::size_t d = residuals.cols;
+PrincipalDirections principal_directions(const Matrix& residuals) {
+    PrincipalDirections out;
+    out.d = residuals.cols;
     // The second moment, not the covariance: the codes quantise r itself, not r minus its mean, so the
     // energy a direction carries is the mean of (v . r)^2.
-    std::vector<double> vectors;
-    std::vector<double> ascending;
-    {
-        const BlasTurn turn;
-        vectors = second_moment(residuals);
-        ascending = eigen_decomposition(vectors, d);
-    }
+    const BlasTurn turn;
+    out.vectors = second_moment(residuals);
+    out.ascending = eigen_decomposition(out.vectors, out.d);
+    return out;
+}
+
+SubspaceRotation pca_rotation(const PrincipalDirections& directions, std::size_t subspaces, std::size_t most_dims) {
+    const std::size_t d = directions.d;
+    const std::vector<double>& ascending = directions.ascending;
+    const std::vector<double>& vectors = directions.vectors;
     const double largest = ascending.back();
     std::size_t significant = 0;
     while (significant < d && ascending[d - 1 - significant] > 1e-10 * largest) {

@@ -15,6 +15,10 @@ namespace vlattice {
 
 namespace {
 
+// Blocks of codes summed at once when every anchor is visited: a few hundred KiB of sums per thread
+// whatever the file's size.
+constexpr std::size_t kExhaustiveBlocks = 4096;
+
 // The `keep` smallest (score, id) pairs offered so far. Most candidates of a long scan lose to the
 // keep-th best seen, so a comparison turns them away; the rest gather until a selection trims them.
 class Best {
@@ -84,6 +88,7 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
         std::vector<float> lookup(cb * kByteValues);
         std::vector<float> sub(kByteValues);
         std::vector<float> sums;
+        std::vector<float> probe_of(exhaustive ? m : 0);
         std::vector<float> row(d);
         Best best(keep);
 #pragma omp for schedule(dynamic, 1)
@@ -97,31 +102,48 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
                 const std::vector<Scored>& probes = block_probes[i];
                 tables.byte_tables(rotated.row(q), lookup.data(), sub.data());
                 best.clear();
-                // Visiting every anchor, the sums of every vector in one pass: a block that two
-                // anchors' lists share is summed once rather than once per anchor.
+                const auto offer = [&](float probe, std::size_t p, float sum) {
+                    best.offer(ip ? adc_ip_score(probe, sum) : adc_l2_score(probe, scan.extra[p], sum),
+                               scan.lists.members[p]);
+                };
                 if (exhaustive) {
-                    sums.resize(all_blocks * kScanBlock);
-                    sums_of(scan.codes.data(), all_blocks, cb, lookup.data(), sums.data());
-                }
-                for (const auto& [probe, a] : probes) {
-                    const std::size_t first = scan.lists.start[a];
-                    const std::size_t end = scan.lists.start[a + 1];
-                    if (first == end) {
-                        continue;
+                    // Every anchor visited: the vectors in their stored order, a chunk of blocks at a
+                    // time, so that a block two anchors' lists share is summed once, not once for each.
+                    for (const auto& [probe, a] : probes) {
+                        probe_of[a] = probe;
                     }
-                    visited += end - first;
-                    const std::size_t first_block = first / kScanBlock;
-                    if (!exhaustive) {
+                    visited += scan.lists.members.size();
+                    std::size_t a = 0;
+                    for (std::size_t chunk = 0; chunk < all_blocks; chunk += kExhaustiveBlocks) {
+                        const std::size_t blocks = std::min(kExhaustiveBlocks, all_blocks - chunk);
+                        sums.resize(blocks * kScanBlock);
+                        sums_of(scan.codes.data() + chunk * cb * kScanBlock, blocks, cb, lookup.data(), sums.data());
+                        const std::size_t base = chunk * kScanBlock;
+                        const std::size_t end = std::min(scan.lists.members.size(), base + blocks * kScanBlock);
+                        for (std::size_t p = base; p < end; ++p) {
+                            while (scan.lists.start[a + 1] <= p) {
+                                ++a;
+                            }
+                            offer(probe_of[a], p, sums[p - base]);
+                        }
+                    }
+                } else {
+                    for (const auto& [probe, a] : probes) {
+                        const std::size_t first = scan.lists.start[a];
+                        const std::size_t end = scan.lists.start[a + 1];
+                        if (first == end) {
+                            continue;
+                        }
+                        visited += end - first;
+                        const std::size_t first_block = first / kScanBlock;
                         const std::size_t blocks = (end + kScanBlock - 1) / kScanBlock - first_block;
                         sums.resize(blocks * kScanBlock);
                         sums_of(scan.codes.data() + first_block * cb * kScanBlock, blocks, cb, lookup.data(),
                                 sums.data());
-                    }
-                    const std::size_t base = exhaustive ? 0 : first_block * kScanBlock;
-                    for (std::size_t p = first; p < end; ++p) {
-                        const float sum = sums[p - base];
-                        const float score = ip ? adc_ip_score(probe, sum) : adc_l2_score(probe, scan.extra[p], sum);
-                        best.offer(score, scan.lists.members[p]);
+                        const std::size_t base = first_block * kScanBlock;
+                        for (std::size_t p = first; p < end; ++p) {
+                            offer(probe, p, sums[p - base]);
+                        }
                     }
                 }
                 std::vector<Scored>& found = best.result();

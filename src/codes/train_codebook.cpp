@@ -3,6 +3,7 @@
 #include "vlattice/product_codes.hpp"
 
 #include "codes/pca_rotation.hpp"
+#include "codes/product_training.hpp"
 #include "codes/procrustes.hpp"
 #include "codes/residuals.hpp"
 #include "codes/rotation.hpp"
@@ -12,6 +13,7 @@
 #include "random.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 namespace vlattice {
@@ -121,12 +123,16 @@ ProductCodeConfig residual_fits(ProductCodeConfig config) {
     return config;
 }
 
+}  // namespace
+
 // The PCA start, the OPQ rounds and the later stages, on a sample's residuals.
-ProductCodebook train_on(const Matrix& residuals, const ProductCodeConfig& requested, Backend& backend,
-                         StageSeconds* seconds) {
+ProductCodebook train_product_codebook(const ProductTraining& training, const ProductCodeConfig& requested,
+                                       Backend& backend, StageSeconds* seconds) {
+    check_config(requested, training.residuals.rows, training.residuals.cols);
+    const Matrix& residuals = training.residuals;
     const ProductCodeConfig config = requested.subspaces == 1 ? residual_fits(requested) : requested;
 
-    SubspaceRotation start = timed(seconds, "pq.start", [&] { return pca_rotation(residuals, config.subspaces, config.rotated_dims); });
+    SubspaceRotation start = pca_rotation(training.directions, config.subspaces, config.rotated_dims);
     ProductCodebook book;
     book.bits = config.bits;
     book.rotation = std::move(start.rotation);
@@ -168,23 +174,9 @@ ProductCodebook train_on(const Matrix& residuals, const ProductCodeConfig& reque
     }
 }
 
-}  // namespace
-
-ProductCodebook train_product_codebook(const Matrix& points, const Matrix& anchors,
-                                       const std::vector<std::uint32_t>& assignments,
-                                       const ProductCodeConfig& requested, Backend& backend, StageSeconds* seconds) {
-    check_config(requested, points.rows, points.cols);
-    check_residual_inputs(points, anchors, assignments, "product-code training");
-    const Matrix residuals = sample_residuals(
-        points, points.rows, [](std::size_t s) { return s; }, anchors, assignments, requested.train_sample,
-        requested.kmeans.seed);
-    return train_on(residuals, requested, backend, seconds);
-}
-
-ProductCodebook train_product_codebook(const Matrix& points, const std::vector<std::uint32_t>& rows,
-                                       const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
-                                       const ProductCodeConfig& requested, Backend& backend, StageSeconds* seconds) {
-    check_config(requested, rows.size(), points.cols);
+ProductTraining product_training(const Matrix& points, const std::vector<std::uint32_t>& rows, const Matrix& anchors,
+                                 const std::vector<std::uint32_t>& assignments, std::size_t sample,
+                                 std::uint64_t seed, StageSeconds* seconds) {
     check_residual_inputs(points, anchors, assignments, "product-code training");
     for (std::size_t s = 0; s < rows.size(); ++s) {
         if (rows[s] >= points.rows || (s > 0 && rows[s] <= rows[s - 1])) {
@@ -193,10 +185,31 @@ ProductCodebook train_product_codebook(const Matrix& points, const std::vector<s
                         std::to_string(rows[s]));
         }
     }
-    const Matrix residuals = sample_residuals(
-        points, rows.size(), [&](std::size_t s) { return rows[s]; }, anchors, assignments, requested.train_sample,
-        requested.kmeans.seed);
-    return train_on(residuals, requested, backend, seconds);
+    if (rows.empty()) {
+        throw Error("no vectors to train product codes on");
+    }
+    ProductTraining out;
+    out.residuals = sample_residuals(
+        points, rows.size(), [&](std::size_t s) { return rows[s]; }, anchors, assignments, sample, seed);
+    out.directions = timed(seconds, "pq.start", [&] { return principal_directions(out.residuals); });
+    return out;
+}
+
+ProductCodebook train_product_codebook(const Matrix& points, const Matrix& anchors,
+                                       const std::vector<std::uint32_t>& assignments,
+                                       const ProductCodeConfig& requested, Backend& backend, StageSeconds* seconds) {
+    std::vector<std::uint32_t> rows(points.rows);
+    std::iota(rows.begin(), rows.end(), 0u);
+    return train_product_codebook(points, rows, anchors, assignments, requested, backend, seconds);
+}
+
+ProductCodebook train_product_codebook(const Matrix& points, const std::vector<std::uint32_t>& rows,
+                                       const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
+                                       const ProductCodeConfig& requested, Backend& backend, StageSeconds* seconds) {
+    check_config(requested, rows.size(), points.cols);
+    const ProductTraining training = product_training(points, rows, anchors, assignments, requested.train_sample,
+                                                      requested.kmeans.seed, seconds);
+    return train_product_codebook(training, requested, backend, seconds);
 }
 
 }  // namespace vlattice
