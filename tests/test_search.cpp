@@ -496,7 +496,8 @@ SearchOptions options_of(std::size_t k, std::size_t nprobe, std::size_t rerank) 
 }
 
 // Shapes of (d, p, M, bits, stages): p = d and p < d, odd and even M (4-bit codes share bytes in
-// pairs), additive stages of one and of several sub-spaces.
+// pairs), additive stages of one and of several sub-spaces, and more stages (17) than the gathered
+// scan holds (kMostScanStages), which takes the loop instead.
 struct ProductCase {
     std::size_t d;
     ProductShape shape;
@@ -504,7 +505,7 @@ struct ProductCase {
 const ProductCase kProductCases[] = {
     {1, {1, 1, 8}},      {1, {1, 1, 4}},      {7, {5, 3, 4}},     {7, {5, 3, 8}},
     {33, {33, 11, 8}},   {33, {33, 12, 4}},   {33, {20, 7, 4}},   {33, {20, 7, 8}},
-    {33, {33, 1, 8, 5}}, {33, {20, 3, 4, 3}}, {7, {7, 1, 4, 3}},
+    {33, {33, 1, 8, 5}}, {33, {20, 3, 4, 3}}, {7, {7, 1, 4, 3}},  {7, {6, 2, 4, 17}},
 };
 
 }  // namespace
