@@ -24,8 +24,8 @@ constexpr std::size_t kAnchorStep = 4;
 // Rotated dimensions per sub-space of the truncated product codes a whole-file budget tries beside
 // the one over every dimension: the rotation (p x d) and the centroids (2^b x p) grow with p, so at
 // a small budget a code over the directions of most variance leaves more bytes for sub-spaces. One
-// dimension per sub-space is a scalar quantiser per rotated coordinate with 2^b learned levels,
-// which at high rates beats the scalar code's evenly spaced ones.
+// dimension per sub-space is a scalar quantiser per rotated coordinate with 2^b learned levels, a
+// candidate beside the scalar code's evenly spaced ones; the held-out error decides between them.
 constexpr std::array<std::size_t, 3> kTruncatedDimsPerSubspace = {1, 2, 4};
 
 void check_file_budget(const FileBudget& budget) {
