@@ -112,6 +112,17 @@ auto* grow_buffer(Buffer& buffer, std::size_t count) {
     return buffer.data();
 }
 
+// The same for a buffer whose size must be exactly `count` (it is read back or sized from): a buffer
+// of another size is replaced, one of that size keeps its memory.
+template <class Buffer>
+auto* fit_buffer(Buffer& buffer, std::size_t count) {
+    if (buffer.size() != count) {
+        buffer = Buffer();
+        buffer = Buffer(count);
+    }
+    return buffer.data();
+}
+
 // Adds up buffer sizes the way the allocator hands them out (2 MiB pages), so that a run that passes
 // a memory check also gets its memory.
 class Footprint {

@@ -19,16 +19,6 @@ constexpr std::size_t kPageableUploadBytes = std::size_t{64} << 20;
 // Each half of the double-buffered upload: large enough for full PCIe speed, small enough to pin cheaply.
 constexpr std::size_t kStagingFloats = std::size_t{4} << 20;
 
-// Makes `buffer` hold exactly `count` values, keeping its memory when it already does: every
-// cudaFree waits for the whole device.
-template <class T>
-void fit_size(DeviceBuffer<T>& buffer, std::size_t count) {
-    if (buffer.size() != count) {
-        buffer = {};
-        buffer = DeviceBuffer<T>(count);
-    }
-}
-
 // Rows per chunk of the upload: all of a small set, else whole rows filling one staging half.
 std::size_t chunk_rows(std::size_t n, std::size_t d) {
     if (n * d * sizeof(float) <= kPageableUploadBytes) {
@@ -88,9 +78,9 @@ void DevicePoints::upload(const Matrix& points, const PointFormat& format, cudaS
     n_ = 0;
     d_ = 0;
     format_ = format;
-    fit_size(norms_, n);
-    fit_size(flags_, 1);
-    fit_size(head_, n * stride);
+    fit_buffer(norms_, n);
+    fit_buffer(flags_, 1);
+    fit_buffer(head_, n * stride);
     CUDA_CHECK(cudaMemsetAsync(flags_.data(), 0, flags_.bytes(), stream));
     SplitArgs split;
     split.d = static_cast<int>(d);
@@ -98,8 +88,8 @@ void DevicePoints::upload(const Matrix& points, const PointFormat& format, cudaS
     split.type = half_type();
     split.flags = flags_.data();
     if (format.storage == PointStorage::f32) {
-        fit_size(floats_, n * d);
-        fit_size(tail_, n * stride);
+        fit_buffer(floats_, n * d);
+        fit_buffer(tail_, n * stride);
         copy_up(
             points, stream, [&](std::size_t first) { return floats_.data() + first * d; },
             [](std::size_t, std::size_t, const float*) {});
@@ -143,8 +133,8 @@ void DevicePoints::upload(const Matrix& points, const PointFormat& format, cudaS
     n_ = n;
     d_ = d;
     launch_squared_norms(rows(), n, static_cast<int>(d), norms_.data(), nullptr, stream);
-    fit_size(head_norms_, n);
-    fit_size(roundings_, n);
+    fit_buffer(head_norms_, n);
+    fit_buffer(roundings_, n);
     HeadNormArgs heads;
     heads.rows = rows();
     heads.head = head_.data();

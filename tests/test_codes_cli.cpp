@@ -103,6 +103,14 @@ TEST_CASE("compress --target-file-bytes keeps the whole file within the budget a
         CHECK(metadata["residuals"]["anchor_counts"].size() == 3);
         CHECK(metadata["m_requested"] == 64);  // -m, not the count kept
     }
+    // Another file's 64 anchors with their ids and the metadata allowance take more than 4 bytes a vector.
+    const CommandResult reused = run_cli("compress " + quote(ann.path) + " -o " + quote(ann.dir.path("reused.vlat")) +
+                                         kRun + " --target-file-bytes 4 --anchors-from " +
+                                         quote(ann.dir.path("file-budget.vlat")));
+    INFO(reused.output);
+    CHECK(reused.exit_code == 1);
+    CHECK_THAT(reused.output, Contains("the whole-file budget of 4 bytes per vector does not hold the file's 64 "
+                                       "anchors"));
     const CommandResult tiny = run_cli("compress " + quote(ann.path) + " -o " + quote(ann.dir.path("tiny.vlat")) +
                                        kRun + " --target-file-bytes 2");
     INFO(tiny.output);

@@ -204,6 +204,37 @@ TEST_CASE("a tight whole-file budget trades anchors for code bytes", "[model][co
     CHECK_THROWS_WITH(anchor_counts(spec, 1000, 32, 256), Contains("must be a finite number > 0"));
 }
 
+TEST_CASE("fit_and_train and train_coding refuse what a whole-file budget cannot honour", "[model][codes]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix points = random_points(1000, 16, rng, 8);
+    const std::unique_ptr<Backend> cpu = make_cpu_backend(2);
+    AnnealConfig config;
+    config.max_iters = 4;
+    config.threads = 2;
+    const RunInput input{"mix", points.rows, points.cols, Metric::l2};
+    const auto fit_anchors = [&](const AnnealConfig& c) { return fit(points, c, *cpu); };
+    CodingSpec spec;
+    spec.product.kmeans.max_iters = 4;
+    spec.file_budget.emplace().bytes_per_vector = 30.0;
+    CHECK_THROWS_WITH(fit_and_train(points, config, {}, input, AnchorStorage::f32, spec, *cpu, fit_anchors),
+                      Contains("no anchor count to fit"));
+    CHECK_THROWS_WITH(fit_and_train(points, config, {16}, input, AnchorStorage::f16, spec, *cpu, fit_anchors),
+                      Contains("sizes the anchors as f32, the model stores them as f16"));
+    // Less set aside for the metadata than it takes, at a budget the codes fill (16 bytes would code
+    // every dimension at 8 bits): the check of the whole file refuses the result.
+    spec.file_budget->bytes_per_vector = 12.0;
+    spec.file_budget->metadata_bytes = 16;
+    CHECK_THROWS_WITH(fit_and_train(points, config, {16}, input, AnchorStorage::f32, spec, *cpu, fit_anchors),
+                      Contains("more than the whole-file budget's 12000") && Contains("than the 16 set aside"));
+
+    const FitResult fitted = fit_anchors(config);
+    spec.budget_bytes = 8.0;
+    CHECK_THROWS_WITH(train_coding(points, fitted.anchors, fitted.assignments, spec, *cpu),
+                      Contains("a budget of code bytes or of the whole file, not both"));
+}
+
 // A residual code of 8 stages of 256 centroids over 600 rows of 16 dimensions learns much of the
 // rows it trains on: the file's estimated error, mostly theirs, sits well below the held-out one.
 TEST_CASE("a residual code's file error is estimated from its training rows, its choice from held-out ones",
