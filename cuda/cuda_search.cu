@@ -30,7 +30,7 @@ Neighbors search_cuda(const VlatFile& file, const Matrix& queries, const SearchO
     const std::size_t nprobe = options.nprobe == 0 ? m : std::min(options.nprobe, m);
     const bool product = file.codec == ResidualCodec::product;
     // Product codes go up in the scan's layout, which holds the member lists too.
-    const ProductScan scan = product ? product_scan(file) : ProductScan{member_lists(file.assignments, m), {}, {}};
+    const ProductScan scan = product ? product_scan(file) : ProductScan{member_lists(file.assignments, m), {}, {}, {}};
     const MemberLists& lists = scan.lists;
     cuda::select_gpu(gpu);
 
@@ -69,7 +69,7 @@ Neighbors search_cuda(const VlatFile& file, const Matrix& queries, const SearchO
         data.rerank = options.rerank;
     }
 
-    const std::size_t per_query = product ? file.product.book.code_bytes() * kByteValues : 0;
+    const std::size_t per_query = product ? cuda::table_values(data.product) : 0;
     const std::size_t batch = std::min(queries.rows, cuda::search_batch_queries(m, d, k, per_query));
     cuda::DeviceBuffer<float> batch_queries(batch * d);
     cuda::DeviceBuffer<std::int64_t> ids(batch * k);

@@ -34,8 +34,10 @@ DeviceProduct::DeviceProduct(const VlatFile& file, const ProductScan& scan, cuda
     view_.subspaces = static_cast<int>(book.subspaces());
     view_.stages = static_cast<int>(book.stages);
     view_.code_count = static_cast<int>(book.codes());
-    view_.code_bytes = static_cast<int>(book.code_bytes());
     view_.bits = static_cast<int>(book.bits);
+    view_.unit_count = static_cast<int>(scan.units.count);
+    view_.unit_values = static_cast<int>(scan.units.values);
+    view_.unit_width = static_cast<int>(scan.units.width);
     view_.active = true;
     // The copies read `positions`, which goes on return.
     CUDA_CHECK(cudaStreamSynchronize(stream));

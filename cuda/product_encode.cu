@@ -89,10 +89,13 @@ __global__ void rotate_residuals_kernel(const float* __restrict__ points, const 
 // Row i's nearest centroid in sub-space blockIdx.y of stage `stage`: sum over its coordinates in
 // increasing t of (double(u) - double(centroid))^2 from +0, no fused multiply-add, ties to the lowest
 // id. Unless it is the last stage, the chosen centroid is then taken off u in float, as the CPU does:
-// each thread owns its row's coordinates of its sub-space.
+// each thread owns its row's coordinates of its sub-space. With kWidth > 0 (sub-spaces of at most
+// kWidth coordinates) the thread holds them in registers: read from its row for each of 2^b
+// centroids, they were one scattered load per warp lane and centroid coordinate.
+template <int kWidth>
 __global__ void nearest_centroids_kernel(float* __restrict__ u, const float* __restrict__ centroids,
                                          const std::uint32_t* __restrict__ bounds, int rows, int p, int table,
-                                         int stage, int codes, bool last, std::uint8_t* __restrict__ ids) {
+                                         int stage, int codes, bool last, std::uint16_t* __restrict__ ids) {
     const int j = blockIdx.y;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= rows) {
@@ -102,14 +105,32 @@ __global__ void nearest_centroids_kernel(float* __restrict__ u, const float* __r
     const int end = static_cast<int>(bounds[j + 1]);
     float* row = u + static_cast<std::size_t>(i) * p;
     const float* stage_centroids = centroids + static_cast<std::size_t>(stage) * table * p;
+    double held[kWidth > 0 ? kWidth : 1];
+    if constexpr (kWidth > 0) {
+#pragma unroll
+        for (int w = 0; w < kWidth; ++w) {
+            held[w] = first + w < end ? static_cast<double>(row[first + w]) : 0.0;
+        }
+    }
     double best = 0.0;
     int best_c = 0;
     for (int c = 0; c < table; ++c) {
-        const float* centroid = stage_centroids + static_cast<std::size_t>(c) * p;
+        const float* centroid = stage_centroids + static_cast<std::size_t>(c) * p + first;
         double sum = 0.0;
-        for (int t = first; t < end; ++t) {
-            const double diff = __dsub_rn(static_cast<double>(row[t]), static_cast<double>(__ldg(centroid + t)));
-            sum = __dadd_rn(sum, __dmul_rn(diff, diff));
+        if constexpr (kWidth > 0) {
+#pragma unroll
+            for (int w = 0; w < kWidth; ++w) {
+                if (first + w < end) {
+                    const double diff = __dsub_rn(held[w], static_cast<double>(__ldg(centroid + w)));
+                    sum = __dadd_rn(sum, __dmul_rn(diff, diff));
+                }
+            }
+        } else {
+            for (int w = 0; w < end - first; ++w) {
+                const double diff =
+                    __dsub_rn(static_cast<double>(row[first + w]), static_cast<double>(__ldg(centroid + w)));
+                sum = __dadd_rn(sum, __dmul_rn(diff, diff));
+            }
         }
         if (c == 0 || sum < best) {
             best = sum;
@@ -117,13 +138,22 @@ __global__ void nearest_centroids_kernel(float* __restrict__ u, const float* __r
         }
     }
     ids[static_cast<std::size_t>(i) * codes + static_cast<std::size_t>(stage) * gridDim.y + j] =
-        static_cast<std::uint8_t>(best_c);
+        static_cast<std::uint16_t>(best_c);
     if (!last) {
         const float* chosen = stage_centroids + static_cast<std::size_t>(best_c) * p;
         for (int t = first; t < end; ++t) {
             row[t] = __fsub_rn(row[t], chosen[t]);
         }
     }
+}
+
+// The widest sub-space of the codebook, for the kernel that holds it in registers.
+std::uint32_t widest_subspace(const std::vector<std::uint32_t>& bounds) {
+    std::uint32_t widest = 0;
+    for (std::size_t j = 0; j + 1 < bounds.size(); ++j) {
+        widest = std::max(widest, bounds[j + 1] - bounds[j]);
+    }
+    return widest;
 }
 
 void launch_rotate(const float* points, const std::uint32_t* assignments, const float* anchors, const float* rotation,
@@ -156,7 +186,7 @@ std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matr
     const std::size_t p = book.coded_dims();
     const std::size_t subspaces = book.subspaces();
     const std::size_t codes = book.codes();
-    const std::size_t per_row = (d + p) * sizeof(float) + sizeof(std::uint32_t) + codes;
+    const std::size_t per_row = (d + p) * sizeof(float) + sizeof(std::uint32_t) + codes * sizeof(std::uint16_t);
     const std::size_t tile = tile_rows(n, per_row);
 
     const DeviceBuffer<float> device_anchors = uploaded(anchors.data.data(), anchors.data.size(), stream);
@@ -166,10 +196,11 @@ std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matr
     DeviceBuffer<float> tile_points(tile * d);
     DeviceBuffer<std::uint32_t> tile_assignments(tile);
     DeviceBuffer<float> rotated(tile * p);
-    DeviceBuffer<std::uint8_t> tile_ids(tile * codes);
+    DeviceBuffer<std::uint16_t> tile_ids(tile * codes);
 
-    std::vector<std::uint8_t> ids(n * codes);
+    std::vector<std::uint16_t> ids(n * codes);
     constexpr int kNearestThreads = 128;
+    const std::uint32_t widest = widest_subspace(book.bounds);
     for (std::size_t first = 0; first < n; first += tile) {
         const std::size_t rows = std::min(tile, n - first);
         CUDA_CHECK(cudaMemcpyAsync(tile_points.data(), points.row(first), rows * d * sizeof(float),
@@ -180,14 +211,18 @@ std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matr
                       rotated.data(), stream);
         const dim3 nearest(static_cast<unsigned>(ceil_div(rows, kNearestThreads)), static_cast<unsigned>(subspaces));
         for (std::size_t stage = 0; stage < book.stages; ++stage) {
-            nearest_centroids_kernel<<<nearest, kNearestThreads, 0, stream>>>(
+            const auto kernel = widest <= 16   ? nearest_centroids_kernel<16>
+                                : widest <= 32 ? nearest_centroids_kernel<32>
+                                : widest <= 64 ? nearest_centroids_kernel<64>
+                                               : nearest_centroids_kernel<0>;
+            kernel<<<nearest, kNearestThreads, 0, stream>>>(
                 rotated.data(), centroids.data(), bounds.data(), static_cast<int>(rows), static_cast<int>(p),
                 static_cast<int>(book.table()), static_cast<int>(stage), static_cast<int>(codes),
                 stage + 1 == book.stages, tile_ids.data());
             check_launch("nearest_centroids_kernel", stream);
         }
-        CUDA_CHECK(cudaMemcpyAsync(ids.data() + first * codes, tile_ids.data(), rows * codes, cudaMemcpyDeviceToHost,
-                                   stream));
+        CUDA_CHECK(cudaMemcpyAsync(ids.data() + first * codes, tile_ids.data(), rows * codes * sizeof(std::uint16_t),
+                                   cudaMemcpyDeviceToHost, stream));
         CUDA_CHECK(cudaStreamSynchronize(stream));
     }
     return pack_product_codes(book, ids, n);

@@ -26,20 +26,38 @@ struct ProductView {
     int subspaces = 0;
     int stages = 0;
     int code_count = 0;  // S x M
-    int code_bytes = 0;
     int bits = 0;
+    // ScanUnits: lookups per vector, entries of each one's table, bytes of each one's index.
+    int unit_count = 0;
+    int unit_values = 0;
+    int unit_width = 1;
     bool active = false;  // a product-coded file
 };
 
-// The code bytes of the vector at member position `position`: byte b is at [b * kScanBlock].
+// Entries of one query's tables, every lookup's.
+__host__ __device__ __forceinline__ std::size_t table_values(const ProductView& view) {
+    return static_cast<std::size_t>(view.unit_count) * static_cast<std::size_t>(view.unit_values);
+}
+
+// The laid-out codes of the vector at member position `position`: lookup u's index starts at
+// [u * kScanBlock * unit_width].
 __device__ __forceinline__ const std::uint8_t* scan_code(const ProductView& view, std::size_t position) {
-    return view.codes + (position / kScanBlock) * view.code_bytes * kScanBlock + position % kScanBlock;
+    const std::size_t units = static_cast<std::size_t>(view.unit_count);
+    return view.codes + ((position / kScanBlock) * units * kScanBlock + position % kScanBlock) * view.unit_width;
+}
+
+// Lookup u's index (a code byte, or a code of more than 8 bits) of the vector whose scan_code is `code`.
+__device__ __forceinline__ unsigned scan_unit(const ProductView& view, const std::uint8_t* code, int u) {
+    const std::uint8_t* at = code + static_cast<std::size_t>(u) * kScanBlock * view.unit_width;
+    return view.unit_width == 1 ? at[0] : at[0] | static_cast<unsigned>(at[1]) << 8;
 }
 
 // Code j of the vector whose scan_code is `code`.
 __device__ __forceinline__ unsigned scan_code_value(const ProductView& view, const std::uint8_t* code, int j) {
-    const unsigned byte = code[(view.bits == 8 ? j : j / 2) * kScanBlock];
-    return view.bits == 8 ? byte : (byte >> (4 * (j % 2))) & 0xfu;
+    if (view.bits == 4) {
+        return (scan_unit(view, code, j / 2) >> (4 * (j % 2))) & 0xfu;
+    }
+    return scan_unit(view, code, j);
 }
 
 // Centroid c of code j's stage, indexed by rotated coordinate.
@@ -51,7 +69,7 @@ __device__ __forceinline__ const float* code_centroid(const ProductView& view, i
 // z[t] summed over the stages in order (code_values).
 struct ProductRow {
     const float* anchor;
-    const std::uint8_t* code;  // scan_code: byte b at code[b * kScanBlock]
+    const std::uint8_t* code;  // scan_code
     ProductView view;
     int d;
 

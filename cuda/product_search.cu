@@ -42,18 +42,19 @@ __device__ float subspace_value(const ProductView& view, const float* __restrict
     return sum;
 }
 
-// T_b[x]: a thread per (query, code byte b, byte value x).
+// T_u[x]: a thread per (query, lookup u, index x).
 __global__ void tables_kernel(const float* __restrict__ rotated, std::size_t count, ProductView view,
                               float* __restrict__ tables) {
-    const std::size_t per_query = static_cast<std::size_t>(view.code_bytes) * kByteValues;
+    const std::size_t per_query = table_values(view);
     const std::size_t e = thread_index();
     if (e >= count * per_query) {
         return;
     }
     const float* rq = rotated + e / per_query * view.p;
-    const int b = static_cast<int>(e % per_query / kByteValues);
-    const auto x = static_cast<unsigned>(e % kByteValues);
-    if (view.bits == 8) {
+    const auto values = static_cast<std::size_t>(view.unit_values);
+    const int b = static_cast<int>(e % per_query / values);
+    const auto x = static_cast<unsigned>(e % values);
+    if (view.bits != 4) {
         tables[e] = subspace_value(view, rq, b, x);
         return;
     }
@@ -68,7 +69,7 @@ __global__ void product_keys_kernel(ProductPart part, ProductView view, const fl
                                     bool inner_product, std::uint64_t* __restrict__ keys) {
     extern __shared__ float shared_tables[];
     const std::size_t q = part.first + blockIdx.x;
-    const std::size_t per_query = static_cast<std::size_t>(view.code_bytes) * kByteValues;
+    const std::size_t per_query = table_values(view);
     const float* table = tables + q * per_query;
     if constexpr (kShared) {
         for (std::size_t e = threadIdx.x; e < per_query; e += blockDim.x) {
@@ -105,8 +106,8 @@ __global__ void product_keys_kernel(ProductPart part, ProductView view, const fl
                 const std::size_t position = list + static_cast<std::size_t>(c - slot_begin);
                 const std::uint8_t* code = scan_code(view, position);
                 float sum = 0.0f;
-                for (int b = 0; b < view.code_bytes; ++b) {
-                    sum = __fadd_rn(sum, table[b * kByteValues + code[b * kScanBlock]]);
+                for (int u = 0; u < view.unit_count; ++u) {
+                    sum = __fadd_rn(sum, table[u * view.unit_values + scan_unit(view, code, u)]);
                 }
                 const float score = inner_product ? adc_ip_score(probe_score, sum)
                                                   : adc_l2_score(probe_score, view.extra[position], sum);
@@ -159,7 +160,7 @@ void product_query_tables(const ProductView& view, const float* queries, std::si
     const std::size_t rotations = count * static_cast<std::size_t>(view.p);
     rotate_kernel<<<blocks_for(rotations), kSearchThreads, 0, stream>>>(queries, count, d, view, rotated);
     check_launch("rotate_kernel", stream);
-    const std::size_t entries = count * static_cast<std::size_t>(view.code_bytes) * kByteValues;
+    const std::size_t entries = count * table_values(view);
     tables_kernel<<<blocks_for(entries), kSearchThreads, 0, stream>>>(rotated, count, view, tables);
     check_launch("tables_kernel", stream);
 }
@@ -167,7 +168,7 @@ void product_query_tables(const ProductView& view, const float* queries, std::si
 void product_keys(const ProductPart& part, const ProductView& view, const float* tables, bool inner_product,
                   std::uint64_t* keys, cudaStream_t stream) {
     const std::size_t limit = shared_memory_limit();
-    const std::size_t table_bytes = static_cast<std::size_t>(view.code_bytes) * kByteValues * sizeof(float);
+    const std::size_t table_bytes = table_values(view) * sizeof(float);
     const dim3 grid(static_cast<unsigned>(part.count),
                     static_cast<unsigned>(std::clamp<std::size_t>(ceil_div(part.widest, kTile), 1, kMaxTiles)));
     if (table_bytes <= limit) {

@@ -1,7 +1,7 @@
 // The device half of the search of product-coded files, by asymmetric distance
 // (include/vlattice/search.hpp) with the CPU's arithmetic (src/codes/product_search.cpp): per batch,
-// each query's rotation and code-byte tables; per part of a batch, every candidate's key from one
-// table lookup per code byte; and for a re-rank, keys scored against the reconstruction.
+// each query's rotation and lookup tables; per part of a batch, every candidate's key from one
+// table lookup per ScanUnits lookup; and for a re-rank, keys scored against the reconstruction.
 #pragma once
 
 #include "product_row.cuh"
@@ -13,7 +13,7 @@
 
 namespace vlattice::cuda {
 
-// rotated (count x p) <- Rq and tables (count x code_bytes x kByteValues) <- T_b of each query
+// rotated (count x p) <- Rq and tables (count x table_values(view)) <- T_u of each query
 // (count x d, device).
 void product_query_tables(const ProductView& view, const float* queries, std::size_t count, int d, float* rotated,
                           float* tables, cudaStream_t stream);

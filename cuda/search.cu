@@ -265,7 +265,7 @@ std::uint64_t search_batch(const SearchData& data, const float* queries, std::si
     check_launch("probe_keys_kernel", stream);
     if (data.product.active) {
         const auto p = static_cast<std::size_t>(data.product.p);
-        const std::size_t per_query = static_cast<std::size_t>(data.product.code_bytes) * kByteValues;
+        const std::size_t per_query = table_values(data.product);
         product_query_tables(data.product, queries, count, data.codes.d, grow_buffer(scratch.rotated, count * p),
                              grow_buffer(scratch.tables, count * per_query), stream);
     }

@@ -43,7 +43,7 @@ struct SearchScratch {
     DeviceBuffer<unsigned char> temp;               // CUB's
     PinnedBuffer<std::int64_t> host_query_offsets;  // batch + 1
     DeviceBuffer<float> rotated;                    // batch x p: product codes' Rq
-    DeviceBuffer<float> tables;                     // batch x code bytes x kByteValues: their T_b
+    DeviceBuffer<float> tables;                     // batch x table_values: their T_u
     DeviceBuffer<std::int64_t> rerank_ends;         // a part's queries: where their re-ranked keys end
 };
 

@@ -101,7 +101,7 @@ SectionLength codebook_length(io::BinaryFile& in, std::uint64_t offset, std::uin
     const unsigned bits = head[0];
     const auto m = le::load<std::uint32_t>(head.data() + 4);
     if (!is_product_code_bits(bits)) {
-        throw Error(path + ": section CDBK: codes of " + count(bits) + " bits (a sub-space code has 4 or 8)");
+        throw Error(path + ": section CDBK: codes of " + count(bits) + " bits (a sub-space code has 4, 8 or 12)");
     }
     if (head[1] != 0 || head[2] != 0 || head[3] != 0) {
         throw Error(path + ": section CDBK: reserved bytes 1 to 3 are not zero");
@@ -115,7 +115,7 @@ SectionLength codebook_length(io::BinaryFile& in, std::uint64_t offset, std::uin
         throw Error(path + ": section CDBK: S = " + count(stages) + " stages (a version 4 file has 2 to " +
                     count(kMostStages) + ")");
     }
-    // M <= p < 2^32, S <= 2^16 and 2^bits <= 256: no sum comes near 2^64.
+    // M <= p < 2^32, S <= 2^16 and 2^bits <= 4096: no sum comes near 2^64.
     const std::uint64_t bytes = codebook_bytes(bits, m, stages, p);
     const std::string stage_count = staged ? ", S = " + count(stages) : "";
     return {bytes, "bits = " + count(bits) + ", M = " + count(m) + stage_count + " and p = " + count(p)};

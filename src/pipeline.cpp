@@ -156,8 +156,8 @@ TrainedRun fit_and_train(const Matrix& points, const AnnealConfig& config, const
         trials.push_back(std::move(trial));
         // Every kind at every count would multiply the training: once a count has chosen a code,
         // the counts after it train only that kind (on Fashion-MNIST the same kind won at all
-        // three counts), each sized for its own side data. A count that could hold no code but
-        // the ids leaves every kind to the next.
+        // three counts), each sized for its own side data, beside the scalar code, which has no
+        // codebook to fit. A count that could hold no code but the ids leaves every kind to the next.
         if (coding.file_budget && !coding.file_budget->only && run.coding.codec != ResidualCodec::none) {
             coding.file_budget->only = run.coding.candidates[run.coding.chosen].kind;
         }

@@ -22,7 +22,7 @@ namespace vlattice::test {
 struct ProductShape {
     std::size_t p;          // coded dimensions, <= d
     std::size_t subspaces;  // M, <= p
-    unsigned bits;          // 4 or 8
+    unsigned bits;          // 4, 8 or 12
     std::size_t stages = 1;  // S
 };
 
@@ -96,12 +96,7 @@ inline VlatFile product_coded(const Matrix& points, const Matrix& anchors,
                     best_c = c;
                 }
             }
-            std::uint8_t* code = file.product.codes.data() + i * cb;
-            if (s.bits == 8) {
-                code[j] = static_cast<std::uint8_t>(best_c);
-            } else {
-                code[j / 2] = static_cast<std::uint8_t>(code[j / 2] | best_c << (4 * (j % 2)));
-            }
+            put_code(file.product.codes.data() + i * cb, s.bits, j, best_c);
         }
     }
     return file;

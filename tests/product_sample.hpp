@@ -65,6 +65,25 @@ inline std::vector<std::uint32_t> even_bounds(std::size_t p, std::size_t subspac
     return bounds;
 }
 
+// Writes code j of `bits` bits into a vector's zeroed code bytes, least significant bit first, bit
+// by bit (independent of pack_product_codes).
+inline void put_code(std::uint8_t* code, unsigned bits, std::size_t j, unsigned value) {
+    for (unsigned b = 0; b < bits; ++b) {
+        const std::size_t bit = j * bits + b;
+        code[bit / 8] = static_cast<std::uint8_t>(code[bit / 8] | ((value >> b) & 1u) << (bit % 8));
+    }
+}
+
+// Code j of `bits` bits from a vector's code bytes, bit by bit, as put_code wrote it.
+inline unsigned get_code(const std::uint8_t* code, unsigned bits, std::size_t j) {
+    unsigned value = 0;
+    for (unsigned b = 0; b < bits; ++b) {
+        const std::size_t bit = j * bits + b;
+        value |= static_cast<unsigned>((code[bit / 8] >> (bit % 8)) & 1u) << b;
+    }
+    return value;
+}
+
 // n random codes packed least significant bit first, unused high bits zero.
 inline std::vector<std::uint8_t> random_codes(std::mt19937_64& rng, std::uint64_t n, const ProductCodebook& book) {
     std::uniform_int_distribution<unsigned> code(0, (1u << book.bits) - 1);
@@ -72,12 +91,7 @@ inline std::vector<std::uint8_t> random_codes(std::mt19937_64& rng, std::uint64_
     for (std::uint64_t i = 0; i < n; ++i) {
         std::uint8_t* out = codes.data() + i * book.code_bytes();
         for (std::size_t j = 0; j < book.codes(); ++j) {
-            const unsigned value = code(rng);
-            if (book.bits == 8) {
-                out[j] = static_cast<std::uint8_t>(value);
-            } else {
-                out[j / 2] = static_cast<std::uint8_t>(out[j / 2] | (value << (4 * (j % 2))));
-            }
+            put_code(out, book.bits, j, code(rng));
         }
     }
     return codes;

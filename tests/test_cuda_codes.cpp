@@ -41,7 +41,7 @@ TEST_CASE("a product model codes byte-identically on the CPU and the GPU, and de
     // Product codes of one stage, residual codes of one sub-space per stage, and stages of several.
     for (const Shape shape : {Shape{3000, 32, 16, 8, 8, 1}, Shape{2500, 96, 64, 23, 4, 1},
                               Shape{4000, 784, 32, 49, 8, 1}, Shape{3000, 300, 16, 1, 8, 4},
-                              Shape{2000, 64, 16, 5, 4, 3}}) {
+                              Shape{2000, 64, 16, 5, 4, 3}, Shape{6000, 48, 16, 5, 12, 1}}) {
         INFO("n " << shape.n << ", d " << shape.d << ", M " << shape.subspaces << " x " << shape.bits << ", S "
                   << shape.stages);
         const Matrix points = random_points(shape.n, shape.d, rng, 12);
@@ -108,7 +108,7 @@ TEST_CASE("the GPU trains the CPU's product codebook and rotates rows to the sam
     REQUIRE(on_gpu.cols == on_cpu.cols);
     CHECK(std::memcmp(on_gpu.data.data(), on_cpu.data.data(), on_cpu.data.size() * sizeof(float)) == 0);
 
-    for (const unsigned bits : {8u, 4u}) {
+    for (const unsigned bits : {8u, 4u, 12u}) {
         INFO(bits << " bits");
         ProductCodeConfig product;
         product.subspaces = 20;
@@ -172,8 +172,9 @@ TEST_CASE("a budget's candidates trained at once on the GPU are the CPU's, one a
             CHECK(on_gpu.candidates[c].held_out_mse == on_cpu.candidates[c].held_out_mse);
             CHECK(on_gpu.candidates[c].file_mse == on_cpu.candidates[c].file_mse);
         }
-        // The scalar code and the product codes of 8 and 4 bits; under the file budget also the ids
-        // alone and product codes over fewer rotated dimensions (those of equal shape counted once).
+        // The scalar code and the product codes of 8 and 12 bits; under the file budget also 4-bit
+        // ones (where their codebook fits), the ids alone and product codes over fewer rotated
+        // dimensions (those of equal shape counted once).
         if (spec.file_budget) {
             CHECK(on_cpu.candidates.size() >= 5);
         } else {

@@ -412,11 +412,12 @@ TEST_CASE("cuda: product-code search equals search bit for bit on small shapes",
     if (!gpu_usable()) {
         return;
     }
-    // 8- and 4-bit codes, an odd M of 4-bit codes (its last byte half used), p < d and p = d,
-    // additive stages of one sub-space and of several.
+    // 8-, 4- and 12-bit codes, an odd M of 4- and of 12-bit codes (their last byte half used), p < d
+    // and p = d, additive stages of one sub-space and of several.
     check_product_case(GENERATE(ProductCase{{1, 1, 1}, {1, 1, 8}}, ProductCase{{333, 3, 7}, {3, 3, 4}},
                                 ProductCase{{1000, 17, 300}, {12, 5, 4}}, ProductCase{{97, 384, 7}, {384, 48, 8}},
-                                ProductCase{{1000, 33, 30}, {33, 1, 8, 6}}, ProductCase{{500, 17, 7}, {12, 3, 4, 3}}),
+                                ProductCase{{1000, 33, 30}, {33, 1, 8, 6}}, ProductCase{{500, 17, 7}, {12, 3, 4, 3}},
+                                ProductCase{{1000, 17, 30}, {15, 5, 12}}, ProductCase{{700, 33, 7}, {20, 2, 12, 2}}),
                        11);
 }
 

@@ -98,7 +98,7 @@ std::vector<float> decode_by_the_document(const VlatFile& file, std::size_t i) {
     const std::uint8_t* code = file.product.codes.data() + i * book.code_bytes();
     std::vector<float> s(file.d, 0.0f);
     for (std::size_t j = 0; j < book.subspaces(); ++j) {
-        const unsigned c = book.bits == 8 ? code[j] : (code[j / 2] >> (4 * (j % 2))) & 0xfu;
+        const unsigned c = get_code(code, book.bits, j);
         for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
             for (std::size_t k = 0; k < file.d; ++k) {
                 s[k] += book.rotation.row(t)[k] * book.centroids.row(c)[t];
@@ -133,8 +133,10 @@ TEST_CASE("product codes round-trip exactly through a version 3 file", "[format]
     const std::uint64_t s = seed();
     INFO("seed " << s);
     std::mt19937_64 rng(s);
-    // b = 4 with M odd (a spare nibble per vector) and even, b = 8, p < d and p = d, M = p.
-    for (const Shape shape : {Shape{10, 7, 4, 3}, Shape{6, 6, 8, 4}, Shape{5, 5, 4, 5}, Shape{9, 4, 4, 2}}) {
+    // b = 4 with M odd (a spare nibble per vector) and even, b = 8, b = 12 with M odd (codes across
+    // byte boundaries, a spare nibble) and even, p < d and p = d, M = p.
+    for (const Shape shape : {Shape{10, 7, 4, 3}, Shape{6, 6, 8, 4}, Shape{5, 5, 4, 5}, Shape{9, 4, 4, 2},
+                              Shape{10, 7, 12, 3}, Shape{6, 6, 12, 2}}) {
         for (const AnchorStorage storage : {AnchorStorage::f32, AnchorStorage::f16}) {
             INFO("d " << shape.d << ", p " << shape.p << ", bits " << shape.bits << ", M " << shape.subspaces
                       << ", f16 " << (storage == AnchorStorage::f16));
@@ -225,7 +227,7 @@ std::vector<float> decode_stages_by_the_document(const VlatFile& file, std::size
     const std::uint8_t* code = file.product.codes.data() + i * book.code_bytes();
     std::vector<float> z(book.coded_dims());
     for (std::size_t j = 0; j < book.stages * subspaces; ++j) {
-        const unsigned c = book.bits == 8 ? code[j] : (code[j / 2] >> (4 * (j % 2))) & 0xfu;
+        const unsigned c = get_code(code, book.bits, j);
         const float* centroid = book.centroids.row((j / subspaces << book.bits) + c);
         for (std::size_t t = book.bounds[j % subspaces]; t < book.bounds[j % subspaces + 1]; ++t) {
             z[t] = j < subspaces ? centroid[t] : z[t] + centroid[t];
@@ -249,7 +251,7 @@ TEST_CASE("additive stages round-trip exactly through a version 4 file", "[forma
     INFO("seed " << s);
     std::mt19937_64 rng(s);
     // Residual codes (M = 1) of 8 and of 4 bits (an odd code count), stages of several sub-spaces.
-    for (const Shape shape : {Shape{10, 7, 8, 1, 3}, Shape{6, 6, 4, 1, 5}, Shape{9, 4, 4, 2, 2}}) {
+    for (const Shape shape : {Shape{10, 7, 8, 1, 3}, Shape{6, 6, 4, 1, 5}, Shape{9, 4, 4, 2, 2}, Shape{9, 5, 12, 1, 3}}) {
         INFO("d " << shape.d << ", p " << shape.p << ", bits " << shape.bits << ", M " << shape.subspaces << ", S "
                   << shape.stages);
         ScratchDir dir;
@@ -382,7 +384,7 @@ TEST_CASE("read_vlat rejects damaged product sections, naming the section", "[fo
     }
     SECTION("CDBK: code widths other than 4 and 8, reserved bytes, M") {
         w.rejects(w.changed("CDBK", [](std::string& b) { b[0] = 5; }),
-                  "section CDBK: codes of 5 bits (a sub-space code has 4 or 8)");
+                  "section CDBK: codes of 5 bits (a sub-space code has 4, 8 or 12)");
         w.rejects(w.changed("CDBK", [](std::string& b) { b[0] = 0; }), "section CDBK: codes of 0 bits");
         w.rejects(w.changed("CDBK", [](std::string& b) { b[0] = 8; }),
                   "section CDBK has 472 bytes, bits = 8, M = 3 and p = 7 need 7192");

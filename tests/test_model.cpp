@@ -162,6 +162,27 @@ TEST_CASE("a whole-file budget is never exceeded, and the run keeps the anchor c
     }
 }
 
+TEST_CASE("after a count chose a product code, a whole-file budget still measures the scalar code",
+          "[model][codes]") {
+    CodingSpec spec;
+    spec.file_budget.emplace();
+    spec.file_budget->bytes_per_vector = 60.0;
+    const std::size_t n = 5000, m = 16, d = 48;
+    const BudgetShapes every = budget_shapes(spec, n, m, d);
+    REQUIRE(every.scalar_bytes > 0);
+    REQUIRE(every.product.size() >= 2);
+    const CandidateKind chosen = every.product.front().kind();
+    spec.file_budget->only = chosen;
+    const BudgetShapes after = budget_shapes(spec, n, m, d);
+    CHECK(after.ids_only);
+    CHECK(after.scalar_bytes == every.scalar_bytes);
+    REQUIRE(after.product.size() == 1);
+    CHECK(after.product.front().kind() == chosen);
+    // Chosen the scalar code, a count trains no product code.
+    spec.file_budget->only = CandidateKind{ResidualCodec::scalar, 0, 0};
+    CHECK(budget_shapes(spec, n, m, d).product.empty());
+}
+
 // 1,000 vectors of 32 dimensions: 256 anchors take 32 KiB, and with the metadata's allowance leave
 // under 3 of the 45 bytes per vector for the ids and codes; 64 anchors leave 27. The budget must
 // give up anchors for code bytes, and product codes over fewer rotated dimensions (a 32 x 32

@@ -1,5 +1,6 @@
 // Product codes: the eigenvalue allocation, training (PCA start and OPQ), additive stages, encoding
 // and its packing, on the CPU backend.
+#include "product_sample.hpp"
 #include "reference.hpp"
 #include "support.hpp"
 
@@ -430,6 +431,30 @@ TEST_CASE("4-bit codes pack two sub-spaces per byte, low nibble first", "[produc
         second.insert(coded.codes[i * 3] >> 4);
     }
     CHECK(second.size() > 1);
+}
+
+TEST_CASE("12-bit codes pack least significant bit first across byte boundaries", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Anchored a = anchored(random_points(6000, 15, rng), 6, rng);
+    auto backend = make_cpu_backend(2);
+    const ProductCodes coded = trained_codes(a, product_config(3, 12, 1, s), *backend);
+    REQUIRE(coded.book.table() == 4096);
+    REQUIRE(coded.book.code_bytes() == 5);  // 36 bits
+    REQUIRE(coded.codes.size() == 6000 * 5);
+    require_nearest_codes(a, coded);
+    for (std::size_t i = 0; i < a.points.rows; ++i) {
+        const std::uint8_t* code = coded.codes.data() + i * 5;
+        for (std::size_t j = 0; j < 3; ++j) {
+            REQUIRE(product_code(code, 12, j) == get_code(code, 12, j));
+        }
+        REQUIRE((code[4] >> 4) == 0);  // the 4 bits past the third code
+    }
+    // More than a byte's worth of centroids in use: the codes are not 8-bit ones in wider fields.
+    for (std::size_t j = 0; j < 3; ++j) {
+        CHECK(codes_used(coded, j).size() > 256);
+    }
 }
 
 TEST_CASE("product-code training and encoding reject what they cannot do", "[product]") {

@@ -413,11 +413,14 @@ float adc_reference(const VlatFile& file, float probe, const std::vector<float>&
     const ProductCodebook& book = file.product.book;
     const std::uint8_t* code = file.product.codes.data() + i * book.code_bytes();
     float sum = 0.0f;
-    for (std::size_t b = 0; b < book.code_bytes(); ++b) {
+    if (book.bits != 4) {
+        for (std::size_t j = 0; j < book.codes(); ++j) {
+            sum += subspace_value(book, rq, j, product_code(code, book.bits, j));
+        }
+    }
+    for (std::size_t b = 0; book.bits == 4 && b < book.code_bytes(); ++b) {
         float table = 0.0f;
-        if (book.bits == 8) {
-            table = subspace_value(book, rq, b, code[b]);
-        } else if (2 * b + 1 < book.codes()) {
+        if (2 * b + 1 < book.codes()) {
             table = subspace_value(book, rq, 2 * b, code[b] & 15u) + subspace_value(book, rq, 2 * b + 1, code[b] >> 4);
         } else {
             table = subspace_value(book, rq, 2 * b, code[b] & 15u);
@@ -496,7 +499,7 @@ SearchOptions options_of(std::size_t k, std::size_t nprobe, std::size_t rerank) 
 }
 
 // Shapes of (d, p, M, bits, stages): p = d and p < d, odd and even M (4-bit codes share bytes in
-// pairs), additive stages of one and of several sub-spaces, and more stages (17) than the gathered
+// pairs, 12-bit codes cross them), additive stages of one and of several sub-spaces, and more stages (17) than the gathered
 // scan holds (kMostScanStages), which takes the loop instead.
 struct ProductCase {
     std::size_t d;
@@ -506,6 +509,7 @@ const ProductCase kProductCases[] = {
     {1, {1, 1, 8}},      {1, {1, 1, 4}},      {7, {5, 3, 4}},     {7, {5, 3, 8}},
     {33, {33, 11, 8}},   {33, {33, 12, 4}},   {33, {20, 7, 4}},   {33, {20, 7, 8}},
     {33, {33, 1, 8, 5}}, {33, {20, 3, 4, 3}}, {7, {7, 1, 4, 3}},  {7, {6, 2, 4, 17}},
+    {7, {5, 3, 12}},     {33, {20, 4, 12}},   {9, {6, 1, 12, 3}},
 };
 
 }  // namespace
@@ -679,24 +683,30 @@ TEST_CASE("product codes: the scan's fastest sums equal the portable loop's", "[
     const std::uint64_t s = seed();
     INFO("seed " << s);
     std::mt19937_64 rng(s);
-    std::uniform_int_distribution<unsigned> byte(0, 255);
     std::normal_distribution<float> normal;
-    for (const std::size_t code_bytes : {1, 5, 48}) {
+    // Code bytes of 4- or 8-bit codes, and 12-bit codes whose indices take two bytes each.
+    for (const ScanUnits units : {ScanUnits{1, kByteValues, 1}, ScanUnits{5, kByteValues, 1},
+                                  ScanUnits{48, kByteValues, 1}, ScanUnits{3, 4096, 2}, ScanUnits{7, 4096, 2}}) {
         const std::size_t blocks = 37;
-        std::vector<std::uint8_t> codes(blocks * code_bytes * kScanBlock);
-        for (std::uint8_t& c : codes) {
-            c = static_cast<std::uint8_t>(byte(rng));
+        std::uniform_int_distribution<unsigned> index(0, static_cast<unsigned>(units.values) - 1);
+        std::vector<std::uint8_t> codes(blocks * units.count * kScanBlock * units.width);
+        for (std::size_t e = 0; e < codes.size(); e += units.width) {
+            const unsigned value = index(rng);
+            codes[e] = static_cast<std::uint8_t>(value);
+            if (units.width == 2) {
+                codes[e + 1] = static_cast<std::uint8_t>(value >> 8);
+            }
         }
-        std::vector<float> tables(code_bytes * kByteValues);
+        std::vector<float> tables(units.count * units.values);
         for (std::size_t e = 0; e < tables.size(); ++e) {
             // Magnitudes far apart, so that a different order of the adds would round differently.
             tables[e] = normal(rng) * (e % 3 == 0 ? 1e6f : 1e-3f);
         }
         std::vector<float> portable(blocks * kScanBlock);
         std::vector<float> fastest(blocks * kScanBlock);
-        block_sums(codes.data(), blocks, code_bytes, tables.data(), portable.data());
-        fastest_block_sums()(codes.data(), blocks, code_bytes, tables.data(), fastest.data());
-        INFO(code_bytes << " code bytes");
+        block_sums(codes.data(), blocks, units, tables.data(), portable.data());
+        fastest_block_sums()(codes.data(), blocks, units, tables.data(), fastest.data());
+        INFO(units.count << " lookups of " << units.values << " entries");
         CHECK(std::memcmp(portable.data(), fastest.data(), portable.size() * sizeof(float)) == 0);
     }
 }

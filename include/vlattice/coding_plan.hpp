@@ -50,8 +50,9 @@ struct FileBudget {
     // run's metadata takes a few KiB, and fit_and_train (pipeline.hpp) checks the whole file against
     // the budget once it is.
     std::uint64_t metadata_bytes = 8192;
-    // Only candidates of this kind (with the ids alone, always measured). fit_and_train tries every
-    // kind until an anchor count chooses a code, and at the counts after it only that kind.
+    // Only candidates of this kind (with the ids alone and the scalar code, always measured).
+    // fit_and_train tries every kind until an anchor count chooses a code, and at the counts after it
+    // only that kind.
     std::optional<CandidateKind> only;
 };
 

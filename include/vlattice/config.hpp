@@ -84,7 +84,7 @@ struct ProductCodeConfig {
     // variance and the rest decode to 0: a p x d rotation and 2^bits x p centroids take fewer of a
     // file's bytes, which a whole-file budget (coding_plan.hpp) trades against the codes.
     std::size_t rotated_dims = 0;
-    // Bits per sub-space code (--pq-bits): 4 or 8, 2^bits centroids per sub-space.
+    // Bits per sub-space code (--pq-bits): 4, 8 or 12, 2^bits centroids per sub-space.
     unsigned bits = 8;
     // Additive stages S (--stages): each codes what the stages before it left, with M sub-spaces of
     // its own. Code bytes per vector: ceil(S * M * bits / 8). Only the first stage's rotation is

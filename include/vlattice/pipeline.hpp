@@ -86,7 +86,7 @@ struct TrainedRun {
 // m_requested is the caller's); keeps the one whose chosen code had the lowest held-out error (the
 // first on a tie). The metadata records every count tried. Under a whole-file budget (whose anchor
 // storage must be `storage`) the counts after the first that chose a code train only that kind of
-// code (FileBudget::only); it throws Error should the chosen file, with its actual metadata, exceed
+// code and the scalar code (FileBudget::only); it throws Error should the chosen file, with its actual metadata, exceed
 // the budget.
 TrainedRun fit_and_train(const Matrix& points, const AnnealConfig& config, const std::vector<std::size_t>& counts,
                          const RunInput& input, AnchorStorage storage, const CodingSpec& spec, Backend& backend,

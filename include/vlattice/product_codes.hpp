@@ -1,6 +1,6 @@
 // Product codes of the residual r = x - c(a): the residual is rotated, z = R r, by a learned matrix R
 // with orthonormal rows (OPQ), the rotated coordinates are cut into M sub-spaces of consecutive
-// coordinates, and each sub-space stores the id of the nearest of 2^b centroids (b = 4 or 8). With
+// coordinates, and each sub-space stores the id of the nearest of 2^b centroids (b = 4, 8 or 12). With
 // S > 1 additive stages the code is residual: stage s codes what the stages before it left of z,
 // with a product code of its own over the same sub-spaces, and z decodes to the sum of every
 // stage's centroids (M = 1 is plain residual quantisation). The rotation and the centroids are
@@ -22,8 +22,10 @@
 
 namespace vlattice {
 
-// The code widths a sub-space may have.
-inline constexpr std::array<unsigned, 2> kProductCodeBits = {4, 8};
+// The code widths a sub-space may have. At the same bits per vector, fewer sub-spaces of more
+// centroids code more of the dependence between coordinates (the product quantiser's own trade-off):
+// 12-bit codes pay for it with 16 times the centroids to train, store and search.
+inline constexpr std::array<unsigned, 3> kProductCodeBits = {4, 8, 12};
 bool is_product_code_bits(unsigned bits);
 
 // What `train` learns and `encode` reuses: the rotation and the sub-space centroids of every stage.
@@ -60,23 +62,29 @@ struct ProductCodes {
     bool empty() const { return book.empty(); }
 };
 
-// Throws Error naming the field unless the codebook's parts fit together for dimension d: bits 4 or
-// 8, 1 <= M, 1 <= S, bounds increasing from 0 to p <= d, rotation p x d, centroids S 2^b x p, every value
+// Throws Error naming the field unless the codebook's parts fit together for dimension d: bits 4, 8
+// or 12, 1 <= M, 1 <= S, bounds increasing from 0 to p <= d, rotation p x d, centroids S 2^b x p, every value
 // finite, the rotation's rows orthonormal to 1e-4 (what a damaged file cannot meet), and decoding
 // bounded (every decoded value finite for anchors up to anchor_bound in magnitude).
 void check_product_codebook(const ProductCodebook& book, std::size_t d, double anchor_bound);
 
 // Throws Error naming the vector unless `codes` holds n codes of codes.book.code_bytes() bytes whose
-// unused high bits (the high nibble of the last byte, for b = 4 and M odd) are zero, as a file
+// unused high bits (the high nibble of the last byte, for b = 4 or 12 and S M odd) are zero, as a file
 // stores them. The codes themselves cannot be out of range: b bits address all 2^b centroids.
 void check_product_code_bytes(const ProductCodes& codes, std::uint64_t n);
 
-// Code j of a vector, from its packed code bytes.
+// Code j of a vector, from its packed code bytes (least significant bit first: a 12-bit code spans
+// two bytes).
 inline unsigned product_code(const std::uint8_t* code, unsigned bits, std::size_t j) {
     if (bits == 8) {
         return code[j];
     }
-    return (code[j / 2] >> (4 * (j % 2))) & 0xfu;
+    if (bits == 4) {
+        return (code[j / 2] >> (4 * (j % 2))) & 0xfu;
+    }
+    const std::size_t bit = 12 * j;
+    const unsigned pair = code[bit / 8] | static_cast<unsigned>(code[bit / 8 + 1]) << 8;
+    return (pair >> (bit % 8)) & 0xfffu;
 }
 
 // Rotated residuals z = R (x - c(a)) for every row of `points`, p columns, each coordinate summed
@@ -118,7 +126,7 @@ std::vector<std::uint8_t> encode_product_on_cpu(const ProductCodebook& book, con
                                                 const Matrix& anchors, const std::vector<std::uint32_t>& assignments);
 
 // Packs per-vector centroid ids (n x S M, row by row, code order) into n x code_bytes() code bytes.
-std::vector<std::uint8_t> pack_product_codes(const ProductCodebook& book, const std::vector<std::uint8_t>& ids,
+std::vector<std::uint8_t> pack_product_codes(const ProductCodebook& book, const std::vector<std::uint16_t>& ids,
                                              std::size_t n);
 
 // The rotated coordinates a code decodes to, z[0..p): stage 0's centroid values, then each later

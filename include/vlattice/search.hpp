@@ -46,11 +46,12 @@ struct SearchOptions {
 // - Per vector, e = sum over t = 0 .. p-1 of z[t] * (z[t] + 2 * Rc[t]), z = code_values of its code
 //   (metric l2 and angular only).
 // - Per query and code j (sub-space j % M of stage j / M), Q_j[c] = sum over t in its sub-space, in
-//   increasing order, of Rq[t] * centroid c's value at t. The table of code byte b, T_b[x] for
-//   x < 256, is Q_b[x] for 8-bit codes and Q_2b[x & 15] + Q_2b+1[x >> 4] for 4-bit ones
-//   (Q_2b[x & 15] alone for the last byte of an odd number of codes). As z is the sum of every
-//   stage's centroids, sum_t (Rq)[t] z[t] is the sum of every code's Q_j.
-// - S = sum over the code bytes b, in order, of T_b[byte b].
+//   increasing order, of Rq[t] * centroid c's value at t. The lookups are the code bytes for codes of
+//   4 or 8 bits and the codes for 12-bit ones: lookup u's table T_u is Q_u for 8- and 12-bit codes,
+//   and for 4-bit ones T_u[x] = Q_2u[x & 15] + Q_2u+1[x >> 4] for x < 256 (Q_2u[x & 15] alone for
+//   the last byte of an odd number of codes). As z is the sum of every stage's centroids,
+//   sum_t (Rq)[t] z[t] is the sum of every code's Q_j.
+// - S = sum over the lookups u, in order, of T_u[the code byte or the code u].
 // - With P the anchor's probe score above: l2 and angular score x = (P + e) - (S + S), taken as is
 //   when x > 0, as +0 when x <= 0 (rounding below an exact 0) and as +infinity when x is NaN; ip
 //   scores inner_product_score((0 - P) + S), where 0 - P = ordered_dot(q, c) (and a NaN product

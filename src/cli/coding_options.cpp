@@ -22,18 +22,20 @@ void add_coding_options(po::options_description& options, CodingArgs& a) {
          "members set its own range per dimension")
         ("target-bytes", real_number(&a.target_bytes, {0.0, kUnbounded, true})->value_name("BYTES"),
          "budget of code bytes per vector (packed id + residual code, as FAISS counts code sizes): "
-         "lowers M if the ids alone do not fit, then gives each dimension the width (0, 2, 4, 8 bits) "
-         "that removes the most error for the bits left; never exceeds the budget, and a budget beyond what "
-         "8-bit codes in every dimension take gets those (a note says so)")
+         "lowers M if the ids alone do not fit, then trains the candidates --codec allows with the bytes "
+         "left (the scalar code, each dimension given the width of 0, 2, 4 or 8 bits that removes the most "
+         "error; product codes of 8 and of 12 bits) and keeps the lowest held-out error; never exceeds the "
+         "budget, and a budget beyond what 8-bit codes in every dimension take gets those (a note says so)")
         ("target-ratio", po::value(&a.target_ratio)->value_name("R"),
          "the same budget as a share of the float32 size (4 d bytes): 0.125 or 12.5%")
         ("target-file-bytes", real_number(&a.target_file_bytes, {0.0, kUnbounded, true})->value_name("BYTES"),
          "budget of the whole file per vector: header, anchors, ids, ranges or rotation and codebook, codes "
          "and metadata (8 KiB set aside for it) in at most BYTES x n bytes. Fits the largest 3 anchor counts "
          "of -m, -m/4, -m/16, ... that fit; the first count trains the ids alone, the scalar code and product "
-         "codes over every rotated dimension or over 1, 2 or 4 per sub-space of the directions of most "
-         "variance (a smaller rotation and codebook), each with the code bytes its side data leaves, and the "
-         "later counts the kind of code the first chose; keeps the lowest held-out error")
+         "codes of 8, 4 and 12 bits over every rotated dimension or over 1, 2 or 4 per sub-space of the "
+         "directions of most variance (a smaller rotation and codebook), each with the code bytes its side "
+         "data leaves, and the later counts the kind of code the first chose and the scalar code; keeps the "
+         "lowest held-out error")
         ("target-file-ratio", po::value(&a.target_file_ratio)->value_name("R"),
          "the same whole-file budget as a share of the float32 size (4 d bytes per vector): 0.03 or 3%")
         ("codec", po::value(&a.codec)->default_value(a.codec)->value_name("FAMILY"),
@@ -47,8 +49,9 @@ void add_coding_options(po::options_description& options, CodingArgs& a) {
         ("stages", whole_number(&a.stages, 0LL, 1LL << 16)->default_value(a.stages)->value_name("S"),
          "with --codec rq and no budget: the number of additive stages S, at least 2 (code bytes: S x pq-bits "
          "/ 8); with --codec pq and --subspaces: stages of M sub-spaces each (default 1)")
-        ("pq-bits", whole_number(&a.pq_bits, 4LL, 8LL)->default_value(a.pq_bits)->value_name("B"),
-         "with --subspaces or --stages: bits per code, 4 or 8 (a budget tries 8 and 4 for pq, 8 for rq)")
+        ("pq-bits", whole_number(&a.pq_bits, 4LL, 12LL)->default_value(a.pq_bits)->value_name("B"),
+         "with --subspaces or --stages: bits per code, 4, 8 or 12 (for pq a code budget tries 8 and 12, a "
+         "whole-file budget 8, 4 and 12; 8 for rq)")
         ("opq-iters", whole_number(&a.opq_iters, 0LL, 100LL)->default_value(a.opq_iters)->value_name("N"),
          "rounds that refine the product code's rotation (OPQ); 0 keeps the PCA start")
         ("opq-min-gain", real_number(&a.opq_min_gain, {0.0, 1.0, false, true})->default_value(a.opq_min_gain)
@@ -110,7 +113,7 @@ void check_coding_args(const po::variables_map& values, const CodingArgs& args) 
             throw UsageError(std::string("--codec: ") + e.what());
         }
     }();
-    require_option(args.pq_bits == 4 || args.pq_bits == 8, "--pq-bits", "4 or 8", args.pq_bits);
+    require_option(is_product_code_bits(static_cast<unsigned>(args.pq_bits)), "--pq-bits", "4, 8 or 12", args.pq_bits);
     const bool vector_code = family == CodecFamily::product || family == CodecFamily::residual;
     if (vector_code && !values["bits"].defaulted()) {
         throw UsageError(std::string("--bits sets the scalar code's width; --codec ") + args.codec + " takes " +

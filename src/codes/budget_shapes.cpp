@@ -16,6 +16,14 @@ namespace {
 
 constexpr std::size_t kMostBudgetStages = 64;
 
+// The product codes' widths a budget tries, each with as many sub-spaces as its bytes allow; the
+// held-out error decides. 12-bit codes need rows to train 4,096 centroids per sub-space: on small
+// sets their held-out error can be above that of the 8-bit ones. 4-bit codes win only where their
+// 16 centroids per sub-space save file bytes: a code budget, which does not count the codebook,
+// never chose them on the sets measured (docs/benchmarks.md), so it does not train them.
+constexpr std::array<unsigned, 2> kCodeBudgetBits = {8, 12};
+constexpr std::array<unsigned, 3> kFileBudgetBits = {8, 4, 12};
+
 // A whole-file budget tries the largest kAnchorCounts of -m, -m / 4, -m / 16, ... whose anchors
 // fit: each is a fit of its own, and a count between two of them rarely wins by much.
 constexpr std::size_t kAnchorCounts = 3;
@@ -39,7 +47,7 @@ void check_file_budget(const FileBudget& budget) {
 std::vector<ProductShape> code_budget_products(CodecFamily family, std::size_t bytes, std::size_t d) {
     std::vector<ProductShape> out;
     if (family == CodecFamily::automatic || family == CodecFamily::product) {
-        for (const unsigned bits : {8u, 4u}) {
+        for (const unsigned bits : kCodeBudgetBits) {
             // Whole code bytes: an odd number of 4-bit codes still takes its last byte.
             const std::size_t subspaces = bytes * 8 / bits;
             // A sub-space of one rotated dimension is a scalar code; the scalar family covers those rates.
@@ -108,7 +116,11 @@ BudgetShapes file_budget_shapes(const CodingSpec& spec, std::size_t n, std::size
     if (!out.ids_only) {
         return out;
     }
-    const auto allowed = [&](const CandidateKind& kind) { return !budget.only || *budget.only == kind; };
+    // The scalar code learns its ranges in one pass over the members, without a codebook to fit, so
+    // it is measured at every count: a count whose side data leaves it more bits can win with it.
+    const auto allowed = [&](const CandidateKind& kind) {
+        return !budget.only || *budget.only == kind || kind.codec == ResidualCodec::scalar;
+    };
     if ((spec.family == CodecFamily::automatic || spec.family == CodecFamily::scalar) &&
         allowed({ResidualCodec::scalar, 0, 0})) {
         VlatShape scalar = ids;
@@ -129,7 +141,7 @@ BudgetShapes file_budget_shapes(const CodingSpec& spec, std::size_t n, std::size
         }
     };
     if (spec.family == CodecFamily::automatic || spec.family == CodecFamily::product) {
-        for (const unsigned bits : {8u, 4u}) {
+        for (const unsigned bits : kFileBudgetBits) {
             for (const std::size_t per_subspace : kTruncatedDimsPerSubspace) {
                 const auto shape_of = [&](std::size_t subspaces) {
                     const std::size_t p = std::min(d, per_subspace * subspaces);

@@ -16,7 +16,7 @@ namespace {
 void check_shape(const ProductCodebook& book, std::size_t d) {
     const auto fail = [](const std::string& what) { throw Error("encode_product: the codebook's " + what); };
     if (!is_product_code_bits(book.bits)) {
-        fail("code width is " + std::to_string(book.bits) + " bits, not 4 or 8");
+        fail("code width is " + std::to_string(book.bits) + " bits, not 4, 8 or 12");
     }
     if (book.empty() || book.bounds.front() != 0 || book.bounds.back() != book.coded_dims()) {
         fail("sub-space bounds do not run from 0 to its " + std::to_string(book.coded_dims()) + " coded dimensions");
@@ -38,7 +38,7 @@ void check_shape(const ProductCodebook& book, std::size_t d) {
     }
 }
 
-constexpr std::size_t kMaxTable = std::size_t{1} << 8;
+constexpr std::size_t kMaxTable = std::size_t{1} << kProductCodeBits.back();
 
 // The centroids transposed, p x S 2^b, so that one rotated coordinate meets every centroid's in a
 // row and the distances of a stage's 2^b centroids add up side by side (each still in increasing t).
@@ -56,11 +56,11 @@ std::vector<double> transposed_centroids(const ProductCodebook& book) {
 
 // Row u's codes, stage by stage, into ids[0..S M); u (p values) is left with what no stage coded.
 VLATTICE_ALSO_FOR_X86_64_V3
-void nearest_centroids(const ProductCodebook& book, const std::vector<double>& columns, float* u, std::uint8_t* ids) {
+void nearest_centroids(const ProductCodebook& book, const std::vector<double>& columns, float* u, std::uint16_t* ids) {
     const std::size_t table = book.table();
     const std::size_t stride = book.centroids.rows;
     const std::size_t subspaces = book.subspaces();
-    double distance[kMaxTable];
+    double distance[kMaxTable];  // 32 KB: within any thread's stack
     for (std::size_t j = 0; j < book.codes(); ++j) {
         const std::size_t stage = j / subspaces;
         const std::size_t sub = j % subspaces;
@@ -79,7 +79,7 @@ void nearest_centroids(const ProductCodebook& book, const std::vector<double>& c
                 best = c;
             }
         }
-        ids[j] = static_cast<std::uint8_t>(best);
+        ids[j] = static_cast<std::uint16_t>(best);
         if (stage + 1 < book.stages) {
             const float* centroid = book.centroid(j, static_cast<unsigned>(best));
             for (std::size_t t = book.bounds[sub]; t < book.bounds[sub + 1]; ++t) {
@@ -91,20 +91,21 @@ void nearest_centroids(const ProductCodebook& book, const std::vector<double>& c
 
 }  // namespace
 
-std::vector<std::uint8_t> pack_product_codes(const ProductCodebook& book, const std::vector<std::uint8_t>& ids,
+std::vector<std::uint8_t> pack_product_codes(const ProductCodebook& book, const std::vector<std::uint16_t>& ids,
                                              std::size_t n) {
     const std::size_t count = book.codes();
     const std::size_t bytes = book.code_bytes();
     std::vector<std::uint8_t> codes(n * bytes, 0);
 #pragma omp parallel for schedule(static) if (n * count >= kParallelValues)
     for (std::size_t i = 0; i < n; ++i) {
-        const std::uint8_t* row = ids.data() + i * count;
+        const std::uint16_t* row = ids.data() + i * count;
         std::uint8_t* code = codes.data() + i * bytes;
         for (std::size_t j = 0; j < count; ++j) {
-            if (book.bits == 8) {
-                code[j] = row[j];
-            } else {
-                code[j / 2] |= static_cast<std::uint8_t>(row[j] << (4 * (j % 2)));
+            const std::size_t bit = j * book.bits;
+            const unsigned shifted = static_cast<unsigned>(row[j]) << (bit % 8);
+            code[bit / 8] |= static_cast<std::uint8_t>(shifted);
+            if (bit % 8 + book.bits > 8) {
+                code[bit / 8 + 1] |= static_cast<std::uint8_t>(shifted >> 8);
             }
         }
     }
@@ -117,7 +118,7 @@ std::vector<std::uint8_t> encode_product_on_cpu(const ProductCodebook& book, con
     const std::size_t count = book.codes();
     Matrix rotated = rotate_residuals(book, points, anchors, assignments);
     const std::vector<double> columns = transposed_centroids(book);
-    std::vector<std::uint8_t> ids(n * count);
+    std::vector<std::uint16_t> ids(n * count);
 #pragma omp parallel for schedule(static) if (n * book.coded_dims() * book.centroids.rows >= kParallelValues)
     for (std::size_t i = 0; i < n; ++i) {
         nearest_centroids(book, columns, rotated.row(i), ids.data() + i * count);

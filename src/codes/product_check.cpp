@@ -35,7 +35,7 @@ std::string shape(const Matrix& m) {
 
 void check_shapes(const ProductCodebook& book, std::size_t d) {
     if (!is_product_code_bits(book.bits)) {
-        throw Error("section CDBK: codes of " + std::to_string(book.bits) + " bits (a sub-space code has 4 or 8)");
+        throw Error("section CDBK: codes of " + std::to_string(book.bits) + " bits (a sub-space code has 4, 8 or 12)");
     }
     const std::size_t m = book.subspaces();
     if (m == 0) {

@@ -59,15 +59,29 @@ float vector_extra(const ProductCodebook& book, const std::uint8_t* code, const 
 }
 
 #ifdef VLATTICE_GATHER_SUMS
+// The 16 lanes' values of lookup u of one block of laid-out codes, as two halves of 8 indices.
+__attribute__((target("avx2"))) inline void lane_indices(const std::uint8_t* block_codes, std::size_t u,
+                                                         std::size_t width, __m256i& low, __m256i& high) {
+    static_assert(kScanBlock == 16, "two halves of 8 lanes per block");
+    const std::uint8_t* at = block_codes + u * kScanBlock * width;
+    if (width == 1) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+        low = _mm256_cvtepu8_epi32(bytes);
+        high = _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8));
+        return;
+    }
+    low = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
+    high = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 16)));
+}
+
 // vector_extra of the kScanBlock vectors of one block of laid-out codes (ProductScan::codes) at once,
 // lane v adding exactly what vector_extra adds for its vector, in the same order: per rotated
 // coordinate t, z (its stages' centroid values, added stage by stage) times z + 2 Rc[t] of the
 // lane's anchor. `centroids_t` is the centroids transposed (p x S 2^b), `rotated` the rotated
 // anchors (m x p), `rows` where each lane's anchor starts in it (its id times p).
-__attribute__((target("avx2"))) void gathered_extras(const ProductCodebook& book, const std::uint8_t* block_codes,
-                                                     const float* centroids_t, const float* rotated,
-                                                     const std::int32_t* rows, float* extras) {
-    static_assert(kScanBlock == 16, "two halves of 8 lanes per block");
+__attribute__((target("avx2"))) void gathered_extras(const ProductCodebook& book, const ScanUnits& units,
+                                                     const std::uint8_t* block_codes, const float* centroids_t,
+                                                     const float* rotated, const std::int32_t* rows, float* extras) {
     const std::size_t subspaces = book.subspaces();
     const std::size_t table = book.table();
     const std::size_t row = book.stages * table;
@@ -82,10 +96,9 @@ __attribute__((target("avx2"))) void gathered_extras(const ProductCodebook& book
         __m256i high_codes[kMostScanStages];
         for (std::size_t stage = 0; stage < book.stages; ++stage) {
             const std::size_t code = stage * subspaces + j;
-            const std::size_t byte = book.bits == 8 ? code : code / 2;
-            const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block_codes + byte * kScanBlock));
-            __m256i low_value = _mm256_cvtepu8_epi32(bytes);
-            __m256i high_value = _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8));
+            __m256i low_value;
+            __m256i high_value;
+            lane_indices(block_codes, book.bits == 4 ? code / 2 : code, units.width, low_value, high_value);
             if (book.bits == 4) {
                 const int shift = static_cast<int>(4 * (code % 2));
                 low_value = _mm256_and_si256(_mm256_srli_epi32(low_value, shift), _mm256_set1_epi32(15));
@@ -116,17 +129,18 @@ __attribute__((target("avx2"))) void gathered_extras(const ProductCodebook& book
 // block_sums by AVX2 gathers, lane v adding exactly what block_sums adds to sum[v], in the same
 // order. GCC's generic tuning loads each lane of a gather on its own, which took 1.5 times as long.
 __attribute__((target("avx2"))) void gathered_block_sums(const std::uint8_t* codes, std::size_t blocks,
-                                                         std::size_t code_bytes, const float* tables, float* sums) {
-    static_assert(kScanBlock == 16, "two gathers of 8 lanes per block");
+                                                         const ScanUnits& units, const float* tables, float* sums) {
     for (std::size_t block = 0; block < blocks; ++block) {
         __m256 low = _mm256_setzero_ps();
         __m256 high = _mm256_setzero_ps();
-        const std::uint8_t* code = codes + block * code_bytes * kScanBlock;
-        for (std::size_t b = 0; b < code_bytes; ++b) {
-            const float* table = tables + b * kByteValues;
-            const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(code + b * kScanBlock));
-            low = _mm256_add_ps(low, _mm256_i32gather_ps(table, _mm256_cvtepu8_epi32(bytes), 4));
-            high = _mm256_add_ps(high, _mm256_i32gather_ps(table, _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)), 4));
+        const std::uint8_t* code = codes + block * units.count * kScanBlock * units.width;
+        for (std::size_t u = 0; u < units.count; ++u) {
+            const float* table = tables + u * units.values;
+            __m256i low_index;
+            __m256i high_index;
+            lane_indices(code, u, units.width, low_index, high_index);
+            low = _mm256_add_ps(low, _mm256_i32gather_ps(table, low_index, 4));
+            high = _mm256_add_ps(high, _mm256_i32gather_ps(table, high_index, 4));
         }
         _mm256_storeu_ps(sums + block * kScanBlock, low);
         _mm256_storeu_ps(sums + block * kScanBlock + 8, high);
@@ -136,16 +150,16 @@ __attribute__((target("avx2"))) void gathered_block_sums(const std::uint8_t* cod
 
 }  // namespace
 
-void block_sums(const std::uint8_t* codes, std::size_t blocks, std::size_t code_bytes, const float* tables,
+void block_sums(const std::uint8_t* codes, std::size_t blocks, const ScanUnits& units, const float* tables,
                 float* sums) {
     for (std::size_t block = 0; block < blocks; ++block) {
         float sum[kScanBlock] = {};
-        const std::uint8_t* code = codes + block * code_bytes * kScanBlock;
-        for (std::size_t b = 0; b < code_bytes; ++b) {
-            const float* table = tables + b * kByteValues;
-            const std::uint8_t* bytes = code + b * kScanBlock;
+        const std::uint8_t* code = codes + block * units.count * kScanBlock * units.width;
+        for (std::size_t u = 0; u < units.count; ++u) {
+            const float* table = tables + u * units.values;
+            const std::uint8_t* index = code + u * kScanBlock * units.width;
             for (std::size_t v = 0; v < kScanBlock; ++v) {
-                sum[v] += table[bytes[v]];
+                sum[v] += table[units.width == 1 ? index[v] : index[2 * v] | index[2 * v + 1] << 8];
             }
         }
         std::copy(sum, sum + kScanBlock, sums + block * kScanBlock);
@@ -164,7 +178,7 @@ BlockSums fastest_block_sums() {
 ProductTables::ProductTables(const ProductCodebook& book)
     : book_(book), centroids_t_(transposed(book.centroids)) {}
 
-void ProductTables::byte_tables(const float* rotated, float* tables, float* sub) const {
+void ProductTables::unit_tables(const float* rotated, float* tables, float* sub) const {
     const std::size_t count = book_.table();
     const std::size_t codes = book_.codes();
     const std::size_t subspaces = book_.subspaces();
@@ -175,12 +189,14 @@ void ProductTables::byte_tables(const float* rotated, float* tables, float* sub)
         ordered_columns(centroids_t_.row(first) + j / subspaces * count, count, centroids_t_.cols, rotated + first,
                         book_.bounds[sub + 1] - first, out);
     };
+    if (book_.bits != 4) {
+        for (std::size_t j = 0; j < codes; ++j) {
+            subspace_table(j, tables + j * count);
+        }
+        return;
+    }
     for (std::size_t b = 0; b < book_.code_bytes(); ++b) {
         float* table = tables + b * kByteValues;
-        if (book_.bits == 8) {
-            subspace_table(b, table);
-            continue;
-        }
         const float* low = sub;
         const float* high = sub + 16;
         subspace_table(2 * b, sub);
@@ -194,22 +210,38 @@ void ProductTables::byte_tables(const float* rotated, float* tables, float* sub)
     }
 }
 
+ScanUnits scan_units(const ProductCodebook& book) {
+    if (book.bits <= 8) {
+        return {book.code_bytes(), kByteValues, 1};
+    }
+    return {book.codes(), book.table(), 2};
+}
+
 ProductScan product_scan(const VlatFile& file) {
     const ProductCodebook& book = file.product.book;
     const std::size_t cb = book.code_bytes();
     ProductScan scan;
     scan.lists = member_lists(file.assignments, file.anchors.rows);
+    scan.units = scan_units(book);
+    const ScanUnits& units = scan.units;
+    const std::size_t block_bytes = units.count * kScanBlock * units.width;
     const std::vector<std::uint32_t>& members = scan.lists.members;
     const std::size_t n = members.size();
-    scan.codes.assign((n + kScanBlock - 1) / kScanBlock * cb * kScanBlock, 0);
+    scan.codes.assign((n + kScanBlock - 1) / kScanBlock * block_bytes, 0);
     const auto count = static_cast<std::ptrdiff_t>(n);
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t pp = 0; pp < count; ++pp) {
         const auto p = static_cast<std::size_t>(pp);
         const std::uint8_t* code = file.product.codes.data() + std::size_t{members[p]} * cb;
-        std::uint8_t* to = scan.codes.data() + p / kScanBlock * cb * kScanBlock + p % kScanBlock;
-        for (std::size_t b = 0; b < cb; ++b) {
-            to[b * kScanBlock] = code[b];
+        std::uint8_t* to = scan.codes.data() + p / kScanBlock * block_bytes + p % kScanBlock * units.width;
+        for (std::size_t u = 0; u < units.count; ++u) {
+            if (units.width == 1) {
+                to[u * kScanBlock] = code[u];
+                continue;
+            }
+            const unsigned value = product_code(code, book.bits, u);
+            to[u * kScanBlock * 2] = static_cast<std::uint8_t>(value);
+            to[u * kScanBlock * 2 + 1] = static_cast<std::uint8_t>(value >> 8);
         }
     }
     if (file.metric == Metric::ip) {
@@ -235,7 +267,7 @@ ProductScan product_scan(const VlatFile& file) {
             for (std::size_t v = 0; v < lanes; ++v) {
                 rows[v] = static_cast<std::int32_t>(file.assignments[members[block * kScanBlock + v]] * p);
             }
-            gathered_extras(book, scan.codes.data() + block * cb * kScanBlock, centroids_t.data.data(),
+            gathered_extras(book, units, scan.codes.data() + block * block_bytes, centroids_t.data.data(),
                             rotated.data.data(), rows, extras);
             std::copy(extras, extras + lanes, scan.extra.begin() + static_cast<std::ptrdiff_t>(block * kScanBlock));
         }

@@ -15,16 +15,27 @@
 
 namespace vlattice {
 
-// The codes of this many consecutive members (MemberLists order) are stored byte by byte, so that
+// The codes of this many consecutive members (MemberLists order) are stored unit by unit, so that
 // one table lookup serves a whole row of SIMD lanes (CPU) or of threads (GPU).
 constexpr std::size_t kScanBlock = 16;
 // Entries of a code byte's table.
 constexpr std::size_t kByteValues = 256;
 
+// What one table lookup of the scan covers: a code byte for codes of 4 or 8 bits (two 4-bit codes
+// share the table of their sums), one code for wider ones, its index then stored in two bytes.
+struct ScanUnits {
+    std::size_t count = 0;   // lookups per vector: code bytes, or codes
+    std::size_t values = 0;  // entries of each lookup's table: kByteValues, or 2^b
+    std::size_t width = 1;   // bytes of a lookup's index in the layout: 1, or 2 (little-endian)
+};
+ScanUnits scan_units(const ProductCodebook& book);
+
 struct ProductScan {
     MemberLists lists;
-    // Code byte b of the vector at member position p (lists.members[p]) is at
-    // ((p / kScanBlock) * code_bytes + b) * kScanBlock + p % kScanBlock; zeros pad the last block.
+    ScanUnits units;
+    // The index of lookup u of the vector at member position p (lists.members[p]) starts at byte
+    // (((p / kScanBlock) * units.count + u) * kScanBlock + p % kScanBlock) * units.width; zeros pad
+    // the last block.
     std::vector<std::uint8_t> codes;
     // The e of the vector at member position p; empty for metric ip, which does not use it.
     std::vector<float> extra;
@@ -34,8 +45,8 @@ struct ProductScan {
 ProductScan product_scan(const VlatFile& file);
 
 // sums[v] <- S of the v-th vector of `blocks` blocks of laid-out codes (ProductScan::codes) and a
-// query's tables, the bytes added in order for every vector, kScanBlock vectors side by side.
-void block_sums(const std::uint8_t* codes, std::size_t blocks, std::size_t code_bytes, const float* tables,
+// query's tables, the lookups added in order for every vector, kScanBlock vectors side by side.
+void block_sums(const std::uint8_t* codes, std::size_t blocks, const ScanUnits& units, const float* tables,
                 float* sums);
 using BlockSums = decltype(&block_sums);
 // block_sums, or on a CPU with AVX2 the same sums by its gathers.
@@ -48,9 +59,9 @@ class ProductTables {
 public:
     explicit ProductTables(const ProductCodebook& book);
 
-    // tables[b * kByteValues + x] <- T_b[x] of the query whose rotation is `rotated`, for every code
-    // byte b; `sub` holds kByteValues floats.
-    void byte_tables(const float* rotated, float* tables, float* sub) const;
+    // tables[u * units.values + x] <- T_u[x] of the query whose rotation is `rotated`, for every
+    // lookup u of scan_units(book); `sub` holds kByteValues floats.
+    void unit_tables(const float* rotated, float* tables, float* sub) const;
 
 private:
     const ProductCodebook& book_;

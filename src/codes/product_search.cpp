@@ -65,9 +65,10 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
     const std::size_t k = options.k;
     const std::size_t nprobe = options.nprobe == 0 ? m : std::min(options.nprobe, m);
     const std::size_t keep = options.rerank > 0 ? std::max(k, options.rerank) : k;
-    const std::size_t cb = book.code_bytes();
     const bool ip = file.metric == Metric::ip;
     const ProductScan scan = product_scan(file);
+    const ScanUnits& units = scan.units;
+    const std::size_t block_bytes = units.count * kScanBlock * units.width;
     const ProductTables tables(book);
     const BlockSums sums_of = fastest_block_sums();
     const bool exhaustive = nprobe == m;
@@ -85,7 +86,7 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
 #pragma omp parallel reduction(+ : visited)
     {
         std::vector<Scored> block_probes[kProbeQueries];
-        std::vector<float> lookup(cb * kByteValues);
+        std::vector<float> lookup(units.count * units.values);
         std::vector<float> sub(kByteValues);
         std::vector<float> sums;
         std::vector<float> probe_of(exhaustive ? m : 0);
@@ -100,7 +101,7 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
                 const std::size_t q = block_first + i;
                 const float* query = queries.row(q);
                 const std::vector<Scored>& probes = block_probes[i];
-                tables.byte_tables(rotated.row(q), lookup.data(), sub.data());
+                tables.unit_tables(rotated.row(q), lookup.data(), sub.data());
                 best.clear();
                 const auto offer = [&](float probe, std::size_t p, float sum) {
                     best.offer(ip ? adc_ip_score(probe, sum) : adc_l2_score(probe, scan.extra[p], sum),
@@ -117,7 +118,7 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
                     for (std::size_t chunk = 0; chunk < all_blocks; chunk += kExhaustiveBlocks) {
                         const std::size_t blocks = std::min(kExhaustiveBlocks, all_blocks - chunk);
                         sums.resize(blocks * kScanBlock);
-                        sums_of(scan.codes.data() + chunk * cb * kScanBlock, blocks, cb, lookup.data(), sums.data());
+                        sums_of(scan.codes.data() + chunk * block_bytes, blocks, units, lookup.data(), sums.data());
                         const std::size_t base = chunk * kScanBlock;
                         const std::size_t end = std::min(scan.lists.members.size(), base + blocks * kScanBlock);
                         for (std::size_t p = base; p < end; ++p) {
@@ -138,7 +139,7 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
                         const std::size_t first_block = first / kScanBlock;
                         const std::size_t blocks = (end + kScanBlock - 1) / kScanBlock - first_block;
                         sums.resize(blocks * kScanBlock);
-                        sums_of(scan.codes.data() + first_block * cb * kScanBlock, blocks, cb, lookup.data(),
+                        sums_of(scan.codes.data() + first_block * block_bytes, blocks, units, lookup.data(),
                                 sums.data());
                         const std::size_t base = first_block * kScanBlock;
                         for (std::size_t p = first; p < end; ++p) {

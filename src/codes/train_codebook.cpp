@@ -34,7 +34,7 @@ AnnealConfig steering_fits(const AnnealConfig& kmeans) {
 
 void check_config(const ProductCodeConfig& config, std::size_t n, std::size_t d) {
     if (!is_product_code_bits(config.bits)) {
-        throw Error("pq-bits is " + std::to_string(config.bits) + "; a sub-space code has 4 or 8 bits");
+        throw Error("pq-bits is " + std::to_string(config.bits) + "; a sub-space code has 4, 8 or 12 bits");
     }
     if (config.subspaces == 0) {
         throw Error("subspaces must be at least 1 to train product codes, got 0");
@@ -138,6 +138,9 @@ ProductCodebook train_product_codebook(const ProductTraining& training, const Pr
     book.rotation = std::move(start.rotation);
     book.bounds = std::move(start.bounds);
     const AnnealConfig steering = steering_fits(config.kmeans);
+    // Wider codes steer with 8-bit fits: a rotation that serves 256 centroids per sub-space serves
+    // 4,096, and each steering fit of 4,096 would cost 16 times as much.
+    const unsigned steering_bits = std::min(config.bits, 8u);
     SubspaceFitters fitters(backend);
     double previous_error = 0.0;
     Matrix previous_rotation;
@@ -147,8 +150,8 @@ ProductCodebook train_product_codebook(const ProductTraining& training, const Pr
         const Matrix rotated =
             timed(seconds, "pq.rotate", [&] { return backend.rotate_rows(book.rotation, residuals); });
         SubspaceCentroids trained = timed(seconds, "pq.centroids", [&] {
-            return train_subspace_centroids(rotated, book.bounds, book.bits, settled ? config.kmeans : steering,
-                                            fitters);
+            return settled ? train_subspace_centroids(rotated, book.bounds, book.bits, config.kmeans, fitters)
+                           : train_subspace_centroids(rotated, book.bounds, steering_bits, steering, fitters);
         });
         book.centroids = std::move(trained.centroids);
         if (settled) {
