@@ -38,10 +38,12 @@ TEST_CASE("a product model codes byte-identically on the CPU and the GPU, and de
         unsigned bits;
         std::size_t stages;
     };
-    // Product codes of one stage, residual codes of one sub-space per stage, and stages of several.
+    // Product codes of one stage, residual codes of one sub-space per stage, and stages of several;
+    // sub-spaces of up to 16, 32 and 64 coordinates and wider (each a kernel of its own).
     for (const Shape shape : {Shape{3000, 32, 16, 8, 8, 1}, Shape{2500, 96, 64, 23, 4, 1},
                               Shape{4000, 784, 32, 49, 8, 1}, Shape{3000, 300, 16, 1, 8, 4},
-                              Shape{2000, 64, 16, 5, 4, 3}, Shape{6000, 48, 16, 5, 12, 1}}) {
+                              Shape{2000, 64, 16, 5, 4, 3}, Shape{6000, 48, 16, 5, 12, 1},
+                              Shape{2000, 96, 16, 4, 8, 1}, Shape{3000, 200, 16, 4, 12, 1}}) {
         INFO("n " << shape.n << ", d " << shape.d << ", M " << shape.subspaces << " x " << shape.bits << ", S "
                   << shape.stages);
         const Matrix points = random_points(shape.n, shape.d, rng, 12);
