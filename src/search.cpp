@@ -1,6 +1,7 @@
 // IVF-style k-NN over a compressed set on the CPU (include/vlattice/search.hpp).
 #include "vlattice/search.hpp"
 
+#include "anchor_probe.hpp"
 #include "codes/product_search.hpp"
 #include "member_lists.hpp"
 #include "search_scores.hpp"
@@ -96,17 +97,11 @@ Neighbors search(const VlatFile& file, const Matrix& queries, const SearchOption
     out.distances.assign(queries.rows * options.k, std::numeric_limits<float>::infinity());
     std::uint64_t visited = 0;
     std::vector<std::vector<Scored>> probes;
+    const AnchorProbe probe(anchors, file.metric);
     Matrix cache;
     for (std::size_t chunk = 0; chunk < queries.rows; chunk += kChunkQueries) {
         const std::size_t end = std::min(queries.rows, chunk + kChunkQueries);
-        probes.resize(end - chunk);
-        const auto blocks = static_cast<std::ptrdiff_t>((probes.size() + kProbeQueries - 1) / kProbeQueries);
-#pragma omp parallel for schedule(dynamic, 1)
-        for (std::ptrdiff_t bb = 0; bb < blocks; ++bb) {
-            const std::size_t from = static_cast<std::size_t>(bb) * kProbeQueries;
-            probe_anchors(queries, chunk + from, std::min(kProbeQueries, probes.size() - from), anchors, file.metric,
-                          nprobe, probes.data() + from);
-        }
+        probe.probe(queries, chunk, end - chunk, nprobe, probes);
         for (std::size_t first = chunk; first < end;) {
             const Block block = plan_block(first, end, chunk, probes, lists, d, m, options.cache_floats);
             if (coded) {

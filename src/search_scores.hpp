@@ -44,15 +44,6 @@ inline float adc_ip_score(float probe, float sum) {
 // The `keep` smallest, sorted.
 void keep_smallest(std::vector<Scored>& scored, std::size_t keep);
 
-// Queries that probe_anchors scores together: enough that a tile of anchors, read once into cache,
-// serves them all instead of each query reading every anchor from memory.
-constexpr std::size_t kProbeQueries = 16;
-
-// probes[i] <- the nprobe best anchors for query first + i of `queries`, for i < count, by (score,
-// anchor id), best first: each query's scores are exact_score's, whatever the block.
-void probe_anchors(const Matrix& queries, std::size_t first, std::size_t count, const Matrix& anchors, Metric metric,
-                   std::size_t nprobe, std::vector<Scored>* probes);
-
 // found.distances holds the scores the search ranked by (+infinity where ids is -1); for ip, each
 // becomes the inner product 0 - score, and a missing neighbour's -infinity (the least product).
 void scores_to_distances(Neighbors& found, Metric metric);

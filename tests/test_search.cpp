@@ -3,6 +3,7 @@
 #include "reference.hpp"
 #include "support.hpp"
 
+#include "anchor_probe.hpp"
 #include "codes/product_scan.hpp"
 #include "numeric.hpp"
 #include "vlattice/codec.hpp"
@@ -708,5 +709,118 @@ TEST_CASE("product codes: the scan's fastest sums equal the portable loop's", "[
         fastest_block_sums()(codes.data(), blocks, units, tables.data(), fastest.data());
         INFO(units.count << " lookups of " << units.values << " entries");
         CHECK(std::memcmp(portable.data(), fastest.data(), portable.size() * sizeof(float)) == 0);
+    }
+}
+
+namespace {
+
+// Every anchor's exact_score, the nprobe smallest by (score, id): what the probe must return.
+std::vector<Scored> all_scored(const float* query, const Matrix& anchors, Metric metric, std::size_t nprobe) {
+    std::vector<Scored> scored;
+    for (std::size_t j = 0; j < anchors.rows; ++j) {
+        scored.push_back({exact_score(query, anchors.row(j), anchors.cols, metric), static_cast<std::uint32_t>(j)});
+    }
+    keep_smallest(scored, nprobe);
+    return scored;
+}
+
+}  // namespace
+
+// Below every anchor the probe scores exactly only the anchors its GEMM's bounds cannot rule out; it
+// must return what scoring all of them returns, bit for bit, near ties and far from them.
+TEST_CASE("the probe's bounds return the anchors and scores of scoring every anchor", "[search]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    struct Case {
+        const char* name;
+        Matrix anchors;
+        Matrix queries;
+    };
+    std::vector<Case> cases;
+    cases.push_back({"random", random_points(300, 37, rng), random_points(70, 37, rng)});
+    // Anchors repeated (exact ties, broken by id) and queries on anchors (scores of 0).
+    Matrix repeated = duplicated_points(200, 16, rng);
+    Matrix on_anchors(40, 16);
+    for (std::size_t i = 0; i < on_anchors.rows; ++i) {
+        std::copy(repeated.row(i * 3), repeated.row(i * 3) + 16, on_anchors.row(i));
+    }
+    cases.push_back({"repeated anchors", repeated, on_anchors});
+    // Anchors a rounding apart: their exact scores differ in the last bits only.
+    Matrix close(64, 24);
+    const Matrix base = random_points(1, 24, rng);
+    for (std::size_t j = 0; j < close.rows; ++j) {
+        for (std::size_t k = 0; k < 24; ++k) {
+            close.row(j)[k] = std::nextafter(base.row(0)[k], j % 2 ? 1e30f : -1e30f) * (1.0f + 1e-7f * (j % 5));
+        }
+    }
+    cases.push_back({"a rounding apart", close, random_points(30, 24, rng)});
+    // Far from the origin: the norms dwarf the distances, the GEMM's rounding is the window.
+    Matrix far = random_points(150, 20, rng);
+    Matrix far_queries = random_points(20, 20, rng);
+    for (float& v : far.data) {
+        v = 1e4f + v;
+    }
+    for (float& v : far_queries.data) {
+        v = 1e4f + v;
+    }
+    cases.push_back({"far from the origin", far, far_queries});
+    // Values near float's limits: the bounds cannot hold, every anchor is scored.
+    Matrix huge = random_points(50, 8, rng);
+    for (float& v : huge.data) {
+        v *= 1e19f;
+    }
+    cases.push_back({"near overflow", huge, random_points(10, 8, rng)});
+    Matrix tiny = random_points(50, 8, rng);
+    for (float& v : tiny.data) {
+        v *= 1e-30f;
+    }
+    cases.push_back({"subnormal products", tiny, random_points(10, 8, rng)});
+    for (const Case& c : cases) {
+        for (const Metric metric : {Metric::l2, Metric::ip}) {
+            const AnchorProbe probe(c.anchors, metric);
+            for (const std::size_t nprobe : {std::size_t{1}, std::size_t{3}, c.anchors.rows - 1, c.anchors.rows}) {
+                INFO(c.name << ", " << metric_name(metric) << ", nprobe " << nprobe);
+                std::vector<std::vector<Scored>> probes;
+                probe.probe(c.queries, 0, c.queries.rows, nprobe, probes);
+                for (std::size_t q = 0; q < c.queries.rows; ++q) {
+                    const std::vector<Scored> want = all_scored(c.queries.row(q), c.anchors, metric, nprobe);
+                    REQUIRE(probes[q].size() == want.size());
+                    for (std::size_t r = 0; r < want.size(); ++r) {
+                        REQUIRE(probes[q][r].second == want[r].second);
+                        REQUIRE(std::memcmp(&probes[q][r].first, &want[r].first, sizeof(float)) == 0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// A search computes each vector's e once its list is first probed: the same bits as computing all.
+TEST_CASE("product codes: e computed list by list equals e computed for every vector", "[search][product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    for (const ProductShape shape : {ProductShape{20, 5, 8}, ProductShape{14, 4, 12}, ProductShape{20, 3, 4, 3}}) {
+        const Matrix x = random_points(700, 20, rng);
+        const VlatFile file = product_file(x, shape, Metric::l2, rng);
+        const ProductScan all = product_scan(file);
+        ProductScan lazy = product_scan(file, false);
+        const std::size_t m = file.anchors.rows;
+        std::vector<std::uint8_t> wanted(m, 0);
+        for (std::size_t a = 0; a < m; a += 3) {
+            wanted[a] = 1;
+        }
+        add_extras(file, lazy, wanted);
+        for (std::size_t a = 0; a < m; ++a) {
+            for (std::size_t p = lazy.lists.start[a]; wanted[a] && p < lazy.lists.start[a + 1]; ++p) {
+                REQUIRE(lazy.extra_done[p / kScanBlock] == 1);
+                REQUIRE(std::memcmp(&lazy.extra[p], &all.extra[p], sizeof(float)) == 0);
+            }
+        }
+        std::fill(wanted.begin(), wanted.end(), 1);
+        add_extras(file, lazy, wanted);
+        REQUIRE(lazy.extra.size() == all.extra.size());
+        CHECK(std::memcmp(lazy.extra.data(), all.extra.data(), all.extra.size() * sizeof(float)) == 0);
     }
 }

@@ -32,17 +32,23 @@ Matrix transposed(const Matrix& a) {
     return t;
 }
 
-// out[c] <- sum over k < count of rows[k][c] * x[k], in k order, for c < width, row k at
-// rows + k * stride: each out[c] is its own sum in its own order, and the loop over c vectorises.
+// out[i][c] <- sum over k < count of rows[k][c] * x[i][k], in k order, for c < width and each of
+// `queries` vectors x[i], row k at rows + k * stride: each out[i][c] is its own sum in its own order,
+// the loop over c vectorises, and each row, read once, serves every query.
 VLATTICE_ALSO_FOR_X86_64_V3_V4
-void ordered_columns(const float* rows, std::size_t width, std::size_t stride, const float* x, std::size_t count,
-                     float* out) {
-    std::fill(out, out + width, 0.0f);
+void ordered_columns(const float* rows, std::size_t width, std::size_t stride, const float* const* x,
+                     std::size_t queries, std::size_t count, float* const* out) {
+    for (std::size_t i = 0; i < queries; ++i) {
+        std::fill(out[i], out[i] + width, 0.0f);
+    }
     for (std::size_t k = 0; k < count; ++k) {
         const float* row = rows + k * stride;
-        const float xk = x[k];
-        for (std::size_t c = 0; c < width; ++c) {
-            out[c] += row[c] * xk;
+        for (std::size_t i = 0; i < queries; ++i) {
+            const float xk = x[i][k];
+            float* to = out[i];
+            for (std::size_t c = 0; c < width; ++c) {
+                to[c] += row[c] * xk;
+            }
         }
     }
 }
@@ -178,34 +184,52 @@ BlockSums fastest_block_sums() {
 ProductTables::ProductTables(const ProductCodebook& book)
     : book_(book), centroids_t_(transposed(book.centroids)) {}
 
-void ProductTables::unit_tables(const float* rotated, float* tables, float* sub) const {
+std::size_t ProductTables::batch_queries() const {
+    const std::size_t values = scan_units(book_).count * scan_units(book_).values;
+    return std::clamp<std::size_t>(kBatchTableValues / std::max<std::size_t>(values, 1), 1, kMostBatchQueries);
+}
+
+void ProductTables::unit_tables(const float* const* rotated, std::size_t queries, float* const* tables) const {
     const std::size_t count = book_.table();
     const std::size_t codes = book_.codes();
     const std::size_t subspaces = book_.subspaces();
-    // Q_j of one code, into `out`.
-    const auto subspace_table = [&](std::size_t j, float* out) {
+    const float* from[kMostBatchQueries];
+    float* into[kMostBatchQueries];
+    // Q_j of code j for every query, into out[i] + offset.
+    const auto subspace_tables = [&](std::size_t j, float* const* out, std::size_t offset) {
         const std::size_t sub = j % subspaces;
         const std::size_t first = book_.bounds[sub];
-        ordered_columns(centroids_t_.row(first) + j / subspaces * count, count, centroids_t_.cols, rotated + first,
-                        book_.bounds[sub + 1] - first, out);
+        for (std::size_t i = 0; i < queries; ++i) {
+            from[i] = rotated[i] + first;
+            into[i] = out[i] + offset;
+        }
+        ordered_columns(centroids_t_.row(first) + j / subspaces * count, count, centroids_t_.cols, from, queries,
+                        book_.bounds[sub + 1] - first, into);
     };
     if (book_.bits != 4) {
         for (std::size_t j = 0; j < codes; ++j) {
-            subspace_table(j, tables + j * count);
+            subspace_tables(j, tables, j * count);
         }
         return;
     }
+    float halves[kMostBatchQueries][32];
+    float* half[kMostBatchQueries];
+    for (std::size_t i = 0; i < queries; ++i) {
+        half[i] = halves[i];
+    }
     for (std::size_t b = 0; b < book_.code_bytes(); ++b) {
-        float* table = tables + b * kByteValues;
-        const float* low = sub;
-        const float* high = sub + 16;
-        subspace_table(2 * b, sub);
+        subspace_tables(2 * b, half, 0);
         const bool pair = 2 * b + 1 < codes;
         if (pair) {
-            subspace_table(2 * b + 1, sub + 16);
+            subspace_tables(2 * b + 1, half, 16);
         }
-        for (std::size_t x = 0; x < kByteValues; ++x) {
-            table[x] = pair ? low[x & 15] + high[x >> 4] : low[x & 15];
+        for (std::size_t i = 0; i < queries; ++i) {
+            const float* low = halves[i];
+            const float* high = halves[i] + 16;
+            float* table = tables[i] + b * kByteValues;
+            for (std::size_t x = 0; x < kByteValues; ++x) {
+                table[x] = pair ? low[x & 15] + high[x >> 4] : low[x & 15];
+            }
         }
     }
 }
@@ -217,7 +241,7 @@ ScanUnits scan_units(const ProductCodebook& book) {
     return {book.codes(), book.table(), 2};
 }
 
-ProductScan product_scan(const VlatFile& file) {
+ProductScan product_scan(const VlatFile& file, bool extras) {
     const ProductCodebook& book = file.product.book;
     const std::size_t cb = book.code_bytes();
     ProductScan scan;
@@ -244,50 +268,97 @@ ProductScan product_scan(const VlatFile& file) {
             to[u * kScanBlock * 2 + 1] = static_cast<std::uint8_t>(value >> 8);
         }
     }
-    if (file.metric == Metric::ip) {
-        return scan;
+    if (extras) {
+        add_extras(file, scan, std::vector<std::uint8_t>(file.anchors.rows, 1));
     }
+    return scan;
+}
+
+void add_extras(const VlatFile& file, ProductScan& scan, const std::vector<std::uint8_t>& anchors) {
+    if (file.metric == Metric::ip) {
+        return;
+    }
+    const ProductCodebook& book = file.product.book;
+    const std::size_t cb = book.code_bytes();
+    const std::size_t p = book.coded_dims();
+    const std::vector<std::uint32_t>& members = scan.lists.members;
+    const std::size_t n = members.size();
     scan.extra.resize(n);
-    // All anchors at once, blocked, in the order rotate_rows fixes, as the GPU's search repeats it.
-    const Matrix rotated = rotate_rows(book.rotation, file.anchors);
+    scan.extra_done.resize((n + kScanBlock - 1) / kScanBlock, 0);
+    std::vector<std::size_t> blocks;
+    for (std::size_t a = 0; a < anchors.size(); ++a) {
+        const std::size_t first = scan.lists.start[a];
+        const std::size_t end = scan.lists.start[a + 1];
+        if (!anchors[a] || first == end) {
+            continue;
+        }
+        for (std::size_t block = first / kScanBlock; block <= (end - 1) / kScanBlock; ++block) {
+            if (!scan.extra_done[block]) {
+                scan.extra_done[block] = 1;
+                blocks.push_back(block);
+            }
+        }
+    }
+    if (blocks.empty()) {
+        return;
+    }
+    // The anchors of those blocks' members, each rotated once: a row's rotation does not depend on
+    // the rows beside it, so a subset's rows have the bits all of them would.
+    std::vector<std::int64_t> row_of(file.anchors.rows, -1);
+    std::vector<std::uint32_t> rotated_anchors;
+    for (const std::size_t block : blocks) {
+        for (std::size_t q = block * kScanBlock; q < std::min(n, (block + 1) * kScanBlock); ++q) {
+            const std::uint32_t a = file.assignments[members[q]];
+            if (row_of[a] < 0) {
+                row_of[a] = static_cast<std::int64_t>(rotated_anchors.size());
+                rotated_anchors.push_back(a);
+            }
+        }
+    }
+    Matrix subset(rotated_anchors.size(), file.anchors.cols);
+    for (std::size_t r = 0; r < rotated_anchors.size(); ++r) {
+        std::copy(file.anchors.row(rotated_anchors[r]), file.anchors.row(rotated_anchors[r]) + subset.cols,
+                  subset.row(r));
+    }
+    const Matrix rotated = rotate_rows(book.rotation, subset);
+    const auto count = static_cast<std::ptrdiff_t>(blocks.size());
 #ifdef VLATTICE_GATHER_SUMS
     // A vector's e is a sum of p terms in order, so it runs at the adder's latency: the vectors of a
     // block take a lane each instead, their anchors' Rc and their centroid values gathered.
-    const std::size_t p = book.coded_dims();
     if (__builtin_cpu_supports("avx2") && book.stages <= kMostScanStages &&
-        file.anchors.rows * p <= static_cast<std::size_t>(INT32_MAX)) {
+        rotated.rows * p <= static_cast<std::size_t>(INT32_MAX)) {
         const Matrix centroids_t = transposed(book.centroids);
-        const auto blocks = static_cast<std::ptrdiff_t>((n + kScanBlock - 1) / kScanBlock);
+        const std::size_t block_bytes = scan.units.count * kScanBlock * scan.units.width;
 #pragma omp parallel for schedule(static)
-        for (std::ptrdiff_t bb = 0; bb < blocks; ++bb) {
-            const auto block = static_cast<std::size_t>(bb);
+        for (std::ptrdiff_t bb = 0; bb < count; ++bb) {
+            const std::size_t block = blocks[static_cast<std::size_t>(bb)];
             std::int32_t rows[kScanBlock] = {};
             float extras[kScanBlock];
             const std::size_t lanes = std::min(kScanBlock, n - block * kScanBlock);
             for (std::size_t v = 0; v < lanes; ++v) {
-                rows[v] = static_cast<std::int32_t>(file.assignments[members[block * kScanBlock + v]] * p);
+                rows[v] = static_cast<std::int32_t>(row_of[file.assignments[members[block * kScanBlock + v]]] *
+                                                    static_cast<std::int64_t>(p));
             }
-            gathered_extras(book, units, scan.codes.data() + block * block_bytes, centroids_t.data.data(),
+            gathered_extras(book, scan.units, scan.codes.data() + block * block_bytes, centroids_t.data.data(),
                             rotated.data.data(), rows, extras);
             std::copy(extras, extras + lanes, scan.extra.begin() + static_cast<std::ptrdiff_t>(block * kScanBlock));
         }
-        return scan;
+        return;
     }
 #endif
-    const auto m = static_cast<std::ptrdiff_t>(file.anchors.rows);
 #pragma omp parallel
     {
-        std::vector<float> z(book.coded_dims());
-#pragma omp for schedule(dynamic, 16)
-        for (std::ptrdiff_t a = 0; a < m; ++a) {
-            const float* rc = rotated.row(static_cast<std::size_t>(a));
-            for (std::size_t p = scan.lists.start[a]; p < scan.lists.start[a + 1]; ++p) {
-                const std::uint8_t* code = file.product.codes.data() + std::size_t{members[p]} * cb;
-                scan.extra[p] = vector_extra(book, code, rc, z.data());
+        std::vector<float> z(p);
+#pragma omp for schedule(static)
+        for (std::ptrdiff_t bb = 0; bb < count; ++bb) {
+            const std::size_t block = blocks[static_cast<std::size_t>(bb)];
+            for (std::size_t q = block * kScanBlock; q < std::min(n, (block + 1) * kScanBlock); ++q) {
+                const std::uint32_t a = file.assignments[members[q]];
+                const std::uint8_t* code = file.product.codes.data() + std::size_t{members[q]} * cb;
+                scan.extra[q] = vector_extra(book, code, rotated.row(static_cast<std::size_t>(row_of[a])), z.data());
             }
         }
     }
-    return scan;
 }
 
 }  // namespace vlattice

@@ -20,6 +20,9 @@ namespace vlattice {
 constexpr std::size_t kScanBlock = 16;
 // Entries of a code byte's table.
 constexpr std::size_t kByteValues = 256;
+// Table entries a batch of queries' tables may take, and the most queries in a batch.
+constexpr std::size_t kBatchTableValues = std::size_t{1} << 16;
+constexpr std::size_t kMostBatchQueries = 8;
 
 // What one table lookup of the scan covers: a code byte for codes of 4 or 8 bits (two 4-bit codes
 // share the table of their sums), one code for wider ones, its index then stored in two bytes.
@@ -37,12 +40,20 @@ struct ProductScan {
     // (((p / kScanBlock) * units.count + u) * kScanBlock + p % kScanBlock) * units.width; zeros pad
     // the last block.
     std::vector<std::uint8_t> codes;
-    // The e of the vector at member position p; empty for metric ip, which does not use it.
+    // The e of the vector at member position p where its block's flag in extra_done is set; empty
+    // for metric ip, which does not use it.
     std::vector<float> extra;
+    std::vector<std::uint8_t> extra_done;  // per block of kScanBlock member positions
 };
 
-// The file's parts must fit together (check_compressed_set).
-ProductScan product_scan(const VlatFile& file);
+// The layout of the file's codes and, with `extras`, every vector's e. The file's parts must fit
+// together (check_compressed_set).
+ProductScan product_scan(const VlatFile& file, bool extras = true);
+
+// The e of every member of the anchors whose flag in `anchors` (one per anchor) is set, and of the
+// other members of their blocks, where not computed yet; each the bits product_scan gives it. A
+// search that probes few anchors computes few: e needs the anchor's rotation Rc, p d products.
+void add_extras(const VlatFile& file, ProductScan& scan, const std::vector<std::uint8_t>& anchors);
 
 // sums[v] <- S of the v-th vector of `blocks` blocks of laid-out codes (ProductScan::codes) and a
 // query's tables, the lookups added in order for every vector, kScanBlock vectors side by side.
@@ -59,9 +70,12 @@ class ProductTables {
 public:
     explicit ProductTables(const ProductCodebook& book);
 
-    // tables[u * units.values + x] <- T_u[x] of the query whose rotation is `rotated`, for every
-    // lookup u of scan_units(book); `sub` holds kByteValues floats.
-    void unit_tables(const float* rotated, float* tables, float* sub) const;
+    // Queries whose tables unit_tables builds at once: as many as keep their tables within a few
+    // hundred KiB, so that each centroid row read serves them all; at least 1.
+    std::size_t batch_queries() const;
+    // tables[i][u * units.values + x] <- T_u[x] of the query whose rotation is rotated[i], for
+    // every lookup u of scan_units(book) and i < queries <= batch_queries().
+    void unit_tables(const float* const* rotated, std::size_t queries, float* const* tables) const;
 
 private:
     const ProductCodebook& book_;

@@ -3,6 +3,7 @@
 // codes, kScanBlock vectors at a time.
 #include "codes/product_search.hpp"
 
+#include "anchor_probe.hpp"
 #include "codes/product_scan.hpp"
 #include "codes/rotation.hpp"
 #include "search_scores.hpp"
@@ -18,6 +19,9 @@ namespace {
 // Blocks of codes summed at once when every anchor is visited: a few hundred KiB of sums per thread
 // whatever the file's size.
 constexpr std::size_t kExhaustiveBlocks = 4096;
+
+// Queries probed before any is scanned, their probes held at once.
+constexpr std::size_t kChunkQueries = 8192;
 
 // The `keep` smallest (score, id) pairs offered so far. Most candidates of a long scan lose to the
 // keep-th best seen, so a comparison turns them away; the rest gather until a selection trims them.
@@ -66,10 +70,12 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
     const std::size_t nprobe = options.nprobe == 0 ? m : std::min(options.nprobe, m);
     const std::size_t keep = options.rerank > 0 ? std::max(k, options.rerank) : k;
     const bool ip = file.metric == Metric::ip;
-    const ProductScan scan = product_scan(file);
+    // Each vector's e is computed once its list is first probed (add_extras).
+    ProductScan scan = product_scan(file, false);
     const ScanUnits& units = scan.units;
     const std::size_t block_bytes = units.count * kScanBlock * units.width;
     const ProductTables tables(book);
+    const AnchorProbe anchor_probe(anchors, file.metric);
     const BlockSums sums_of = fastest_block_sums();
     const bool exhaustive = nprobe == m;
     const std::size_t all_blocks = (scan.lists.members.size() + kScanBlock - 1) / kScanBlock;
@@ -82,44 +88,47 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
     out.ids.assign(queries.rows * k, -1);
     out.distances.assign(queries.rows * k, std::numeric_limits<float>::infinity());
     std::uint64_t visited = 0;
-    const auto query_blocks = static_cast<std::ptrdiff_t>((queries.rows + kProbeQueries - 1) / kProbeQueries);
+    std::vector<std::vector<Scored>> chunk_probes;
+    for (std::size_t chunk = 0; chunk < queries.rows; chunk += kChunkQueries) {
+        const std::size_t chunk_end = std::min(queries.rows, chunk + kChunkQueries);
+        anchor_probe.probe(queries, chunk, chunk_end - chunk, nprobe, chunk_probes);
+        std::vector<std::uint8_t> probed(m, exhaustive ? 1 : 0);
+        for (const std::vector<Scored>& probes : chunk_probes) {
+            for (const Scored& anchor : probes) {
+                probed[anchor.second] = 1;
+            }
+        }
+        add_extras(file, scan, probed);
 #pragma omp parallel reduction(+ : visited)
-    {
-        std::vector<Scored> block_probes[kProbeQueries];
-        std::vector<float> lookup(units.count * units.values);
-        std::vector<float> sub(kByteValues);
-        std::vector<float> sums;
-        std::vector<float> probe_of(exhaustive ? m : 0);
-        std::vector<float> row(d);
-        Best best(keep);
-#pragma omp for schedule(dynamic, 1)
-        for (std::ptrdiff_t bb = 0; bb < query_blocks; ++bb) {
-            const std::size_t block_first = static_cast<std::size_t>(bb) * kProbeQueries;
-            const std::size_t block_count = std::min(kProbeQueries, queries.rows - block_first);
-            probe_anchors(queries, block_first, block_count, anchors, file.metric, nprobe, block_probes);
-            for (std::size_t i = 0; i < block_count; ++i) {
-                const std::size_t q = block_first + i;
+        {
+            const std::size_t batch = tables.batch_queries();
+            const std::size_t per_query = units.count * units.values;
+            std::vector<float> lookups(batch * per_query);
+            std::vector<float> sums;
+            std::vector<float> probe_of(exhaustive ? m : 0);
+            std::vector<float> row(d);
+            Best best(keep);
+            const auto search_one = [&](std::size_t q, const float* lookup) {
                 const float* query = queries.row(q);
-                const std::vector<Scored>& probes = block_probes[i];
-                tables.unit_tables(rotated.row(q), lookup.data(), sub.data());
+                const std::vector<Scored>& probes = chunk_probes[q - chunk];
                 best.clear();
                 const auto offer = [&](float probe, std::size_t p, float sum) {
                     best.offer(ip ? adc_ip_score(probe, sum) : adc_l2_score(probe, scan.extra[p], sum),
                                scan.lists.members[p]);
                 };
                 if (exhaustive) {
-                    // Every anchor visited: the vectors in their stored order, a chunk of blocks at a
+                    // Every anchor visited: the vectors in their stored order, a run of blocks at a
                     // time, so that a block two anchors' lists share is summed once, not once for each.
                     for (const auto& [probe, a] : probes) {
                         probe_of[a] = probe;
                     }
                     visited += scan.lists.members.size();
                     std::size_t a = 0;
-                    for (std::size_t chunk = 0; chunk < all_blocks; chunk += kExhaustiveBlocks) {
-                        const std::size_t blocks = std::min(kExhaustiveBlocks, all_blocks - chunk);
+                    for (std::size_t run = 0; run < all_blocks; run += kExhaustiveBlocks) {
+                        const std::size_t blocks = std::min(kExhaustiveBlocks, all_blocks - run);
                         sums.resize(blocks * kScanBlock);
-                        sums_of(scan.codes.data() + chunk * block_bytes, blocks, units, lookup.data(), sums.data());
-                        const std::size_t base = chunk * kScanBlock;
+                        sums_of(scan.codes.data() + run * block_bytes, blocks, units, lookup, sums.data());
+                        const std::size_t base = run * kScanBlock;
                         const std::size_t end = std::min(scan.lists.members.size(), base + blocks * kScanBlock);
                         for (std::size_t p = base; p < end; ++p) {
                             while (scan.lists.start[a + 1] <= p) {
@@ -139,7 +148,7 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
                         const std::size_t first_block = first / kScanBlock;
                         const std::size_t blocks = (end + kScanBlock - 1) / kScanBlock - first_block;
                         sums.resize(blocks * kScanBlock);
-                        sums_of(scan.codes.data() + first_block * block_bytes, blocks, units, lookup.data(),
+                        sums_of(scan.codes.data() + first_block * block_bytes, blocks, units, lookup,
                                 sums.data());
                         const std::size_t base = first_block * kScanBlock;
                         for (std::size_t p = first; p < end; ++p) {
@@ -158,6 +167,22 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
                 for (std::size_t r = 0; r < found.size(); ++r) {
                     out.ids[q * k + r] = found[r].second;
                     out.distances[q * k + r] = found[r].first;
+                }
+            };
+            const auto batches = static_cast<std::ptrdiff_t>((chunk_end - chunk + batch - 1) / batch);
+#pragma omp for schedule(dynamic, 1)
+            for (std::ptrdiff_t bb = 0; bb < batches; ++bb) {
+                const std::size_t first = chunk + static_cast<std::size_t>(bb) * batch;
+                const std::size_t in_batch = std::min(batch, chunk_end - first);
+                const float* from[kMostBatchQueries];
+                float* into[kMostBatchQueries];
+                for (std::size_t i = 0; i < in_batch; ++i) {
+                    from[i] = rotated.row(first + i);
+                    into[i] = lookups.data() + i * per_query;
+                }
+                tables.unit_tables(from, in_batch, into);
+                for (std::size_t i = 0; i < in_batch; ++i) {
+                    search_one(first + i, into[i]);
                 }
             }
         }
