@@ -30,7 +30,12 @@ Neighbors search_cuda(const VlatFile& file, const Matrix& queries, const SearchO
     const std::size_t nprobe = options.nprobe == 0 ? m : std::min(options.nprobe, m);
     const bool product = file.codec == ResidualCodec::product;
     // Product codes go up in the scan's layout, which holds the member lists too.
-    const ProductScan scan = product ? product_scan(file) : ProductScan{member_lists(file.assignments, m), {}, {}, {}, {}};
+    ProductScan scan;
+    if (product) {
+        scan = product_scan(file);
+    } else {
+        scan.lists = member_lists(file.assignments, m);
+    }
     const MemberLists& lists = scan.lists;
     cuda::select_gpu(gpu);
 

@@ -251,7 +251,8 @@ TEST_CASE("additive stages round-trip exactly through a version 4 file", "[forma
     INFO("seed " << s);
     std::mt19937_64 rng(s);
     // Residual codes (M = 1) of 8 and of 4 bits (an odd code count), stages of several sub-spaces.
-    for (const Shape shape : {Shape{10, 7, 8, 1, 3}, Shape{6, 6, 4, 1, 5}, Shape{9, 4, 4, 2, 2}, Shape{9, 5, 12, 1, 3}}) {
+    for (const Shape shape :
+         {Shape{10, 7, 8, 1, 3}, Shape{6, 6, 4, 1, 5}, Shape{9, 4, 4, 2, 2}, Shape{9, 5, 12, 1, 3}}) {
         INFO("d " << shape.d << ", p " << shape.p << ", bits " << shape.bits << ", M " << shape.subspaces << ", S "
                   << shape.stages);
         ScratchDir dir;

@@ -500,8 +500,8 @@ SearchOptions options_of(std::size_t k, std::size_t nprobe, std::size_t rerank) 
 }
 
 // Shapes of (d, p, M, bits, stages): p = d and p < d, odd and even M (4-bit codes share bytes in
-// pairs, 12-bit codes cross them), additive stages of one and of several sub-spaces, and more stages (17) than the gathered
-// scan holds (kMostScanStages), which takes the loop instead.
+// pairs, 12-bit codes cross them), additive stages of one and of several sub-spaces, and more
+// stages (17) than the gathered scan holds (kMostScanStages), which takes the loop instead.
 struct ProductCase {
     std::size_t d;
     ProductShape shape;

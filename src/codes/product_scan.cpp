@@ -181,8 +181,8 @@ BlockSums fastest_block_sums() {
     return block_sums;
 }
 
-ProductTables::ProductTables(const ProductCodebook& book)
-    : book_(book), centroids_t_(transposed(book.centroids)) {}
+ProductTables::ProductTables(const ProductCodebook& book, const Matrix& centroids_t)
+    : book_(book), centroids_t_(centroids_t) {}
 
 std::size_t ProductTables::batch_queries() const {
     const std::size_t values = scan_units(book_).count * scan_units(book_).values;
@@ -268,6 +268,7 @@ ProductScan product_scan(const VlatFile& file, bool extras) {
             to[u * kScanBlock * 2 + 1] = static_cast<std::uint8_t>(value >> 8);
         }
     }
+    scan.centroids_t = transposed(book.centroids);
     if (extras) {
         add_extras(file, scan, std::vector<std::uint8_t>(file.anchors.rows, 1));
     }
@@ -327,7 +328,7 @@ void add_extras(const VlatFile& file, ProductScan& scan, const std::vector<std::
     // block take a lane each instead, their anchors' Rc and their centroid values gathered.
     if (__builtin_cpu_supports("avx2") && book.stages <= kMostScanStages &&
         rotated.rows * p <= static_cast<std::size_t>(INT32_MAX)) {
-        const Matrix centroids_t = transposed(book.centroids);
+        const Matrix& centroids_t = scan.centroids_t;
         const std::size_t block_bytes = scan.units.count * kScanBlock * scan.units.width;
 #pragma omp parallel for schedule(static)
         for (std::ptrdiff_t bb = 0; bb < count; ++bb) {

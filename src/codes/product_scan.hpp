@@ -44,6 +44,9 @@ struct ProductScan {
     // for metric ip, which does not use it.
     std::vector<float> extra;
     std::vector<std::uint8_t> extra_done;  // per block of kScanBlock member positions
+    // The codebook's centroids transposed, p x S 2^b, so that the sums over a sub-space's
+    // coordinates run across centroids (the per-query tables) or gather them (e).
+    Matrix centroids_t;
 };
 
 // The layout of the file's codes and, with `extras`, every vector's e. The file's parts must fit
@@ -63,12 +66,13 @@ using BlockSums = decltype(&block_sums);
 // block_sums, or on a CPU with AVX2 the same sums by its gathers.
 BlockSums fastest_block_sums();
 
-// The centroids transposed, so that the table sums of search.hpp vectorise across centroids while
-// each still runs in its own order. Queries and anchors are rotated by rotate_rows
-// (codes/rotation.hpp).
+// The per-query tables of search.hpp, from the scan's transposed centroids, so that the table sums
+// vectorise across centroids while each still runs in its own order. Queries and anchors are
+// rotated by rotate_rows (codes/rotation.hpp).
 class ProductTables {
 public:
-    explicit ProductTables(const ProductCodebook& book);
+    // Both must outlive the tables.
+    ProductTables(const ProductCodebook& book, const Matrix& centroids_t);
 
     // Queries whose tables unit_tables builds at once: as many as keep their tables within a few
     // hundred KiB, so that each centroid row read serves them all; at least 1.
@@ -79,7 +83,7 @@ public:
 
 private:
     const ProductCodebook& book_;
-    Matrix centroids_t_;  // p x S 2^bits
+    const Matrix& centroids_t_;  // ProductScan::centroids_t
 };
 
 }  // namespace vlattice

@@ -74,7 +74,7 @@ Neighbors search_product(const VlatFile& file, const Matrix& queries, const Sear
     ProductScan scan = product_scan(file, false);
     const ScanUnits& units = scan.units;
     const std::size_t block_bytes = units.count * kScanBlock * units.width;
-    const ProductTables tables(book);
+    const ProductTables tables(book, scan.centroids_t);
     const AnchorProbe anchor_probe(anchors, file.metric);
     const BlockSums sums_of = fastest_block_sums();
     const bool exhaustive = nprobe == m;
