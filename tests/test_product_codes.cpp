@@ -413,47 +413,36 @@ TEST_CASE("OPQ rounds stop before their next SVD once a round gains less than op
                       Catch::Contains("opq-min-gain must be in [0, 1)"));
 }
 
-TEST_CASE("4-bit codes pack two sub-spaces per byte, low nibble first", "[product]") {
+TEST_CASE("4- and 12-bit codes pack least significant bit first, the spare nibble zero", "[product]") {
     const std::uint64_t s = seed();
     INFO("seed " << s);
     std::mt19937_64 rng(s);
-    const Anchored a = anchored(random_points(900, 15, rng), 6, rng);
-    auto backend = make_cpu_backend(1);
-    const ProductCodes coded = trained_codes(a, product_config(5, 4, 1, s), *backend);
-    REQUIRE(coded.book.code_bytes() == 3);
-    REQUIRE(coded.codes.size() == 900 * 3);
-    require_nearest_codes(a, coded);
-    // require_nearest_codes read every code back through product_code: sub-space 2j from the low
-    // nibble of byte j, 2j + 1 from its high nibble. The fifth sub-space leaves the last high nibble 0.
-    std::set<unsigned> second;
-    for (std::size_t i = 0; i < a.points.rows; ++i) {
-        REQUIRE((coded.codes[i * 3 + 2] >> 4) == 0);
-        second.insert(coded.codes[i * 3] >> 4);
-    }
-    CHECK(second.size() > 1);
-}
-
-TEST_CASE("12-bit codes pack least significant bit first across byte boundaries", "[product]") {
-    const std::uint64_t s = seed();
-    INFO("seed " << s);
-    std::mt19937_64 rng(s);
-    const Anchored a = anchored(random_points(6000, 15, rng), 6, rng);
-    auto backend = make_cpu_backend(2);
-    const ProductCodes coded = trained_codes(a, product_config(3, 12, 1, s), *backend);
-    REQUIRE(coded.book.table() == 4096);
-    REQUIRE(coded.book.code_bytes() == 5);  // 36 bits
-    REQUIRE(coded.codes.size() == 6000 * 5);
-    require_nearest_codes(a, coded);
-    for (std::size_t i = 0; i < a.points.rows; ++i) {
-        const std::uint8_t* code = coded.codes.data() + i * 5;
-        for (std::size_t j = 0; j < 3; ++j) {
-            REQUIRE(product_code(code, 12, j) == get_code(code, 12, j));
+    struct Packing {
+        unsigned bits;
+        std::size_t subspaces, n, code_bytes;
+        std::size_t least_used;  // distinct values each code takes, at least
+    };
+    // Five 4-bit codes (two per byte, low nibble first) and three 12-bit ones (across byte
+    // boundaries): 20 and 36 bits, each leaving the last byte's high nibble spare. The 12-bit codes
+    // take more values than a byte holds, so they are not 8-bit codes in wider fields.
+    for (const Packing packing : {Packing{4, 5, 900, 3, 2}, Packing{12, 3, 6000, 5, 257}}) {
+        INFO(packing.bits << " bits");
+        const Anchored a = anchored(random_points(packing.n, 15, rng), 6, rng);
+        auto backend = make_cpu_backend(2);
+        const ProductCodes coded = trained_codes(a, product_config(packing.subspaces, packing.bits, 1, s), *backend);
+        REQUIRE(coded.book.code_bytes() == packing.code_bytes);
+        REQUIRE(coded.codes.size() == packing.n * packing.code_bytes);
+        require_nearest_codes(a, coded);
+        for (std::size_t i = 0; i < a.points.rows; ++i) {
+            const std::uint8_t* code = coded.codes.data() + i * packing.code_bytes;
+            for (std::size_t j = 0; j < packing.subspaces; ++j) {
+                REQUIRE(product_code(code, packing.bits, j) == get_code(code, packing.bits, j));
+            }
+            REQUIRE((code[packing.code_bytes - 1] >> 4) == 0);
         }
-        REQUIRE((code[4] >> 4) == 0);  // the 4 bits past the third code
-    }
-    // More than a byte's worth of centroids in use: the codes are not 8-bit ones in wider fields.
-    for (std::size_t j = 0; j < 3; ++j) {
-        CHECK(codes_used(coded, j).size() > 256);
+        for (std::size_t j = 0; j < packing.subspaces; ++j) {
+            CHECK(codes_used(coded, j).size() >= packing.least_used);
+        }
     }
 }
 
