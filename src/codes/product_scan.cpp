@@ -35,18 +35,35 @@ Matrix transposed(const Matrix& a) {
 // out[i][c] <- sum over k < count of rows[k][c] * x[i][k], in k order, for c < width and each of
 // `queries` vectors x[i], row k at rows + k * stride: each out[i][c] is its own sum in its own order,
 // the loop over c vectorises, and each row, read once, serves every query.
+// Columns are summed kColumnRun at a time in a local run the compiler keeps in registers: summed
+// in place, each step's loads waited on the stores of the step before.
 VLATTICE_ALSO_FOR_X86_64_V3_V4
 void ordered_columns(const float* rows, std::size_t width, std::size_t stride, const float* const* x,
                      std::size_t queries, std::size_t count, float* const* out) {
-    for (std::size_t i = 0; i < queries; ++i) {
-        std::fill(out[i], out[i] + width, 0.0f);
+    constexpr std::size_t kColumnRun = 64;
+    std::size_t c0 = 0;
+    for (; c0 + kColumnRun <= width; c0 += kColumnRun) {
+        for (std::size_t i = 0; i < queries; ++i) {
+            float run[kColumnRun] = {};
+            for (std::size_t k = 0; k < count; ++k) {
+                const float* row = rows + k * stride + c0;
+                const float xk = x[i][k];
+                for (std::size_t c = 0; c < kColumnRun; ++c) {
+                    run[c] += row[c] * xk;
+                }
+            }
+            std::copy(run, run + kColumnRun, out[i] + c0);
+        }
     }
-    for (std::size_t k = 0; k < count; ++k) {
+    for (std::size_t i = 0; i < queries; ++i) {
+        std::fill(out[i] + c0, out[i] + width, 0.0f);
+    }
+    for (std::size_t k = 0; k < count && c0 < width; ++k) {
         const float* row = rows + k * stride;
         for (std::size_t i = 0; i < queries; ++i) {
             const float xk = x[i][k];
             float* to = out[i];
-            for (std::size_t c = 0; c < width; ++c) {
+            for (std::size_t c = c0; c < width; ++c) {
                 to[c] += row[c] * xk;
             }
         }
