@@ -162,6 +162,36 @@ TEST_CASE("a whole-file budget is never exceeded, and the run keeps the anchor c
     }
 }
 
+TEST_CASE("a budget trains 12-bit codes only over 4 or more rotated coordinates per sub-space", "[model][codes]") {
+    const std::size_t n = 59000, m = 1024, d = 300;
+    const auto widths = [&](const BudgetShapes& shapes) {
+        std::set<std::pair<unsigned, std::size_t>> out;
+        for (const ProductShape& shape : shapes.product) {
+            out.insert({shape.bits, shape.subspaces});
+        }
+        return out;
+    };
+    CodingSpec spec;
+    // 36.75 B of codes beside 1.25 B of ids: 36 sub-spaces of 8 bits, 24 of 12 (12.5 coordinates each).
+    spec.budget_bytes = 38.0;
+    CHECK(widths(budget_shapes(spec, n, m, d)) == std::set<std::pair<unsigned, std::size_t>>{{8, 36}, {12, 24}});
+    // 148 B: 98 sub-spaces of 12 bits would hold 3 coordinates each.
+    spec.budget_bytes = 150.0;
+    CHECK(widths(budget_shapes(spec, n, m, d)) == std::set<std::pair<unsigned, std::size_t>>{{8, 148}});
+    // A whole-file budget's truncated codes of 1 or 2 coordinates per sub-space are 4- or 8-bit only.
+    spec.budget_bytes.reset();
+    spec.file_budget.emplace();
+    spec.file_budget->bytes_per_vector = 100.0;
+    std::size_t wide = 0;
+    for (const ProductShape& shape : budget_shapes(spec, n, 64, d).product) {
+        INFO(product_description(shape));
+        const std::size_t p = shape.rotated_dims == 0 ? d : shape.rotated_dims;
+        CHECK((shape.bits <= 8 || p >= 4 * shape.subspaces));
+        wide += shape.bits > 8 ? 1 : 0;
+    }
+    CHECK(wide > 0);
+}
+
 TEST_CASE("after a count chose a product code, a whole-file budget still measures the scalar code",
           "[model][codes]") {
     CodingSpec spec;

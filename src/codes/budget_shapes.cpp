@@ -24,6 +24,19 @@ constexpr std::size_t kMostBudgetStages = 64;
 constexpr std::array<unsigned, 2> kCodeBudgetBits = {8, 12};
 constexpr std::array<unsigned, 3> kFileBudgetBits = {8, 4, 12};
 
+// Rotated dimensions a sub-space of a code wider than 8 bits has at least. Below that a code spends
+// 3 or more bits per coordinate, where the 8-bit code comes close, and the 4,096-way nearest
+// centroid per few coordinates makes it the costliest candidate by far on the CPU: on the word
+// vectors at 150 B (98 sub-spaces of 3 coordinates) the 12-bit code was 4 % better held out than
+// the 8-bit one, and made `compress` on 2 cores many times slower than FAISS's PQ150.
+constexpr std::size_t kWideCodeMinDims = 4;
+
+// Whether a budget trains `shape` (over p rotated dimensions, or d when it says 0).
+bool worth_training(const ProductShape& shape, std::size_t d) {
+    const std::size_t p = shape.rotated_dims == 0 ? d : shape.rotated_dims;
+    return shape.bits <= 8 || p >= kWideCodeMinDims * shape.subspaces;
+}
+
 // A whole-file budget tries the largest kAnchorCounts of -m, -m / 4, -m / 16, ... whose anchors
 // fit: each is a fit of its own, and a count between two of them rarely wins by much.
 constexpr std::size_t kAnchorCounts = 3;
@@ -51,8 +64,9 @@ std::vector<ProductShape> code_budget_products(CodecFamily family, std::size_t b
             // Whole code bytes: an odd number of 4-bit codes still takes its last byte.
             const std::size_t subspaces = bytes * 8 / bits;
             // A sub-space of one rotated dimension is a scalar code; the scalar family covers those rates.
-            if (subspaces > 0 && 2 * subspaces <= d) {
-                out.push_back({bits, subspaces, 1, 0});
+            const ProductShape shape{bits, subspaces, 1, 0};
+            if (subspaces > 0 && 2 * subspaces <= d && worth_training(shape, d)) {
+                out.push_back(shape);
             }
         }
     }
@@ -131,7 +145,7 @@ BudgetShapes file_budget_shapes(const CodingSpec& spec, std::size_t n, std::size
         });
     }
     const auto add = [&](const ProductShape& shape) {
-        if (!allowed(shape.kind())) {
+        if (!allowed(shape.kind()) || !worth_training(shape, d)) {
             return;
         }
         const bool known = std::any_of(out.product.begin(), out.product.end(),
