@@ -591,7 +591,7 @@ std::uint64_t vlat_file_bytes(const VlatShape& shape) {
         bytes += section(shape.d + 2 * sizeof(float) * shape.m * shape.d + shape.n * shape.scalar_code_bytes);
     }
     if (shape.codec == ResidualCodec::product) {
-        const std::uint64_t code_bytes = (shape.stages * shape.subspaces * shape.bits + 7) / 8;
+        const std::uint64_t code_bytes = *packed_byte_count(shape.stages * shape.subspaces, shape.bits);
         bytes += section(product_sections::rotation_bytes(shape.rotated_dims, shape.d)) +
                  section(product_sections::codebook_bytes(shape.bits, shape.subspaces, shape.stages,
                                                           shape.rotated_dims)) +

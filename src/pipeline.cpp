@@ -150,9 +150,11 @@ TrainedRun fit_and_train(const Matrix& points, const AnnealConfig& config, const
         run.model = train_model(points, run.fit, input, storage, coding, backend, run_metadata(config, run.fit, input),
                                 run.coding);
         // The trial keeps what was measured; the codebooks only the run that is kept.
-        AnchorCountTrial trial{run.fit.anchors.rows, run.fit.seconds.total, run.coding};
-        trial.coding.scalar = {};
-        trial.coding.product = {};
+        AnchorCountTrial trial{run.fit.anchors.rows, run.fit.seconds.total, {}};
+        trial.coding.codec = run.coding.codec;
+        trial.coding.candidates = run.coding.candidates;
+        trial.coding.chosen = run.coding.chosen;
+        trial.coding.seconds = run.coding.seconds;
         trials.push_back(std::move(trial));
         // Every kind at every count would multiply the training: once a count has chosen a code,
         // the counts after it train only that kind (on Fashion-MNIST the same kind won at all

@@ -107,10 +107,11 @@ struct TrainedCoding {
 
 // Trains the coding `spec` asks for, for the anchors as a file stores them and the nearest-anchor
 // assignments of `points`. With a budget it trains every candidate that fits (scalar widths from
-// rate.hpp; product codes of 8 and of 4 bits with as many sub-spaces as the bytes allow, at least
-// 2 rotated dimensions each; for family residual, a residual code of as many 8-bit stages as the
-// bytes allow, 2 to 64; under a whole-file budget also the ids alone, and product codes over the
-// M, 2 M and 4 M rotated dimensions of most variance beside those over all d, each with as many
+// rate.hpp; product codes of 8 and of 12 bits with as many sub-spaces as the bytes allow, at least
+// 2 rotated dimensions each and 4 for 12-bit codes; for family residual, a residual code of as many 8-bit stages as the
+// bytes allow, 2 to 64; under a whole-file budget also the ids alone, 4-bit product codes, and
+// product codes over the M, 2 M and 4 M rotated dimensions of most variance (4 M only for 12-bit
+// codes) beside those over all d, each with as many
 // sub-spaces M as its side data leaves bytes for) on the rows not held out and keeps the one with the lowest
 // error on the held-out rows, which it codes with a codebook that never saw them. A codebook codes
 // the rows it trained on better (a residual code's stages, 2^b centroids over every dimension each,

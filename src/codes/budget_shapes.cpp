@@ -61,7 +61,7 @@ std::vector<ProductShape> code_budget_products(CodecFamily family, std::size_t b
     std::vector<ProductShape> out;
     if (family == CodecFamily::automatic || family == CodecFamily::product) {
         for (const unsigned bits : kCodeBudgetBits) {
-            // Whole code bytes: an odd number of 4-bit codes still takes its last byte.
+            // Whole code bytes: an odd number of 12-bit codes still takes its last byte.
             const std::size_t subspaces = bytes * 8 / bits;
             // A sub-space of one rotated dimension is a scalar code; the scalar family covers those rates.
             const ProductShape shape{bits, subspaces, 1, 0};
@@ -135,8 +135,7 @@ BudgetShapes file_budget_shapes(const CodingSpec& spec, std::size_t n, std::size
     const auto allowed = [&](const CandidateKind& kind) {
         return !budget.only || *budget.only == kind || kind.codec == ResidualCodec::scalar;
     };
-    if ((spec.family == CodecFamily::automatic || spec.family == CodecFamily::scalar) &&
-        allowed({ResidualCodec::scalar, 0, 0})) {
+    if (spec.family == CodecFamily::automatic || spec.family == CodecFamily::scalar) {
         VlatShape scalar = ids;
         scalar.codec = ResidualCodec::scalar;
         out.scalar_bytes = largest_fitting(1, d, [&](std::size_t bytes) {
@@ -157,6 +156,9 @@ BudgetShapes file_budget_shapes(const CodingSpec& spec, std::size_t n, std::size
     if (spec.family == CodecFamily::automatic || spec.family == CodecFamily::product) {
         for (const unsigned bits : kFileBudgetBits) {
             for (const std::size_t per_subspace : kTruncatedDimsPerSubspace) {
+                if (bits > 8 && per_subspace < kWideCodeMinDims) {
+                    continue;  // worth_training turns every count of these down
+                }
                 const auto shape_of = [&](std::size_t subspaces) {
                     const std::size_t p = std::min(d, per_subspace * subspaces);
                     return ProductShape{bits, subspaces, 1, p == d ? 0 : p, per_subspace};

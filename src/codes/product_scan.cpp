@@ -19,6 +19,9 @@ namespace vlattice {
 
 namespace {
 
+// Table entries a batch of queries' tables may take (ProductTables::batch_queries).
+constexpr std::size_t kBatchTableValues = std::size_t{1} << 16;
+
 // Stages whose codes the gathered e holds in registers; files with more take the loop of vector_extra.
 constexpr std::size_t kMostScanStages = 16;
 
@@ -202,7 +205,8 @@ ProductTables::ProductTables(const ProductCodebook& book, const Matrix& centroid
     : book_(book), centroids_t_(centroids_t) {}
 
 std::size_t ProductTables::batch_queries() const {
-    const std::size_t values = scan_units(book_).count * scan_units(book_).values;
+    const ScanUnits units = scan_units(book_);
+    const std::size_t values = units.count * units.values;
     return std::clamp<std::size_t>(kBatchTableValues / std::max<std::size_t>(values, 1), 1, kMostBatchQueries);
 }
 

@@ -20,8 +20,7 @@ namespace vlattice {
 constexpr std::size_t kScanBlock = 16;
 // Entries of a code byte's table.
 constexpr std::size_t kByteValues = 256;
-// Table entries a batch of queries' tables may take, and the most queries in a batch.
-constexpr std::size_t kBatchTableValues = std::size_t{1} << 16;
+// The most queries whose tables ProductTables builds at once.
 constexpr std::size_t kMostBatchQueries = 8;
 
 // What one table lookup of the scan covers: a code byte for codes of 4 or 8 bits (two 4-bit codes
