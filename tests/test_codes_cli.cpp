@@ -103,14 +103,16 @@ TEST_CASE("compress --target-file-bytes keeps the whole file within the budget a
         CHECK(metadata["residuals"]["anchor_counts"].size() == 3);
         CHECK(metadata["m_requested"] == 64);  // -m, not the count kept
     }
-    // Another file's 64 anchors with their ids and the metadata allowance take more than 4 bytes a vector.
+    // Another file's anchors (as many as its budget kept) with their ids and the metadata allowance
+    // take more than 4 bytes a vector.
+    const std::size_t kept = vlattice::read_vlat(ann.dir.path("file-budget.vlat")).anchors.rows;
     const CommandResult reused = run_cli("compress " + quote(ann.path) + " -o " + quote(ann.dir.path("reused.vlat")) +
                                          kRun + " --target-file-bytes 4 --anchors-from " +
                                          quote(ann.dir.path("file-budget.vlat")));
     INFO(reused.output);
     CHECK(reused.exit_code == 1);
-    CHECK_THAT(reused.output, Contains("the whole-file budget of 4 bytes per vector does not hold the file's 64 "
-                                       "anchors"));
+    CHECK_THAT(reused.output, Contains("the whole-file budget of 4 bytes per vector does not hold the file's " +
+                                       std::to_string(kept) + " anchors"));
     const CommandResult tiny = run_cli("compress " + quote(ann.path) + " -o " + quote(ann.dir.path("tiny.vlat")) +
                                        kRun + " --target-file-bytes 2");
     INFO(tiny.output);
@@ -170,6 +172,7 @@ TEST_CASE("compress rejects bad coding options", "[cli][codes]") {
     rejects("--target-file-ratio 0", "--target-file-ratio must be a share of the float32 size");
     rejects("--target-file-bytes 0", "--target-file-bytes must be a finite number > 0, got '0'");
     rejects("--codec pq --subspaces 4 --target-file-bytes 40", "--subspaces fixes the product code without a budget");
+    rejects("--codec pq --subspaces 4 --pq-bits 10", "--pq-bits must be 4, 8 or 12, got 10");
     rejects("--target-ratio 0", "--target-ratio must be a share of the float32 size");
     rejects("--target-ratio 150%", "got '150%'");
     rejects("--target-ratio abc", "got 'abc'");

@@ -376,7 +376,8 @@ TEST_CASE("train then encode write what compress writes; --anchors-from reuses t
     const std::string run = " -m 32 --iters 8 --device cpu --threads 2 -q";
     for (const std::string codec : {"scalar --target-bytes 9", "pq --target-bytes 9", "pq --subspaces 6 --pq-bits 4",
                                     "rq --target-bytes 9", "rq --stages 3 --pq-bits 4", "pq --subspaces 2 --stages 2",
-                                    "auto --target-ratio 10%", "auto --target-file-bytes 40"}) {
+                                    "auto --target-ratio 10%", "auto --target-file-bytes 40",
+                                    "pq --subspaces 3 --pq-bits 12"}) {
         INFO("codec " << codec);
         const std::string compressed = dir.path("c.vlat");
         const std::string model = dir.path("m.vlat");

@@ -463,6 +463,13 @@ TEST_CASE("product-code training and encoding reject what they cannot do", "[pro
     no_stages.stages = 0;
     CHECK_THROWS_WITH(train_product_codebook(a.points, a.anchors, a.assignments, no_stages, *backend),
                       Contains("stages must be at least 1"));
+    ProductCodeConfig too_few_dims = product_config(2, 8, 0, s);
+    too_few_dims.rotated_dims = 1;
+    CHECK_THROWS_WITH(train_product_codebook(a.points, a.anchors, a.assignments, too_few_dims, *backend),
+                      Contains("rotated_dims is 1; it must lie between the 2 sub-spaces and the dimension 6"));
+    CHECK_THROWS_WITH(train_product_codebook(a.points, std::vector<std::uint32_t>{}, a.anchors, a.assignments,
+                                             product_config(2, 8, 0, s), *backend),
+                      Contains("no vectors to train product codes on"));
     ProductCodeConfig all_trimmed = product_config(1, 8, 0, s);
     all_trimmed.residual_trim = 1.0;
     CHECK_THROWS_WITH(train_product_codebook(a.points, a.anchors, a.assignments, all_trimmed, *backend),

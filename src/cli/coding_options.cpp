@@ -31,11 +31,11 @@ void add_coding_options(po::options_description& options, CodingArgs& a) {
         ("target-file-bytes", real_number(&a.target_file_bytes, {0.0, kUnbounded, true})->value_name("BYTES"),
          "budget of the whole file per vector: header, anchors, ids, ranges or rotation and codebook, codes "
          "and metadata (8 KiB set aside for it) in at most BYTES x n bytes. Fits the largest 3 anchor counts "
-         "of -m, -m/4, -m/16, ... that fit; the first count trains the ids alone, the scalar code and product "
+         "of -m, -m/4, -m/16, ... that fit; each count trains the ids alone, the scalar code and product "
          "codes of 8, 4 and 12 bits over every rotated dimension or over 1, 2 or 4 per sub-space of the "
-         "directions of most variance (a smaller rotation and codebook), each with the code bytes its side "
-         "data leaves, and the later counts the kind of code the first chose and the scalar code; keeps the "
-         "lowest held-out error")
+         "directions of most variance (a smaller rotation and codebook; 12-bit codes over 4 or more), each "
+         "with the code bytes its side data leaves, until one chooses a code; the counts after it train the "
+         "kind of code it chose and the scalar code; keeps the lowest held-out error")
         ("target-file-ratio", po::value(&a.target_file_ratio)->value_name("R"),
          "the same whole-file budget as a share of the float32 size (4 d bytes per vector): 0.03 or 3%")
         ("codec", po::value(&a.codec)->default_value(a.codec)->value_name("FAMILY"),
