@@ -6,6 +6,8 @@
 
 #include "codes/column_block.hpp"
 #include "codes/eigenvalue_allocation.hpp"
+#include "codes/procrustes.hpp"
+#include "codes/product_error.hpp"
 #include "vlattice/cpu_backend.hpp"
 #include "vlattice/product_codes.hpp"
 
@@ -370,16 +372,62 @@ TEST_CASE("codes are the nearest centroids and decoding rebuilds their reconstru
     }
 }
 
-TEST_CASE("OPQ does not raise the training error of the PCA start", "[product]") {
+// Rows mapped by a known rotation: Procrustes recovers it (OPQ's rounds are judged on rows they did
+// not train on, so no error they report would show a wrong transpose).
+TEST_CASE("the Procrustes rotation recovers a planted one", "[product]") {
     const std::uint64_t s = seed();
     INFO("seed " << s);
     std::mt19937_64 rng(s);
-    const Anchored a = anchored(correlated_gaussian(4000, 32, rng), 4, rng);
-    auto backend = make_cpu_backend(1);
-    const double pca = decode_error(a, trained_codes(a, product_config(8, 4, 0, s), *backend));
-    const double opq = decode_error(a, trained_codes(a, product_config(8, 4, 4, s), *backend));
-    INFO("PCA " << pca << ", OPQ " << opq);
-    CHECK(opq <= pca * 1.001);
+    constexpr std::size_t d = 12;
+    const Anchored a = anchored(correlated_gaussian(500, d, rng), 1, rng);
+    const Matrix planted = train_product_codebook(a.points, a.anchors, a.assignments, product_config(4, 4, 0, s),
+                                                  *make_cpu_backend(1))
+                               .rotation;  // the PCA start: orthonormal rows
+    REQUIRE(planted.rows == d);
+    Matrix hidden(d, d);
+    for (std::size_t t = 0; t < d; ++t) {  // the rows reversed: another orthogonal matrix
+        std::copy(planted.row(d - 1 - t), planted.row(d - t), hidden.row(t));
+    }
+    Matrix mapped(a.points.rows, d);
+    for (std::size_t i = 0; i < a.points.rows; ++i) {
+        for (std::size_t t = 0; t < d; ++t) {
+            double sum = 0.0;
+            for (std::size_t k = 0; k < d; ++k) {
+                sum += static_cast<double>(hidden.row(t)[k]) * a.points.row(i)[k];
+            }
+            mapped.row(i)[t] = static_cast<float>(sum);
+        }
+    }
+    const Matrix found = procrustes_rotation(mapped, a.points);
+    REQUIRE(found.rows == d);
+    REQUIRE(found.cols == d);
+    for (std::size_t e = 0; e < found.data.size(); ++e) {
+        INFO("entry " << e);
+        CHECK(std::abs(found.data[e] - hidden.data[e]) < 1e-4f);
+    }
+}
+
+// A budget measures its product candidates, and OPQ judges its rounds, in the rotated space.
+TEST_CASE("a product code's error in the rotated space is its decoded error", "[product]") {
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    const Anchored a = anchored(correlated_gaussian(1200, 20, rng), 6, rng);
+    auto backend = make_cpu_backend(2);
+    struct Shape {
+        std::size_t subspaces, rotated_dims, stages;
+    };
+    for (const Shape shape : {Shape{5, 0, 1}, Shape{4, 8, 1}, Shape{3, 0, 2}}) {
+        INFO("M " << shape.subspaces << ", p " << shape.rotated_dims << ", stages " << shape.stages);
+        ProductCodeConfig config = product_config(shape.subspaces, 4, 1, s);
+        config.rotated_dims = shape.rotated_dims;
+        config.stages = shape.stages;
+        const ProductCodes codes = trained_codes(a, config, *backend);
+        const double decoded = decode_error(a, codes);
+        const double measured = product_mse(codes.book, a.points, a.anchors, a.assignments, *backend);
+        INFO("decoded " << decoded << ", rotated " << measured);
+        CHECK(std::abs(measured - decoded) <= 1e-5 * decoded);
+    }
 }
 
 TEST_CASE("OPQ rounds stop before their next SVD once a round gains less than opq_min_gain", "[product]") {

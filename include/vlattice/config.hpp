@@ -90,14 +90,16 @@ struct ProductCodeConfig {
     // its own. Code bytes per vector: ceil(S * M * bits / 8). Only the first stage's rotation is
     // trained by OPQ rounds, and none when M = 1 (a rotation does not change one sub-space's k-means).
     std::size_t stages = 1;
-    // Rounds of OPQ after the PCA start (--opq-iters): each trains the centroids, then replaces the
-    // rotation by the orthogonal Procrustes solution (an SVD) that best maps the residuals onto their
-    // codes. 0 keeps the PCA rotation with the variance balanced across the sub-spaces.
+    // Rounds of OPQ after the PCA start (--opq-iters): each trains steering centroids on seven of
+    // every eight sample rows, then replaces the rotation by the orthogonal Procrustes solution (an
+    // SVD) that best maps those rows onto their codes. 0 keeps the PCA rotation with the variance
+    // balanced across the sub-spaces.
     int opq_iters = 4;
-    // The rounds stop early, before their next SVD, once a round lowers the error of the rotated
-    // sample against its centroids by less than this share of the error, or raises it
-    // (--opq-min-gain); 0 runs every round. Where OPQ gains nothing (residuals whose variance PCA
-    // already balances) this saves the SVDs, the costliest step at large d.
+    // The rounds stop early, before their next SVD, once a rotation lowers the error of the eighth
+    // row (which no round trains on) by less than this share of it, and keep the better of the last
+    // two rotations (--opq-min-gain); 0 runs every round and keeps the last. Where OPQ gains nothing
+    // this saves the SVDs, the costliest step at large d, and it keeps rotations that fit only the
+    // rows they were fitted to.
     double opq_min_gain = 0.001;
     // Share of each cluster's farthest members that the fits of a residual code (M = 1) leave out of
     // its mean once cold (their trim_final), run for all their iterations (min_gain 0). Each such fit

@@ -56,8 +56,8 @@ void add_coding_options(po::options_description& options, CodingArgs& a) {
          "rounds that refine the product code's rotation (OPQ); 0 keeps the PCA start")
         ("opq-min-gain", real_number(&a.opq_min_gain, {0.0, 1.0, false, true})->default_value(a.opq_min_gain)
                              ->value_name("G"),
-         "OPQ stops early once a round lowers the training error by less than this share of it; 0 runs "
-         "every round");
+         "OPQ stops early once a round lowers the error of the sample rows it does not train on (one in "
+         "eight) by less than this share of it, keeping the better rotation; 0 runs every round");
 }
 
 namespace {

@@ -2,6 +2,7 @@
 #include "vlattice/coding_plan.hpp"
 
 #include "codes/budget_shapes.hpp"
+#include "codes/product_error.hpp"
 #include "codes/product_training.hpp"
 #include "numeric.hpp"
 #include "random.hpp"
@@ -109,12 +110,6 @@ double mean_error(const Matrix& points, Decode decode) {
         },
         d);
     return total / static_cast<double>(points.rows);
-}
-
-double product_mse(const ProductCodebook& book, const Matrix& points, const Matrix& anchors,
-                   const std::vector<std::uint32_t>& assignments, Backend& backend) {
-    const ProductCodes codes{book, encode_product(book, points, anchors, assignments, backend)};
-    return mean_error(points, [&](std::size_t i, float* out) { decode_product_row(anchors, codes, assignments[i], i, out); });
 }
 
 double scalar_mse(const ResidualCodes& ranges, const Matrix& points, const Matrix& anchors,

@@ -25,14 +25,14 @@ bool below_accepted_scale(const Matrix& values) {
 }
 
 // Fits sub-space j and writes its centroids and its rows' decoded values into `out` (its own columns
-// only); returns the fit's energy.
-double fit_subspace(const Matrix& rotated, const std::vector<std::uint32_t>& bounds, std::size_t j,
-                    const AnnealConfig& kmeans, std::size_t table, Backend& backend, SubspaceCentroids& out) {
+// only).
+void fit_subspace(const Matrix& rotated, const std::vector<std::uint32_t>& bounds, std::size_t j,
+                  const AnnealConfig& kmeans, std::size_t table, Backend& backend, SubspaceCentroids& out) {
     const std::size_t first = bounds[j];
     const std::size_t width = bounds[j + 1] - first;
     const Matrix values = column_block(rotated, first, width);
     if (below_accepted_scale(values)) {
-        return 0.0;
+        return;
     }
     check_accepted_range(values, "the rotated residuals of sub-space " + std::to_string(j));
     AnnealConfig config = kmeans;
@@ -47,7 +47,6 @@ double fit_subspace(const Matrix& rotated, const std::vector<std::uint32_t>& bou
         const float* centroid = fitted.anchors.row(fitted.assignments[i]);
         std::copy(centroid, centroid + width, out.decoded.row(i) + first);
     }
-    return fitted.energy;
 }
 
 }  // namespace
@@ -71,8 +70,7 @@ SubspaceCentroids train_subspace_centroids(const Matrix& rotated, const std::vec
                                            unsigned bits, const AnnealConfig& kmeans, SubspaceFitters& fitters) {
     const std::size_t table = std::size_t{1} << bits;
     const std::size_t subspaces = bounds.size() - 1;
-    SubspaceCentroids out{Matrix(table, rotated.cols), Matrix(rotated.rows, rotated.cols), 0.0};
-    std::vector<double> energy(subspaces, 0.0);
+    SubspaceCentroids out{Matrix(table, rotated.cols), Matrix(rotated.rows, rotated.cols)};
     // Sub-spaces of one width in a row: a worker's next fit then has the shape of its last, whose
     // buffers it keeps.
     std::vector<std::size_t> order(subspaces);
@@ -82,7 +80,7 @@ SubspaceCentroids train_subspace_centroids(const Matrix& rotated, const std::vec
     const std::size_t workers = fitters.workers(subspaces);
     if (workers == 1) {
         for (const std::size_t j : order) {
-            energy[j] = fit_subspace(rotated, bounds, j, kmeans, table, fitters.worker(0), out);
+            fit_subspace(rotated, bounds, j, kmeans, table, fitters.worker(0), out);
         }
     } else {
         // An exception may not leave the parallel loop: each sub-space keeps its own, and the first
@@ -92,8 +90,8 @@ SubspaceCentroids train_subspace_centroids(const Matrix& rotated, const std::vec
         for (std::size_t k = 0; k < subspaces; ++k) {
             const std::size_t j = order[k];
             try {
-                energy[j] = fit_subspace(rotated, bounds, j, kmeans, table,
-                                         fitters.worker(static_cast<std::size_t>(omp_get_thread_num())), out);
+                fit_subspace(rotated, bounds, j, kmeans, table,
+                             fitters.worker(static_cast<std::size_t>(omp_get_thread_num())), out);
             } catch (...) {
                 failures[j] = std::current_exception();
             }
@@ -103,9 +101,6 @@ SubspaceCentroids train_subspace_centroids(const Matrix& rotated, const std::vec
                 std::rethrow_exception(failure);
             }
         }
-    }
-    for (const double e : energy) {
-        out.error += e;
     }
     return out;
 }

@@ -14,7 +14,6 @@ namespace vlattice {
 struct SubspaceCentroids {
     Matrix centroids;  // 2^bits x p, as ProductCodebook holds them
     Matrix decoded;    // n x p: every row's nearest centroids, the rows' codes decoded
-    double error = 0.0;  // mean over the rows of the squared distance to `decoded`: the fits' energies summed
 };
 
 // The backends the sub-space fits run on: `backend` alone, or up to backend.side_by_side() siblings
