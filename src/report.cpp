@@ -58,7 +58,14 @@ nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, c
         }
         return out;
     };
-    report["code_seconds"] = {{"training", stages(context.code_training)}, {"coding", stages(context.code_coding)}};
+    nlohmann::json candidates = nlohmann::json::array();
+    for (const auto& [anchors, candidate] : context.code_candidates) {
+        candidates.push_back(
+            {{"anchors", anchors}, {"code", candidate.description}, {"seconds", stages(candidate.seconds)}});
+    }
+    report["code_seconds"] = {{"training", stages(context.code_training)},
+                              {"coding", stages(context.code_coding)},
+                              {"candidates", std::move(candidates)}};
     return report;
 }
 

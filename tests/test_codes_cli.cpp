@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -91,8 +92,10 @@ TEST_CASE("compress --target-file-bytes keeps the whole file within the budget a
     for (const auto& [budget, allowed] : budgets) {
         INFO(budget);
         const std::string out = ann.dir.path("file-budget.vlat");
+        const std::string report_path = ann.dir.path("file-budget.json");
         const CommandResult run = run_cli("compress " + quote(ann.path) + " -o " + quote(out) +
-                                          " -m 64 --iters 12 --device cpu --threads 2 " + budget);
+                                          " -m 64 --iters 12 --device cpu --threads 2 --report " +
+                                          quote(report_path) + " " + budget);
         INFO(run.output);
         REQUIRE(run.exit_code == 0);
         CHECK_THAT(run.output, Contains("tries 64, 16 and 4 anchors") && Contains("candidates  with m = 16 anchors") &&
@@ -102,6 +105,19 @@ TEST_CASE("compress --target-file-bytes keeps the whole file within the budget a
         CHECK(metadata["residuals"]["target_file_bytes"] == allowed);
         CHECK(metadata["residuals"]["anchor_counts"].size() == 3);
         CHECK(metadata["m_requested"] == 64);  // -m, not the count kept
+        // The report times every candidate of every count; a candidate's stages run one after another.
+        const nlohmann::json report = nlohmann::json::parse(read_file(report_path));
+        std::set<std::size_t> counts;
+        for (const nlohmann::json& candidate : report["code_seconds"]["candidates"]) {
+            INFO(candidate.dump());
+            counts.insert(candidate["anchors"].get<std::size_t>());
+            double stages = 0.0;
+            for (const auto& [stage, seconds] : candidate["seconds"].items()) {
+                stages += stage == "wall" ? 0.0 : seconds.get<double>();
+            }
+            CHECK(stages <= candidate["seconds"]["wall"].get<double>() + 1e-6);
+        }
+        CHECK(counts.size() == 3);
     }
     // Another file's anchors (as many as its budget kept) with their ids and the metadata allowance
     // take more than 4 bytes a vector.

@@ -93,6 +93,9 @@ struct CodingCandidate {
     // Under a whole-file budget: the file's bytes per vector with this code (the metadata counted at
     // what the budget sets aside for it); else 0.
     double file_bytes = 0.0;
+    // Its training's stages, and "wall": from its start to its measured error. Candidates train side
+    // by side on the GPU, so these show which one a budget waits for. Only the run report has them.
+    StageSeconds seconds;
 };
 
 // A trained residual code, not yet applied to any vector.

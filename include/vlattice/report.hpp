@@ -3,6 +3,7 @@
 #pragma once
 
 #include "vlattice/anneal.hpp"
+#include "vlattice/coding_plan.hpp"
 #include "vlattice/config.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/stage_seconds.hpp"
@@ -10,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace vlattice {
 
@@ -24,6 +27,8 @@ struct ReportContext {
     double code_seconds = 0.0;  // training the residual code and coding the vectors
     StageSeconds code_training;  // the parts of code_seconds (TrainedCoding::seconds)
     StageSeconds code_coding;    // (encode_with_model's seconds)
+    // Every budget candidate of every anchor count tried, with that count: its seconds.
+    std::vector<std::pair<std::size_t, CodingCandidate>> code_candidates;
     double write_seconds = 0.0;
 };
 
@@ -32,7 +37,8 @@ nlohmann::json iteration_json(const IterationRecord& record);
 // The keys of run_metadata (with the full input path and config.threads), plus backend, threads,
 // history[] (one iteration_json per iteration) and seconds{load, init, assign, reduce, update,
 // maintenance (with its parts maintenance_nearest and maintenance_members), energy, code, write,
-// fit, other_fits, total} and code_seconds{training{stage: s}, coding{stage: s}}, the parts of seconds.code.
+// fit, other_fits, total} and code_seconds{training{stage: s}, coding{stage: s}}, the parts of seconds.code,
+// with candidates[{anchors, code, seconds{stage: s, wall}}].
 nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, const ReportContext& context);
 
 }  // namespace vlattice

@@ -228,6 +228,9 @@ int compress(int argc, char** argv, bool model_only) {
         for (const auto& [stage, seconds] : run.trials[t].coding.seconds.entries()) {
             context.code_training.add(stage, seconds);
         }
+        for (const CodingCandidate& candidate : run.trials[t].coding.candidates) {
+            context.code_candidates.emplace_back(run.trials[t].anchors, candidate);
+        }
     }
     start = std::chrono::steady_clock::now();
     // The .vlat and the report are renamed into place together, once both are written.

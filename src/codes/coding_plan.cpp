@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <exception>
 #include <functional>
@@ -162,12 +163,11 @@ Sample sample_of(const Matrix& points, const std::vector<std::uint32_t>& assignm
     return {select_rows(points, rows), pick(assignments, rows)};
 }
 
-// One candidate of a budget: its code, its measured errors, and the seconds of its stages.
+// One candidate of a budget: what it measured (errors, seconds) and its code.
 struct Trained {
     CodingCandidate candidate;
     ResidualCodes scalar;     // codec scalar
     ProductCodebook product;  // codec product
-    StageSeconds seconds;
 };
 
 // job(k, backend) for k < count: one after the other on `backend`, or, where the backend trains side
@@ -252,7 +252,7 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
     const double held_out_share =
         rows.split ? static_cast<double>(rows.measured.size()) / static_cast<double>(n) : 0.0;
     const auto measure = [&](Trained& t, auto mse_of) {
-        t.seconds.time("measure", [&] {
+        t.candidate.seconds.time("measure", [&] {
             t.candidate.held_out_mse = mse_of(held_out);
             const double seen_mse = rows.split ? mse_of(seen) : t.candidate.held_out_mse;
             t.candidate.file_mse = held_out_share * t.candidate.held_out_mse + (1.0 - held_out_share) * seen_mse;
@@ -286,10 +286,10 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
     }
     if (shapes.scalar_bytes > 0) {
         jobs.emplace_back([&](Trained& t, Backend&) {
-            const std::vector<std::uint8_t> widths = t.seconds.time(
+            const std::vector<std::uint8_t> widths = t.candidate.seconds.time(
                 "scalar", [&] { return allocate_widths(points, anchors, assignments, 8 * shapes.scalar_bytes); });
-            t.scalar =
-                t.seconds.time("scalar", [&] { return learn_residual_ranges(points, anchors, assignments, widths); });
+            t.scalar = t.candidate.seconds.time(
+                "scalar", [&] { return learn_residual_ranges(points, anchors, assignments, widths); });
             t.candidate.codec = ResidualCodec::scalar;
             t.candidate.kind = {ResidualCodec::scalar, 0, 0};
             t.candidate.description = "scalar " + describe_widths(widths);
@@ -308,7 +308,7 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
     }
     for (const ProductShape& shape : shapes.product) {
         jobs.emplace_back([&, shape](Trained& t, Backend& on) {
-            t.product = train_product_codebook(training, shaped(spec.product, shape), on, &t.seconds);
+            t.product = train_product_codebook(training, shaped(spec.product, shape), on, &t.candidate.seconds);
             t.candidate.codec = ResidualCodec::product;
             t.candidate.kind = shape.kind();
             t.candidate.description = product_description(shape);
@@ -320,12 +320,18 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
         });
     }
     std::vector<Trained> trained(jobs.size());
-    run_jobs(jobs.size(), backend, [&](std::size_t k, Backend& on) { jobs[k](trained[k], on); });
-    for (const Trained& t : trained) {
-        out.candidates.push_back(t.candidate);
-        for (const auto& [stage, seconds] : t.seconds.entries()) {
+    std::vector<double> wall(jobs.size());
+    run_jobs(jobs.size(), backend, [&](std::size_t k, Backend& on) {
+        const auto start = std::chrono::steady_clock::now();
+        jobs[k](trained[k], on);
+        wall[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    });
+    for (std::size_t k = 0; k < trained.size(); ++k) {
+        for (const auto& [stage, seconds] : trained[k].candidate.seconds.entries()) {
             out.seconds.add(stage, seconds);
         }
+        trained[k].candidate.seconds.add("wall", wall[k]);
+        out.candidates.push_back(trained[k].candidate);
     }
     std::size_t best = 0;
     for (std::size_t c = 1; c < out.candidates.size(); ++c) {
