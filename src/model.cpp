@@ -78,7 +78,8 @@ VlatFile model_of(const VlatFile& file) {
 }
 
 VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend& backend,
-                           const std::string& metadata_json, StageSeconds* seconds) {
+                           const std::string& metadata_json, StageSeconds* seconds,
+                           const std::vector<std::uint32_t>* nearest) {
     if (points.cols != model.d) {
         throw Error("the vectors have dimension " + std::to_string(points.cols) + ", the model " +
                     std::to_string(model.d));
@@ -86,7 +87,9 @@ VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend&
     VlatFile file = model_of(model);
     file.n = points.rows;
     file.metadata_json = metadata_json;
-    file.assignments = timed(seconds, "anchors", [&] { return nearest_anchors(points, model.anchors, backend); });
+    file.assignments = nearest ? *nearest : timed(seconds, "anchors", [&] {
+        return nearest_anchors(points, model.anchors, backend);
+    });
     if (model.codec == ResidualCodec::scalar) {
         timed(seconds, "codes", [&] { encode_with_ranges(file.residuals, points, file.anchors, file.assignments); });
     } else if (model.codec == ResidualCodec::product) {

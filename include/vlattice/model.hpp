@@ -27,10 +27,12 @@ VlatFile make_model(const Matrix& stored, AnchorStorage storage, Metric metric, 
                     const std::string& metadata_json);
 
 // Codes `points` with `model` (a file read or made by make_model; its n is ignored): each point's
-// nearest anchor, then its residual code. The result holds n = points.rows vectors. `seconds`, when
-// given, receives the time of each stage (anchors, then the code's).
+// nearest anchor (`nearest` when the caller has them, as nearest_anchors gives them), then its
+// residual code. The result holds n = points.rows vectors. `seconds`, when given, receives the time
+// of each stage (anchors, then the code's).
 VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend& backend,
-                           const std::string& metadata_json, StageSeconds* seconds = nullptr);
+                           const std::string& metadata_json, StageSeconds* seconds = nullptr,
+                           const std::vector<std::uint32_t>* nearest = nullptr);
 
 // `tail` appended to `base`: both must hold the same model (metric, anchors, codec and its
 // parameters, bit for bit); throws Error naming what differs.

@@ -236,8 +236,12 @@ int compress(int argc, char** argv, bool model_only) {
     // The .vlat and the report are renamed into place together, once both are written.
     OutputGroup written;
     const VlatFile& model = run.model;
+    // The fit ends with an exact assign to its anchors, which float32 storage keeps as they are: the
+    // points' nearest anchors of the model, as encoding would find them again.
+    const bool nearest_known = config.assign_precision == AssignPrecision::exact && storage == AnchorStorage::f32;
     const VlatFile file = model_only ? model : during("coding the vectors", [&] {
-        return encode_with_model(model, loaded.points, *choice.backend, model.metadata_json, &context.code_coding);
+        return encode_with_model(model, loaded.points, *choice.backend, model.metadata_json, &context.code_coding,
+                                 nearest_known ? &result.assignments : nullptr);
     });
     context.code_seconds = trained_seconds - result.seconds.total - context.other_fits_seconds + seconds_since(start);
     if (!args.quiet) {
