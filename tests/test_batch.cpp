@@ -456,6 +456,28 @@ TEST_CASE("batch: a re-run with other options or another input redoes the job an
     CHECK(row_named(summary(out), "a")["status"] == "ok");
 }
 
+TEST_CASE("batch: a whole-file budget holds every job's file, and a new budget redoes the job", "[cli][batch]") {
+    ScratchDir dir;
+    const std::string a = dir.path("a.hdf5");
+    make_ann_file(a, "600 6 --queries 10 --clusters 6 --k 10");
+    const std::string out = dir.path("out");
+    const std::string run = "batch " + quote(a) + " -o " + quote(out) + " --iters 12 --device cpu -m 16";
+    for (const double budget : {40.0, 60.0}) {
+        INFO("budget " << budget);
+        const CommandResult done = run_cli(run + " --target-file-bytes " + std::to_string(budget));
+        INFO(done.output);
+        REQUIRE(done.exit_code == 0);
+        const nlohmann::json row = row_named(summary(out), "a");
+        CHECK(row["status"] == "ok");
+        CHECK(static_cast<double>(std::filesystem::file_size(out + "/a.vlat")) <= budget * 600.0);
+        const nlohmann::json metadata = nlohmann::json::parse(vlattice::read_vlat(out + "/a.vlat").metadata_json);
+        CHECK(metadata["residuals"]["target_file_bytes"] == budget);
+        if (budget == 60.0) {
+            CHECK_THAT(done.output, Contains("a: redone: --target-file-bytes changed 40.0 -> 60.0"));
+        }
+    }
+}
+
 TEST_CASE("batch: neighbour ids outside the training set fail the job, as query refuses them", "[cli][batch]") {
     ScratchDir dir;
     for (const auto& [bad, id] : {std::pair<std::string, std::string>{"np.full((q, 10), 7)", ""},

@@ -281,6 +281,12 @@ TEST_CASE("fit_and_train and train_coding refuse what a whole-file budget cannot
                       Contains("more than the whole-file budget's 12000") && Contains("than the 16 set aside"));
 
     const FitResult fitted = fit_anchors(config);
+    // 9,000 bytes hold neither the 256 anchors (16 KiB) nor the ids: train_coding, called without
+    // anchor_counts' check, says that no code fits beside them.
+    spec.file_budget->bytes_per_vector = 9.0;
+    spec.file_budget->metadata_bytes = 8192;
+    CHECK_THROWS_WITH(train_coding(points, fitted.anchors, fitted.assignments, spec, *cpu),
+                      Contains("no auto code fits a whole-file budget of 9") && Contains("beside the anchor ids"));
     spec.budget_bytes = 8.0;
     CHECK_THROWS_WITH(train_coding(points, fitted.anchors, fitted.assignments, spec, *cpu),
                       Contains("a budget of code bytes or of the whole file, not both"));
