@@ -91,7 +91,7 @@ TEST_CASE("a budget is never exceeded, and the chosen code is the candidate with
             CHECK(trained.candidates[trained.chosen].held_out_mse <= candidate.held_out_mse);
         }
         if (!trained.candidates.empty()) {
-            CHECK(file.codec == trained.candidates[trained.chosen].codec);
+            CHECK(file.codec == trained.candidates[trained.chosen].kind.codec);
             CHECK(code_bytes_per_vector(file) == Approx(trained.candidates[trained.chosen].code_bytes));
         }
     }
@@ -156,7 +156,7 @@ TEST_CASE("a whole-file budget is never exceeded, and the run keeps the anchor c
             CHECK(kept(run.trials[run.chosen]).held_out_mse <= kept(t).held_out_mse);
         }
         CHECK(file.anchors.rows == run.trials[run.chosen].anchors);
-        CHECK(file.codec == kept(run.trials[run.chosen]).codec);
+        CHECK(file.codec == kept(run.trials[run.chosen]).kind.codec);
         CHECK(nlohmann::json::parse(file.metadata_json)["residuals"]["target_file_bytes"] ==
               spec.file_budget->bytes_per_vector);
     }

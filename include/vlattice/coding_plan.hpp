@@ -82,8 +82,7 @@ struct CodingSpec {
 
 // One coding the budget allowed, with the errors it gave.
 struct CodingCandidate {
-    ResidualCodec codec = ResidualCodec::none;
-    CandidateKind kind;
+    CandidateKind kind;  // its codec among them
     std::string description;  // "product M = 30 x 8 bits", "scalar 392 x 4 bits"
     double code_bytes = 0.0;  // per vector, the id included
     double held_out_mse = 0.0;  // on rows held out of its training: what a budget minimises

@@ -264,14 +264,13 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
             return;
         }
         VlatShape shape = budget_file_shape(*spec.file_budget, n, m, d);
-        set_code_shape(shape, t.candidate.codec, t.scalar, t.product);
+        set_code_shape(shape, t.candidate.kind.codec, t.scalar, t.product);
         t.candidate.file_bytes = static_cast<double>(vlat_file_bytes(shape)) / static_cast<double>(n);
     };
 
     std::vector<std::function<void(Trained&, Backend&)>> jobs;
     if (shapes.ids_only) {
         jobs.emplace_back([&](Trained& t, Backend&) {
-            t.candidate.codec = ResidualCodec::none;
             t.candidate.kind = {ResidualCodec::none, 0, 0};
             t.candidate.description = "ids only";
             t.candidate.code_bytes = id_bytes;
@@ -290,7 +289,6 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
                 "scalar", [&] { return allocate_widths(points, anchors, assignments, 8 * shapes.scalar_bytes); });
             t.scalar = t.candidate.seconds.time(
                 "scalar", [&] { return learn_residual_ranges(points, anchors, assignments, widths); });
-            t.candidate.codec = ResidualCodec::scalar;
             t.candidate.kind = {ResidualCodec::scalar, 0, 0};
             t.candidate.description = "scalar " + describe_widths(widths);
             t.candidate.code_bytes = id_bytes + static_cast<double>(t.scalar.layout.code_bytes);
@@ -309,7 +307,6 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
     for (const ProductShape& shape : shapes.product) {
         jobs.emplace_back([&, shape](Trained& t, Backend& on) {
             t.product = train_product_codebook(training, shaped(spec.product, shape), on, &t.candidate.seconds);
-            t.candidate.codec = ResidualCodec::product;
             t.candidate.kind = shape.kind();
             t.candidate.description = product_description(shape);
             t.candidate.code_bytes = id_bytes + static_cast<double>(t.product.code_bytes());
@@ -340,7 +337,7 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
         }
     }
     out.chosen = best;
-    out.codec = out.candidates[best].codec;
+    out.codec = out.candidates[best].kind.codec;
     out.scalar = std::move(trained[best].scalar);
     out.product = std::move(trained[best].product);
     return out;
