@@ -201,6 +201,10 @@ std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matr
     std::vector<std::uint16_t> ids(n * codes);
     constexpr int kNearestThreads = 128;
     const std::uint32_t widest = widest_subspace(book.bounds);
+    const auto nearest_kernel = widest <= 16   ? nearest_centroids_kernel<16>
+                                : widest <= 32 ? nearest_centroids_kernel<32>
+                                : widest <= 64 ? nearest_centroids_kernel<64>
+                                               : nearest_centroids_kernel<0>;
     for (std::size_t first = 0; first < n; first += tile) {
         const std::size_t rows = std::min(tile, n - first);
         CUDA_CHECK(cudaMemcpyAsync(tile_points.data(), points.row(first), rows * d * sizeof(float),
@@ -211,11 +215,7 @@ std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matr
                       rotated.data(), stream);
         const dim3 nearest(static_cast<unsigned>(ceil_div(rows, kNearestThreads)), static_cast<unsigned>(subspaces));
         for (std::size_t stage = 0; stage < book.stages; ++stage) {
-            const auto kernel = widest <= 16   ? nearest_centroids_kernel<16>
-                                : widest <= 32 ? nearest_centroids_kernel<32>
-                                : widest <= 64 ? nearest_centroids_kernel<64>
-                                               : nearest_centroids_kernel<0>;
-            kernel<<<nearest, kNearestThreads, 0, stream>>>(
+            nearest_kernel<<<nearest, kNearestThreads, 0, stream>>>(
                 rotated.data(), centroids.data(), bounds.data(), static_cast<int>(rows), static_cast<int>(p),
                 static_cast<int>(book.table()), static_cast<int>(stage), static_cast<int>(codes),
                 stage + 1 == book.stages, tile_ids.data());
