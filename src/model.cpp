@@ -4,6 +4,7 @@
 #include "vlattice/half.hpp"
 #include "vlattice/point_format.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -83,6 +84,12 @@ VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend&
     if (points.cols != model.d) {
         throw Error("the vectors have dimension " + std::to_string(points.cols) + ", the model " +
                     std::to_string(model.d));
+    }
+    const auto outside = [&](std::uint32_t anchor) { return anchor >= model.anchors.rows; };
+    if (nearest && (nearest->size() != points.rows || std::any_of(nearest->begin(), nearest->end(), outside))) {
+        throw Error("encode_with_model: the nearest anchors given are " + std::to_string(nearest->size()) +
+                    " ids for " + std::to_string(points.rows) + " vectors, each below the model's " +
+                    std::to_string(model.anchors.rows) + " anchors");
     }
     VlatFile file = model_of(model);
     file.n = points.rows;

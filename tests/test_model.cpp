@@ -355,6 +355,17 @@ TEST_CASE("vectors encoded in two parts and appended equal the two parts encoded
         CHECK(joined.residuals.codes == whole.residuals.codes);
         CHECK(joined.product.codes == whole.product.codes);
         CHECK(reconstruction_mse(joined, f.points) == reconstruction_mse(whole, f.points));
+        // Nearest anchors handed in (as compress hands in its fit's) code the same file, and ones
+        // that do not fit the vectors or the model are refused.
+        CHECK(encode_with_model(model, f.points, backend, "{}", nullptr, &whole.assignments).product.codes ==
+              whole.product.codes);
+        const std::vector<std::uint32_t> short_list(899, 0);
+        CHECK_THROWS_WITH(encode_with_model(model, f.points, backend, "{}", nullptr, &short_list),
+                          Contains("899 ids for 900 vectors"));
+        std::vector<std::uint32_t> past = whole.assignments;
+        past[5] = static_cast<std::uint32_t>(model.anchors.rows);
+        CHECK_THROWS_WITH(encode_with_model(model, f.points, backend, "{}", nullptr, &past),
+                          Contains("each below the model's"));
 
         VlatFile other = model;
         other.anchors.data[3] += 1.0f;

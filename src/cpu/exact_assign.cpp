@@ -179,13 +179,11 @@ std::size_t assign_nearest(const Matrix& points, const std::vector<float>& point
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(count), static_cast<int>(m),
                     static_cast<int>(d), 1.0f, points.row(start), static_cast<int>(d), anchors.data.data(),
                     static_cast<int>(d), 0.0f, dot.data(), static_cast<int>(m));
-#pragma omp parallel reduction(+ : changed)
-        {
-            std::vector<std::uint32_t> near(m);
-#pragma omp for schedule(static)
-            for (std::size_t r = 0; r < count; ++r) {
-                changed += choose(start + r, dot.data() + r * m, near.data());
-            }
+#pragma omp parallel for schedule(static) reduction(+ : changed)
+        for (std::size_t r = 0; r < count; ++r) {
+            thread_local std::vector<std::uint32_t> near;
+            near.resize(m);
+            changed += choose(start + r, dot.data() + r * m, near.data());
         }
     }
     return changed;
