@@ -270,6 +270,16 @@ TEST_CASE("small or flat training sets still give a complete codebook", "[produc
     CHECK(orthonormality_error(flat.book.rotation) <= 1e-6);
     CHECK(std::all_of(flat.codes.begin(), flat.codes.end(), [](std::uint8_t c) { return c == 0; }));
     CHECK(decode_error(exact, flat) == 0.0);
+
+    // Under 8 residuals no row is left to judge OPQ's rounds on: every round runs, as with no early
+    // stop at all.
+    const Anchored seven = anchored(random_points(7, 6, rng), 1, rng);
+    ProductCodeConfig judged = product_config(3, 4, 3, s);
+    ProductCodeConfig every = judged;
+    every.opq_min_gain = 0.0;
+    const ProductCodebook kept = train_product_codebook(seven.points, seven.anchors, seven.assignments, judged, *backend);
+    CHECK(kept.rotation.data ==
+          train_product_codebook(seven.points, seven.anchors, seven.assignments, every, *backend).rotation.data);
 }
 
 TEST_CASE("a planted product code is recovered exactly", "[product]") {
