@@ -277,7 +277,8 @@ TEST_CASE("small or flat training sets still give a complete codebook", "[produc
     ProductCodeConfig judged = product_config(3, 4, 3, s);
     ProductCodeConfig every = judged;
     every.opq_min_gain = 0.0;
-    const ProductCodebook kept = train_product_codebook(seven.points, seven.anchors, seven.assignments, judged, *backend);
+    const ProductCodebook kept =
+        train_product_codebook(seven.points, seven.anchors, seven.assignments, judged, *backend);
     CHECK(kept.rotation.data ==
           train_product_codebook(seven.points, seven.anchors, seven.assignments, every, *backend).rotation.data);
 }
