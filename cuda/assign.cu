@@ -253,9 +253,11 @@ __global__ void __launch_bounds__(kThreads)
 GpuShape gpu_shape(int gpu) {
     int multiprocessors = 0;
     int l2_bytes = 0;
+    int shared = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, gpu));
     CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, gpu));
-    return {multiprocessors, static_cast<std::size_t>(l2_bytes)};
+    CUDA_CHECK(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
+    return {multiprocessors, static_cast<std::size_t>(l2_bytes), static_cast<std::size_t>(shared)};
 }
 
 AssignPlan plan_assign(std::size_t n, std::size_t m, int d, const GpuShape& gpu) {
@@ -311,11 +313,8 @@ Bound bound_of(const AssignArgs& args) {
 
 void launch_fast(const AssignArgs& args, cudaStream_t stream) {
     if (args.path == FastPath::fp32) {
-        if (args.points.type != RowType::f32) {
-            throw Error("fast assign: the float32 kernel needs float32 points");
-        }
         FastAssignArgs fast;
-        fast.points = static_cast<const float*>(args.points.data);
+        fast.points = args.points;
         fast.anchors = args.anchors;
         fast.anchor_norms = args.anchor_norms;
         fast.n = args.n;
@@ -360,6 +359,8 @@ void launch_fast(const AssignArgs& args, cudaStream_t stream) {
     fast.splits = args.plan.splits;
     fast.tiles_per_split = args.plan.tiles_per_split;
     fast.candidates = args.candidates;
+    fast.engine = args.engine;
+    fast.shared_limit = args.gpu.shared_limit;
     launch_fast_assign_half(fast, stream);
 }
 

@@ -23,6 +23,7 @@ namespace vlattice::cuda {
 struct GpuShape {
     int multiprocessors = 1;
     std::size_t l2_bytes = 0;
+    std::size_t shared_limit = 0;  // shared memory a block may opt into
 };
 GpuShape gpu_shape(int gpu);
 
@@ -56,7 +57,7 @@ struct HalfOperands {
 
 // n and m below 2^31 (ids are 32-bit on the device).
 struct AssignArgs {
-    PointRows points;  // float32 rows for FastPath::fp32
+    PointRows points;  // in their stored type
     const float* point_norms = nullptr;
     const float* anchors = nullptr;
     const float* anchor_norms = nullptr;
@@ -69,8 +70,10 @@ struct AssignArgs {
     bool exclude_self = false;
     // The single product's bound from the last assign (single_window.cuh); null pointers: none.
     PriorArgs prior;
-    // Which fast kernel; with the repair the result is exact, only the share of points re-scored differs.
+    // Which fast kernel, on which tensor-core instruction; with the repair the result is exact, only
+    // the share of points re-scored differs.
     FastPath path = FastPath::fp32;
+    TensorEngine engine = TensorEngine::wgmma;
     HalfOperands half;
     bool repair = true;
     AssignPlan plan;

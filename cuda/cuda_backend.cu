@@ -10,6 +10,7 @@
 #include "gather_members.cuh"
 #include "graph.hpp"
 #include "half_operands.cuh"
+#include "kernel_family.hpp"
 #include "point_distance.cuh"
 #include "product_encode.cuh"
 #include "robust_reduce.cuh"
@@ -42,7 +43,10 @@ constexpr float kReplaced = std::numeric_limits<float>::infinity();
 // each fit's host steps run, few enough that their buffers stay small.
 constexpr std::size_t kSiblings = 8;
 
-cuda::FastPath first_fast_path(FastKernel kernel) {
+cuda::FastPath first_fast_path(GpuKernels kernels, FastKernel kernel) {
+    if (kernels == GpuKernels::cuda_cores) {
+        return cuda::FastPath::fp32;
+    }
     return kernel == FastKernel::split ? cuda::FastPath::half_split : cuda::FastPath::half_single;
 }
 
@@ -67,8 +71,12 @@ struct HostScalars {
 
 class CudaBackend final : public Backend {
 public:
-    CudaBackend(int gpu, FastKernel kernel, std::size_t gather_floats)
-        : gpu_(select_device(gpu)), gpu_shape_(cuda::gpu_shape(gpu)), kernel_(kernel), gather_floats_(gather_floats) {}
+    CudaBackend(int gpu, FastKernel kernel, std::size_t gather_floats, GpuKernels kernels)
+        : gpu_(select_device(gpu)),
+          gpu_shape_(cuda::gpu_shape(gpu)),
+          kernels_(cuda::resolve_kernels(kernels, gpu)),
+          kernel_(kernel),
+          gather_floats_(gather_floats) {}
 
     // Frees the buffers on this backend's GPU, whatever device the thread uses by then, and only once
     // the work queued on its stream has run (update is never waited for). A destructor cannot report
@@ -119,7 +127,7 @@ public:
         d_ = points.cols;
         precision_ = setup.precision;
         assigned_ = false;
-        fast_path_ = first_fast_path(kernel_);
+        fast_path_ = first_fast_path(kernels_, kernel_);
         ++generation_;
     }
 
@@ -408,6 +416,8 @@ public:
                 args.counts = k.counts.data();
                 args.distances = k.distances.data();
                 args.sides = k.sides.data();
+                args.clusters = kernels_ == GpuKernels::hopper;
+                args.shared_limit = gpu_shape_.shared_limit;
                 cuda::launch_two_means(args, s);  // before the next piece's gather, in stream order
             });
             std::vector<double> host_sums(count * 2);
@@ -535,7 +545,7 @@ public:
     // Sub-space fits are small: several streams keep the GPU busy while each waits on its host.
     std::size_t side_by_side() const override { return kSiblings; }
     std::unique_ptr<Backend> sibling() const override {
-        return std::make_unique<CudaBackend>(gpu_, kernel_, gather_floats_);
+        return std::make_unique<CudaBackend>(gpu_, kernel_, gather_floats_, kernels_);
     }
     bool trains_side_by_side() const override { return true; }
 
@@ -596,7 +606,7 @@ private:
         // float32's. The anchors' own float16 operands give the tensor cores' three products one
         // (narrower at large d); the float32 kernel, the fallback, ran on 64 of the H100's 132
         // multiprocessors at 1,024 anchors, 0.14 ms a pass at d = 784.
-        if (anchors && points_.half_type() == cuda::HalfType::f16) {
+        if (anchors && points_.half_type() == cuda::HalfType::f16 && kernels_ != GpuKernels::cuda_cores) {
             queue_anchor_operands();
             args.point_norms = anchor_norms_.data();
             args.anchor_norms = anchor_norms_.data();
@@ -613,6 +623,7 @@ private:
             args.max_anchor_norm_bits = k.max_norm_bits.data();
             args.path = cuda::FastPath::fp32;
         }
+        args.engine = engine();
         args.plan = plan;
         args.candidates = k.candidates.data();
         args.chosen = k.chosen.data();
@@ -1029,6 +1040,10 @@ private:
         return half;
     }
 
+    cuda::TensorEngine engine() const {
+        return kernels_ == GpuKernels::hopper ? cuda::TensorEngine::wgmma : cuda::TensorEngine::mma_sync;
+    }
+
     cuda::AssignArgs assign_args(bool repair) {
         cuda::AssignArgs args;
         args.points = points_.rows();
@@ -1040,6 +1055,7 @@ private:
         args.m = m_;
         args.d = dim();
         args.path = fast_path_;
+        args.engine = engine();
         args.half = anchor_operands();
         args.half.point_head = points_.head();
         args.half.point_tail = points_.tail();
@@ -1161,6 +1177,7 @@ private:
 
     int gpu_;
     cuda::GpuShape gpu_shape_;
+    GpuKernels kernels_;  // resolved: never automatic
     FastKernel kernel_;
     std::size_t gather_floats_;
     cuda::Stream stream_;
@@ -1237,8 +1254,9 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(int gpu, FastKernel kernel, std::size_t gather_floats) {
-    return std::make_unique<CudaBackend>(gpu, kernel, gather_floats);
+std::unique_ptr<Backend> make_cuda_backend(int gpu, FastKernel kernel, std::size_t gather_floats,
+                                           GpuKernels kernels) {
+    return std::make_unique<CudaBackend>(gpu, kernel, gather_floats, kernels);
 }
 
 }  // namespace vlattice

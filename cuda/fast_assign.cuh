@@ -7,6 +7,7 @@
 
 #include "candidate.cuh"
 #include "half_operands.cuh"
+#include "point_rows.cuh"
 #include "single_window.cuh"
 
 #include <cuda_runtime.h>
@@ -24,8 +25,13 @@ constexpr int kKeptRowValues = 256;
 
 enum class FastPath { fp32, half_single, half_split };
 
+// The tensor cores' instruction the half paths run on: Hopper's warpgroup MMA (sm_90a only), or the
+// warp-level mma.sync of every GPU since Ampere. Both round the same way per k-step of 16 products
+// (half_rounding_factor), so they keep the same windows and give the same candidates' distances.
+enum class TensorEngine { wgmma, mma_sync };
+
 struct FastAssignArgs {
-    const float* points = nullptr;
+    PointRows points;  // in any stored type
     const float* anchors = nullptr;
     const float* anchor_norms = nullptr;
     std::size_t n = 0;
@@ -78,6 +84,10 @@ struct HalfAssignArgs {
     int splits = 1;
     int tiles_per_split = 1;
     Candidate* candidates = nullptr;  // splits * n
+    TensorEngine engine = TensorEngine::wgmma;
+    // The device's shared memory per block (cudaDevAttrMaxSharedMemoryPerBlockOptin): mma_sync's
+    // blocks keep their points in shared memory only where they fit beside the staging.
+    std::size_t shared_limit = 0;
 };
 void launch_fast_assign_half(const HalfAssignArgs& args, cudaStream_t stream);
 
@@ -94,7 +104,8 @@ __device__ __forceinline__ void store_row(const HalfAssignArgs& a, unsigned spli
         a.candidates[static_cast<std::size_t>(split) * a.n + row] = top;
     }
 }
-// The single product's own kernel (fast_assign_single.cu), which launch_fast_assign_half calls.
+// The single product's own kernel on wgmma (fast_assign_single.cu), which launch_fast_assign_half
+// calls; on mma_sync the split kernel takes one product too.
 void launch_fast_assign_single(const HalfAssignArgs& args, cudaStream_t stream);
 
 // Bounds on |fast - exact| of any distance, relative to ||x||^2 + ||c||^2; the half kernels add an

@@ -33,19 +33,25 @@ __device__ __forceinline__ int owned(int group, int r) {
 }
 
 // Rows past the end and coordinates past d load as zero, which adds nothing to the dot products.
-__device__ __forceinline__ void load_stage(const float* __restrict__ rows, std::size_t count, int d,
-                                           std::size_t row0, int k, int load_row, float (&out)[kLoads]) {
+// `at(row, k)` reads a value.
+template <class At>
+__device__ __forceinline__ void load_stage(const At& at, std::size_t count, int d, std::size_t row0, int k,
+                                           int load_row, float (&out)[kLoads]) {
 #pragma unroll
     for (int e = 0; e < kLoads; ++e) {
         const std::size_t row = row0 + load_row + e * kRowsPerPass;
-        out[e] = (row < count && k < d) ? rows[row * d + k] : 0.0f;
+        out[e] = (row < count && k < d) ? at(row, k) : 0.0f;
     }
 }
 
+// The points in their stored type (a 16-bit value times its power of two is exact in float32).
+template <RowType kType>
 __global__ void __launch_bounds__(kThreads)
-    fast_assign_kernel(const float* __restrict__ points, const float* __restrict__ anchors, const float* __restrict__ anchor_norms, std::size_t n,
-                       std::size_t m, int d, bool exclude_self, int tiles_per_split,
+    fast_assign_kernel(PointRows points, const float* __restrict__ anchors, const float* __restrict__ anchor_norms,
+                       std::size_t n, std::size_t m, int d, bool exclude_self, int tiles_per_split,
                        Candidate* __restrict__ candidates) {
+    const auto point_at = [&](std::size_t row, int k) { return points.at<kType>(row, k); };
+    const auto anchor_at = [&](std::size_t row, int k) { return anchors[row * d + k]; };
     __shared__ __align__(16) float xs[kTileK][kTileM + kPad];
     __shared__ __align__(16) float cs[kTileK][kTileN + kPad];
 
@@ -76,8 +82,8 @@ __global__ void __launch_bounds__(kThreads)
         // The next stage is loaded into registers while the current one is multiplied.
         float x_next[kLoads];
         float c_next[kLoads];
-        load_stage(points, n, d, row0, load_k, load_row, x_next);
-        load_stage(anchors, m, d, col0, load_k, load_row, c_next);
+        load_stage(point_at, n, d, row0, load_k, load_row, x_next);
+        load_stage(anchor_at, m, d, col0, load_k, load_row, c_next);
         for (int k0 = 0; k0 < d; k0 += kTileK) {
             __syncthreads();  // the previous stage is read by everyone
 #pragma unroll
@@ -87,8 +93,8 @@ __global__ void __launch_bounds__(kThreads)
             }
             __syncthreads();
             if (k0 + kTileK < d) {
-                load_stage(points, n, d, row0, k0 + kTileK + load_k, load_row, x_next);
-                load_stage(anchors, m, d, col0, k0 + kTileK + load_k, load_row, c_next);
+                load_stage(point_at, n, d, row0, k0 + kTileK + load_k, load_row, x_next);
+                load_stage(anchor_at, m, d, col0, k0 + kTileK + load_k, load_row, c_next);
             }
 #pragma unroll
             for (int kk = 0; kk < kTileK; ++kk) {
@@ -144,8 +150,10 @@ __global__ void __launch_bounds__(kThreads)
 
 void launch_fast_assign_fp32(const FastAssignArgs& a, cudaStream_t stream) {
     const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, kTileM)), static_cast<unsigned>(a.splits));
-    fast_assign_kernel<<<tiles, kThreads, 0, stream>>>(a.points, a.anchors, a.anchor_norms, a.n, a.m,
-                                                       a.d, a.exclude_self, a.tiles_per_split, a.candidates);
+    with_row_type(a.points.type, [&](auto type) {
+        fast_assign_kernel<decltype(type)::value><<<tiles, kThreads, 0, stream>>>(
+            a.points, a.anchors, a.anchor_norms, a.n, a.m, a.d, a.exclude_self, a.tiles_per_split, a.candidates);
+    });
     check_launch("fast_assign_fp32_kernel", stream);
 }
 

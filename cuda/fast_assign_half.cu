@@ -1,22 +1,28 @@
-// The tensor-core fast assign with split operands: Hopper's wgmma (m64n128k16) with 16-bit operands
-// (float16 or bfloat16) and float32 accumulators, reading operands that half_operands.cu wrote once:
-// the points at upload, the anchors once per assign. Tiles of points and anchors stream into shared
-// memory through a five-stage cp.async pipeline, laid out as the 8 x 8 core matrices that wgmma reads
-// through its descriptors; each warpgroup multiplies 64 points by the tile's 128 anchors, and nothing
-// is converted in the loop. The single product (head x head) has a kernel of its own
-// (fast_assign_single.cu). Needs sm_90a.
+// The tensor-core fast assign from staged 16-bit operands (float16 or bfloat16) with float32
+// accumulators, reading operands that half_operands.cu wrote once: the points at upload, the anchors
+// once per assign. Tiles of points and anchors stream into shared memory through a cp.async
+// pipeline, laid out as 8 x 8 core matrices of 128 contiguous bytes, which wgmma reads through its
+// descriptors and ldmatrix without bank conflicts; each warp's 16 points meet the tile's 128 anchors,
+// and nothing is converted in the loop. Two engines run the same kernel: Hopper's wgmma (a
+// warpgroup multiplies 64 points by the tile at once, asynchronously) and the warp-level mma.sync of
+// every GPU since Ampere (mma_sync.cuh); they leave the same fragment, so the epilogue is shared.
 //
 // kProducts picks how much of float32's precision the products keep:
+//   1  head x head, scored against the rows' own rounding (single_window.cuh); on wgmma this is
+//      fast_assign_single.cu's kernel, here only on mma_sync;
 //   2  x x (head + tail) of the anchors, for points that are exact in the type (a float16 input, or
 //      integers such as pixels): a product error of 2^-22;
 //   3  head x head + head x tail + tail x head: 2^-20 for any float32 points.
-// Each chunk's products (two k-steps) go into a fresh accumulator that is then added to the running
-// sum in float32, rounded to nearest: the tensor cores' own accumulation (taken as truncating) then
-// only ever spans one chunk, which keeps the exact repair's window a few times narrower than float32
-// FMAs at d = 768, for one addition per two k-steps.
+// With two and three, each chunk's products (two k-steps) go into a fresh accumulator that is then
+// added to the running sum in float32, rounded to nearest: the tensor cores' own accumulation (taken
+// as truncating) then only ever spans one chunk, which keeps the exact repair's window a few times
+// narrower than float32 FMAs at d = 768, for one addition per two k-steps. mma.sync, being
+// synchronous, does that per 16 x 8 block with four registers of fresh sums instead of 64.
 #include "fast_assign.cuh"
 #include "fragment_offers.cuh"
 #include "launch.hpp"
+#include "mma_sync.cuh"
+#include "single_window.cuh"
 #include "wgmma.cuh"
 
 #include "cuda_check.hpp"
@@ -24,6 +30,7 @@
 #include <math_constants.h>
 
 #include <cmath>
+#include <type_traits>
 
 namespace vlattice::cuda {
 
@@ -31,13 +38,17 @@ namespace {
 
 constexpr int kTile = kFastTile;  // points per block, and anchors per tile
 constexpr int kChunk = 32;        // 16-bit values per staged row: two k-steps
-constexpr int kStages = 5;
-// Steps whose copies are in flight ahead of the current one: two fewer than the stages, since the
-// slot refilled at a step was read by the wgmma of two steps before, which may still be running
-// during the one before.
-constexpr int kAhead = kStages - 2;
-constexpr int kThreads = 256;   // two warpgroups of 64 points each, all 128 anchors of the tile
-constexpr int kPiece = 8;          // 16-bit values per 16-byte copy
+// Stages of the staging ring, and the steps whose copies are in flight ahead of the current one. On
+// wgmma two fewer than the stages: the slot refilled at a step was read by the wgmma of two steps
+// before, which may still be running during the one before. mma.sync has read its slot by the time
+// the block meets at the next step, and its three stages (with three products: four arrays of 8 KiB
+// each) fit the 99 KiB of shared memory that Ampere's and Ada's smaller parts give a block.
+__host__ __device__ constexpr int stages_of(TensorEngine engine) { return engine == TensorEngine::wgmma ? 5 : 3; }
+__host__ __device__ constexpr int ahead_of(TensorEngine engine) {
+    return stages_of(engine) - (engine == TensorEngine::wgmma ? 2 : 1);
+}
+constexpr int kThreads = 256;  // eight warps of 16 points each (two warpgroups of 64), all 128 anchors of the tile
+constexpr int kPiece = 8;      // 16-bit values per 16-byte copy
 constexpr int kStageValues = kTile * kChunk;
 static_assert(kTile == 2 * kGroupRows && kThreads == 2 * 128, "two warpgroups of 64 rows");
 static_assert(kChunk % kMmaK == 0 && kChunk % kPiece == 0, "whole k-steps and copies per chunk");
@@ -52,10 +63,10 @@ constexpr unsigned kCoreRows = 8 * kChunk * 2;     // bytes between 8-row groups
 
 // Staged arrays, in this order: anchor heads, anchor tails (2 and 3 products), then unless the points
 // are resident, point heads and point tails (3 products).
-constexpr int kAnchorArrays = 2;
+__host__ __device__ constexpr int anchor_arrays(int products) { return products == 1 ? 1 : 2; }
 __host__ __device__ constexpr int point_arrays(int products) { return products == 3 ? 2 : 1; }
 constexpr int staged_arrays(int products, bool resident) {
-    return kAnchorArrays + (resident ? 0 : point_arrays(products));
+    return anchor_arrays(products) + (resident ? 0 : point_arrays(products));
 }
 
 // When the block's points fit in this many bytes of shared memory (d up to 256 with two products,
@@ -67,13 +78,20 @@ __host__ __device__ inline int resident_stride(int stride) { return (stride + kC
 std::size_t resident_bytes(int products, int stride) {
     return std::size_t{2} * point_arrays(products) * kTile * resident_stride(stride);
 }
-bool points_resident(int products, int stride) { return resident_bytes(products, stride) <= kResidentBytes; }
 // Dynamic shared memory: the resident points if any, then the staging slots.
-std::size_t shared_bytes(int products, bool resident, int stride) {
-    const std::size_t stages = std::size_t{2} * kStages * staged_arrays(products, resident) * kStageValues;
+std::size_t shared_bytes(TensorEngine engine, int products, bool resident, int stride) {
+    const std::size_t stages = std::size_t{2} * stages_of(engine) * staged_arrays(products, resident) * kStageValues;
     return resident ? resident_bytes(products, stride) + stages : stages;
 }
-
+// The kernel's own shared arrays (row_bound, tile_norms), beside the dynamic ones.
+std::size_t static_bytes(TensorEngine engine) { return (1 + std::size_t(stages_of(engine))) * kTile * 4; }
+bool points_resident(const HalfAssignArgs& a, int products) {
+    if (resident_bytes(products, a.stride) > kResidentBytes) {
+        return false;
+    }
+    return a.engine == TensorEngine::wgmma ||
+           shared_bytes(a.engine, products, true, a.stride) + static_bytes(a.engine) <= a.shared_limit;
+}
 
 // 16 bytes from global memory to the shared address `to`, asynchronously; with `valid` false, zeros
 // instead, which add nothing to the dot products.
@@ -131,21 +149,25 @@ struct StepCursor {
     }
 };
 
-template <HalfType kType, int kProducts, bool kResident>
+template <TensorEngine kEngine, HalfType kType, int kProducts, bool kResident>
 __global__ void __launch_bounds__(kThreads, 1)
     fast_assign_half_kernel(HalfAssignArgs a) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    static_assert(kProducts >= 1 && kProducts <= 3, "one, two or three products");
+    constexpr int kStages = stages_of(kEngine);
+    constexpr int kAhead = ahead_of(kEngine);
+    constexpr bool kSingle = kProducts == 1;
     extern __shared__ __align__(128) std::uint16_t shared[];
     // Resident points: rows of resident_stride values as core matrices, heads then tails.
     const int rstride = kResident ? resident_stride(a.stride) : 0;
     std::uint16_t* const resident = shared;
     std::uint16_t* const staged = shared + point_arrays(kProducts) * kTile * rstride;
     auto stage = [&](int array, unsigned slot) { return staged + (array * kStages + slot) * kStageValues; };
-    constexpr int kPointHead = kAnchorArrays;  // staged array of the point heads, tails next
+    constexpr int kPointHead = anchor_arrays(kProducts);  // staged array of the point heads, tails next
     // Per row, as ordered_bits, the least bound that any of the four lists of the row has found (see
     // offer_fragment_row): every list skips what cannot matter to any.
     __shared__ unsigned row_bound[kTile];
-    // The squared norms of each staged tile's anchors, staged with the tile's first chunk.
+    // The squared norms of each staged tile's anchors (of their heads, for one product), staged with
+    // the tile's first chunk.
     __shared__ float tile_norms[kStages][kTile];
 
     const int tid = threadIdx.x;
@@ -161,15 +183,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     // (e / 2) * 4 + o * 2 + e % 2, column (e / 2) * 8 + quad * 2 + e % 2.
     auto row_of = [&](int o) { return warp_row + o * 8 + group; };
     Candidate top[kOwnedRows];
-    // The repair's window per owned row, at its widest, and the row's limit (offer_fragment_row).
-    FixedWindow window[kOwnedRows];
+    // The repair's window per owned row (at its widest for split products, from the row's own
+    // rounding for one), and the row's limit (offer_fragment_row).
+    using Window = std::conditional_t<kSingle, RowWindow, FixedWindow>;
+    Window window[kOwnedRows];
     float limit[kOwnedRows];
-    const float max_anchor_norm = __uint_as_float(*a.max_anchor_norm_bits);
+    const float max_anchor_norm = kSingle ? 0.0f : __uint_as_float(*a.max_anchor_norm_bits);
 #pragma unroll
     for (int o = 0; o < kOwnedRows; ++o) {
+        const std::size_t row = row0 + row_of(o);
         top[o] = empty_candidate();
-        window[o] = FixedWindow{row_window(a, row0 + row_of(o), max_anchor_norm)};
         limit[o] = CUDART_INF_F;
+        if constexpr (kSingle) {
+            window[o] = single_row_window(a.single, row, a.n, true);
+            // Values beyond the window of the last assign's anchor can never matter.
+            const float prior = prior_best(a.single, a.prior, row, a.n, a.m);
+            limit[o] = prior < CUDART_INF_F ? prior + window[o](prior) : CUDART_INF_F;
+        } else {
+            window[o] = FixedWindow{row_window(a, row, max_anchor_norm)};
+        }
     }
     for (int r = tid; r < kTile; r += kThreads) {
         row_bound[r] = ordered_bits(CUDART_INF_F);
@@ -219,7 +251,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const bool k_inside = at.k0 + pieces.k < stride;
         const int anchor_rows = at.col0 + kTile <= a.m ? kTile : static_cast<int>(a.m - at.col0);
         const std::uint16_t* const anchor_head = a.anchor_head + at.tile_offset;
-        const std::uint16_t* const anchor_tail = a.anchor_tail + at.tile_offset;
+        const std::uint16_t* const anchor_tail = kSingle ? nullptr : a.anchor_tail + at.tile_offset;
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             // Invalid copies read nothing, from the first value of the rows.
@@ -236,7 +268,9 @@ __global__ void __launch_bounds__(kThreads, 1)
             const bool anchor_valid = k_inside && r < anchor_rows;
             const unsigned anchor_at = anchor_valid ? offset : 0u;
             copy_async(stage_address(0, slot, e), anchor_head + anchor_at, anchor_valid);
-            copy_async(stage_address(1, slot, e), anchor_tail + anchor_at, anchor_valid);
+            if constexpr (!kSingle) {
+                copy_async(stage_address(1, slot, e), anchor_tail + anchor_at, anchor_valid);
+            }
         }
     };
 
@@ -256,8 +290,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // step's slot.
     auto begin_step = [&]() {
         wait_copies<kAhead - 1>();
-        // The copies wrote through the generic proxy; wgmma reads through the async one.
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        if constexpr (kEngine == TensorEngine::wgmma) {
+            fence_proxy_async();
+        }
         __syncthreads();  // this step is in for everyone, and the one kStages - kAhead back is no longer read
         if (step + kAhead < steps) {
             stage_step(ahead, (step + kAhead) % kStages);
@@ -267,22 +302,28 @@ __global__ void __launch_bounds__(kThreads, 1)
         return step++ % kStages;
     };
 
-    // One chunk of the warpgroup's 64 x 128 tile, through a fresh accumulator added rounded to
-    // nearest once the chunk's wgmma are done.
+    // Shared addresses of the chunk's operands: the points' rows of the chunk (resident or staged),
+    // with the bytes between their 8-row groups, and the staged anchors.
+    const unsigned a_rows_apart = kResident ? 16u * rstride : kCoreRows;
+    auto point_address = [&](unsigned slot, int k0, int tail) {
+        if constexpr (kResident) {
+            return shared_address(resident) + tail * 2u * kTile * rstride + k0 / kPiece * kCoreK;
+        } else {
+            return shared_address(stage(kPointHead + tail, slot));
+        }
+    };
+
+    // One chunk of the tile: on wgmma the warpgroup's 64 x 128 through a fresh accumulator (for split
+    // products) added rounded to nearest once the chunk's wgmma are done.
     float acc[kAccumulators];
-    float fresh[kAccumulators];
-    auto multiply_chunk = [&](unsigned slot, int k0) {
-        // The points: the chunk's columns of the resident rows, or the staged chunk.
-        const unsigned a_rows_apart = kResident ? 16u * rstride : kCoreRows;
-        const unsigned a_head = kResident ? shared_address(resident) + group_row / 8 * a_rows_apart + k0 / kPiece * kCoreK
-                                          : shared_address(stage(kPointHead, slot)) + group_row / 8 * kCoreRows;
-        const unsigned a_tail = kProducts != 3 ? a_head
-                                : kResident    ? a_head + 2u * kTile * rstride
-                                               : shared_address(stage(kPointHead + 1, slot)) + group_row / 8 * kCoreRows;
+    auto multiply_chunk_wgmma = [&](unsigned slot, int k0) {
+        float fresh[kAccumulators];
+        const unsigned a_head = point_address(slot, k0, 0) + group_row / 8 * a_rows_apart;
+        const unsigned a_tail = kProducts == 3 ? point_address(slot, k0, 1) + group_row / 8 * a_rows_apart : a_head;
         const unsigned b_head = shared_address(stage(0, slot));
         const unsigned b_tail = shared_address(stage(1, slot));
         pin(acc);
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        wgmma_fence();
 #pragma unroll
         for (int s = 0; s < kChunk / kMmaK; ++s) {
             const unsigned k_bytes = s * 2 * kCoreK;  // a k-step spans two core matrices along k
@@ -293,8 +334,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                          kProducts == 3 || s > 0);
             wgmma<kType>(fresh, descriptor(a_head + k_bytes, a_rows_apart), descriptor(b_head + k_bytes), true);
         }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        wgmma_commit();
+        wgmma_wait<0>();
         pin(acc);
         pin(fresh);
 #pragma unroll
@@ -302,24 +343,101 @@ __global__ void __launch_bounds__(kThreads, 1)
             acc[e] = __fadd_rn(acc[e], fresh[e]);
         }
     };
+    // On mma.sync the warp's 16 x 128, a 16 x 8 block at a time: lane l gives ldmatrix the row l % 8
+    // of core matrix l / 8, which for the points is rows +8 for odd matrices and values +8 for the
+    // last two, and for a pair of anchor blocks values +8 for odd matrices and anchors +8 for the
+    // last two.
+    const int matrix = lane / 8;
+    const int point_row = warp_row + (matrix % 2) * 8 + lane % 8;
+    const unsigned point_lane = point_row / 8 * a_rows_apart + point_row % 8 * 16 + matrix / 2 * kCoreK;
+    const unsigned anchor_lane = matrix / 2 * kCoreRows + lane % 8 * 16 + matrix % 2 * kCoreK;
+    auto multiply_chunk_mma = [&](unsigned slot, int k0) {
+        constexpr int kSteps = kChunk / kMmaK;
+        unsigned head[kSteps][4];
+        unsigned tail[kSteps][4];
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+            load_matrices(head[s], point_address(slot, k0, 0) + point_lane + s * 2 * kCoreK);
+            if constexpr (kProducts == 3) {
+                load_matrices(tail[s], point_address(slot, k0, 1) + point_lane + s * 2 * kCoreK);
+            }
+        }
+        const unsigned b_head = shared_address(stage(0, slot)) + anchor_lane;
+        const unsigned b_tail = shared_address(stage(kSingle ? 0 : 1, slot)) + anchor_lane;
+#pragma unroll
+        for (int pair = 0; pair < kTile / 16; ++pair) {
+            unsigned c_head[kSteps][4];
+            unsigned c_tail[kSteps][4];
+#pragma unroll
+            for (int s = 0; s < kSteps; ++s) {
+                const unsigned at = pair * 2 * kCoreRows + s * 2 * kCoreK;
+                load_matrices(c_head[s], b_head + at);
+                if constexpr (!kSingle) {
+                    load_matrices(c_tail[s], b_tail + at);
+                }
+            }
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float* const block = acc + (2 * pair + h) * 4;
+                if constexpr (kSingle) {
+#pragma unroll
+                    for (int s = 0; s < kSteps; ++s) {
+                        mma_16x8x16<kType>(block, head[s], c_head[s][2 * h], c_head[s][2 * h + 1]);
+                    }
+                } else {
+                    float fresh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                    for (int s = 0; s < kSteps; ++s) {
+                        if constexpr (kProducts == 3) {
+                            mma_16x8x16<kType>(fresh, tail[s], c_head[s][2 * h], c_head[s][2 * h + 1]);
+                        }
+                        mma_16x8x16<kType>(fresh, head[s], c_tail[s][2 * h], c_tail[s][2 * h + 1]);
+                        mma_16x8x16<kType>(fresh, head[s], c_head[s][2 * h], c_head[s][2 * h + 1]);
+                    }
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        block[e] = __fadd_rn(block[e], fresh[e]);
+                    }
+                }
+            }
+        }
+    };
+    auto multiply_chunk = [&](unsigned slot, int k0) {
+        if constexpr (kEngine == TensorEngine::wgmma) {
+            multiply_chunk_wgmma(slot, k0);
+        } else {
+            multiply_chunk_mma(slot, k0);
+        }
+    };
 
     const float norm_scale = -1.0f / a.scale;
     const int my_col = quad * 2;  // the thread's first column in a tile
     for (std::size_t col0 = tiles.begin * kTile; col0 < tiles.end * kTile; col0 += kTile) {
-        // The accumulators start at -||c||^2 2^(2 exponent - 1), so that the tensor cores leave
-        // ||c||^2 - 2 x.c scaled by -1/a.scale (each chunk's products start fresh, so the norm meets
-        // one rounding per chunk). Past the last anchor they start at -inf: +inf scaled back, which
-        // no list takes.
         const unsigned first = begin_step();
         const bool whole = col0 + kTile <= a.m;  // every tile but perhaps the last
+        // Split products: the accumulators start at -||c||^2 2^(2 exponent - 1), so that the tensor
+        // cores leave ||c||^2 - 2 x.c scaled by -1/a.scale (each chunk's products start fresh, so the
+        // norm meets one rounding per chunk). Past the last anchor they start at -inf: +inf scaled
+        // back, which no list takes. One product starts at zero and meets the norms of the heads
+        // only at the end (read now, before the slot goes back): an accumulator that started at the
+        // norm would carry its magnitude through every step's rounding, and the window is built on
+        // sums of |products| alone.
+        float norms[kSingle ? kOwnedValues : 1];
 #pragma unroll
         for (int j = 0; j < kAccumulators / 4; ++j) {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int col = my_col + j * 8 + h;
-                const float start = whole || col0 + col < a.m ? tile_norms[first][col] * norm_scale : -CUDART_INF_F;
-                acc[j * 4 + h] = start;
-                acc[j * 4 + 2 + h] = start;
+                const bool inside = whole || col0 + col < a.m;
+                if constexpr (kSingle) {
+                    norms[2 * j + h] = inside ? tile_norms[first][col] : CUDART_INF_F;
+                    acc[j * 4 + h] = 0.0f;
+                    acc[j * 4 + 2 + h] = 0.0f;
+                } else {
+                    const float start = inside ? tile_norms[first][col] * norm_scale : -CUDART_INF_F;
+                    acc[j * 4 + h] = start;
+                    acc[j * 4 + 2 + h] = start;
+                }
             }
         }
         multiply_chunk(first, 0);
@@ -327,13 +445,21 @@ __global__ void __launch_bounds__(kThreads, 1)
             multiply_chunk(begin_step(), chunk * kChunk);
         }
 
-        // Scaling by a power of two is exact: these are the values the lists keep.
+        if constexpr (kSingle) {
+            // ||c||^2 - 2 x.c in place; past the last anchor +inf.
 #pragma unroll
-        for (int e = 0; e < kAccumulators; ++e) {
-            acc[e] *= -a.scale;
+            for (int e = 0; e < kAccumulators; ++e) {
+                acc[e] = fmaf(-a.scale, acc[e], norms[(e / 4) * 2 + e % 2]);
+            }
+        } else {
+            // Scaling by a power of two is exact: these are the values the lists keep.
+#pragma unroll
+            for (int e = 0; e < kAccumulators; ++e) {
+                acc[e] *= -a.scale;
+            }
         }
         const std::size_t first_col = col0 + my_col;
-        if (a.exclude_self && col0 < row0 + kTile && row0 < col0 + kTile) {
+        if (!kSingle && a.exclude_self && col0 < row0 + kTile && row0 < col0 + kTile) {
             // A point's own column (the points are the anchors) is +inf, which no list takes.
 #pragma unroll
             for (int o = 0; o < kOwnedRows; ++o) {
@@ -359,44 +485,58 @@ __global__ void __launch_bounds__(kThreads, 1)
         merge_lanes(top[o], 2);
         store_row(a, blockIdx.y, row0 + row_of(o), top[o], quad);
     }
-#else
-    __trap();  // only sm_90a has wgmma, and CMakeLists.txt builds nothing else
-#endif
 }
 
-template <HalfType kType, int kProducts, bool kResident>
+template <TensorEngine kEngine, HalfType kType, int kProducts, bool kResident>
 void launch_kernel(const HalfAssignArgs& a, cudaStream_t stream) {
+    const std::size_t bytes = shared_bytes(kEngine, kProducts, kResident, a.stride);
+    if (kEngine == TensorEngine::mma_sync && bytes + static_bytes(kEngine) > a.shared_limit) {
+        throw Error("fast assign: the mma.sync kernel needs " + std::to_string(bytes + static_bytes(kEngine)) +
+                    " bytes of shared memory per block; this GPU gives " + std::to_string(a.shared_limit));
+    }
     const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, kTile)), static_cast<unsigned>(a.splits));
-    launch_kernel_ex(fast_assign_half_kernel<kType, kProducts, kResident>, "fast_assign_half_kernel", tiles, kThreads,
-                     shared_bytes(kProducts, kResident, a.stride), 1, stream, a);
+    launch_kernel_ex(fast_assign_half_kernel<kEngine, kType, kProducts, kResident>, "fast_assign_half_kernel", tiles,
+                     kThreads, bytes, 1, stream, a);
 }
 
-template <HalfType kType, int kProducts>
+template <TensorEngine kEngine, HalfType kType, int kProducts>
 void launch(const HalfAssignArgs& a, cudaStream_t stream) {
-    if (points_resident(kProducts, a.stride)) {
-        launch_kernel<kType, kProducts, true>(a, stream);
+    if (points_resident(a, kProducts)) {
+        launch_kernel<kEngine, kType, kProducts, true>(a, stream);
     } else {
-        launch_kernel<kType, kProducts, false>(a, stream);
+        launch_kernel<kEngine, kType, kProducts, false>(a, stream);
     }
 }
 
-}  // namespace
-
-void launch_fast_assign_half(const HalfAssignArgs& a, cudaStream_t stream) {
+template <TensorEngine kEngine>
+void launch_engine(const HalfAssignArgs& a, cudaStream_t stream) {
     const bool f16 = a.type == HalfType::f16;
     switch (a.products) {
     case 1:
-        return launch_fast_assign_single(a, stream);
+        if constexpr (kEngine == TensorEngine::wgmma) {
+            return launch_fast_assign_single(a, stream);
+        } else {
+            return f16 ? launch<kEngine, HalfType::f16, 1>(a, stream) : launch<kEngine, HalfType::bf16, 1>(a, stream);
+        }
     case 2:
-        return f16 ? launch<HalfType::f16, 2>(a, stream) : launch<HalfType::bf16, 2>(a, stream);
+        return f16 ? launch<kEngine, HalfType::f16, 2>(a, stream) : launch<kEngine, HalfType::bf16, 2>(a, stream);
     case 3:
         if (f16) {
-            return launch<HalfType::f16, 3>(a, stream);
+            return launch<kEngine, HalfType::f16, 3>(a, stream);
         }
         break;
     }
     throw Error("fast assign: no half-precision kernel for " + std::to_string(a.products) + " products of " +
                 (f16 ? "float16" : "bfloat16"));
+}
+
+}  // namespace
+
+void launch_fast_assign_half(const HalfAssignArgs& a, cudaStream_t stream) {
+    if (a.engine == TensorEngine::wgmma) {
+        return launch_engine<TensorEngine::wgmma>(a, stream);
+    }
+    launch_engine<TensorEngine::mma_sync>(a, stream);
 }
 
 // Bounds on |fast - exact| of a distance relative to ||x||^2 + ||c||^2 (2 |x.c| is at most that).

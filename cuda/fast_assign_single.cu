@@ -47,8 +47,8 @@ constexpr int kResidentChunks = kKeptRowValues / kBoxValues;
 constexpr unsigned kRowBytes = kBoxValues * 2;
 constexpr unsigned kPointChunkBytes = kPoints * kRowBytes;
 constexpr unsigned kAnchorChunkBytes = kAnchors * kRowBytes;
-constexpr unsigned kNormBytes = kAnchors * sizeof(float);
-constexpr int kColumns = kAccumulators / 2;  // of each tile, per thread: two of every eight
+[[maybe_unused]] constexpr unsigned kNormBytes = kAnchors * sizeof(float);
+[[maybe_unused]] constexpr int kColumns = kAccumulators / 2;  // of each tile, per thread: two of every eight
 constexpr int kPair = 2;                     // blocks of a cluster, for d > 256
 constexpr int kPairRows = kPoints / kPair;   // the point rows each block of a pair loads
 // Splits of fewer anchor tiles run unpaired: a pair's stages wait on both blocks, which paid at 1M x
@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             pin(acc[0]);
             pin(acc[1]);
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            wgmma_fence();
             const unsigned points = point_box(c, slot) + rows_offset;
             const unsigned anchors = anchor_box(slot);
 #pragma unroll
@@ -253,9 +253,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                                  c > 0 || s > 0);
                 }
             }
-            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            wgmma_commit();
             if (c > 0) {
-                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                wgmma_wait<1>();
                 release(previous);
             }
             previous = slot;
@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 phase ^= 1;
             }
         }
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        wgmma_wait<0>();
         pin(acc[0]);
         pin(acc[1]);
         release(previous);

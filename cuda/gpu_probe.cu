@@ -1,5 +1,7 @@
 #include "gpu_probe.hpp"
 
+#include "kernel_family.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -58,8 +60,12 @@ GpuProbe probe_gpu(int index) {
     if (image == cudaSuccess) {
         image = cudaSetDevice(index);
     }
+    GpuKernels kernels = GpuKernels::cuda_cores;
     if (image == cudaSuccess) {
         image = cudaFuncGetAttributes(&attributes, image_probe_kernel);
+        if (image == cudaSuccess) {
+            kernels = fastest_kernels(index);
+        }
         static_cast<void>(cudaSetDevice(previous));
     }
     if (image != cudaSuccess) {
@@ -69,7 +75,8 @@ GpuProbe probe_gpu(int index) {
     }
     char memory[32];
     std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(properties.totalGlobalMem) / (1u << 30));
-    probe.description = std::string(properties.name) + " (" + arch + ", " + memory + ")";
+    probe.description = std::string(properties.name) + " (" + arch + ", " + memory + ", " +
+                        gpu_kernels_name(kernels) + " kernels)";
     probe.usable = true;
     return probe;
 }

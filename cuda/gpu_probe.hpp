@@ -8,7 +8,9 @@ namespace vlattice::cuda {
 
 struct GpuProbe {
     bool usable = false;
-    std::string description;  // "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)" or why none is usable
+    // "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, hopper kernels)": the kernels --kernel auto takes; or
+    // why none is usable.
+    std::string description;
 };
 
 // Never throws: a missing driver (cudaErrorInsufficientDriver, as on machines without a GPU) and a

@@ -78,10 +78,17 @@ __device__ __forceinline__ void box_load_multicast(unsigned to, const CUtensorMa
         : "memory");
 }
 
+// The cluster helpers are built for every architecture (two_means.cu runs without clusters before
+// sm_90) and trap there: the runtime never launches a cluster on such a GPU.
 __device__ __forceinline__ unsigned cluster_rank() {
+#if __CUDA_ARCH__ >= 900
     unsigned rank;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
     return rank;
+#else
+    __trap();
+    return 0;
+#endif
 }
 
 // An arrival on the barrier at this block's address of `barrier` in the cluster's block `rank`,
@@ -95,7 +102,11 @@ __device__ __forceinline__ void barrier_arrive_remote(std::uint64_t* barrier, un
 
 // Every thread of every block of the cluster meets here; what each wrote before is seen by all after.
 __device__ __forceinline__ void cluster_sync() {
+#if __CUDA_ARCH__ >= 900
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+#else
+    __trap();
+#endif
 }
 
 // `bytes` (a multiple of 16) contiguous bytes from 16-byte aligned `from`, counted on `barrier`.

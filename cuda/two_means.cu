@@ -15,14 +15,14 @@ namespace vlattice::cuda {
 
 namespace {
 
-// One anchor's 2-means is the work of a cluster of kRanks blocks: one block took ~0.4 ms at 256
-// members of d = 784, bound by its own instruction issue, and one anchor is often a whole launch.
+// One anchor's 2-means is the work of a cluster of kRanks blocks on GPUs with clusters (sm_90 on):
+// one block took ~0.4 ms at 256 members of d = 784, bound by its own instruction issue, and one
+// anchor is often a whole launch. Elsewhere one block does all of it (kRanks = 1).
 // The distances split by member, each block measuring a contiguous share; the member-order sums
 // split by coordinate, each block adding every member at its share of the coordinates, so that
 // each sum keeps the CPU's order. The blocks meet at cluster barriers wherever one reads what
 // another wrote, and before one overwrites what another may still be reading (distances, sides,
 // counts, centres, all in global memory, where racecheck sees no hazard).
-constexpr int kRanks = kTwoMeansBlocks;
 constexpr int kThreads = 1024;
 constexpr int kHalfWarps = kThreads / kDistanceLanes;
 // A block's sums read the members' values at its coordinates through shared memory, a chunk of
@@ -30,8 +30,10 @@ constexpr int kHalfWarps = kThreads / kDistanceLanes;
 // a stage are read where they lie.
 constexpr std::size_t kStageBytes = 48 * 1024;
 constexpr int kMaxStageRows = 1024;
-// The centres the distances read are copied into shared memory when both fit in this much.
+// The centres the distances read are copied into shared memory when both fit in this much, and in
+// what the GPU gives a block beside the stage and the kernel's own arrays (kStaticBytes at most).
 constexpr std::size_t kCentreBytes = 64 * 1024;
+constexpr std::size_t kStaticBytes = 8 * 1024;
 
 // A block's share [begin, end) of `count` members or coordinates.
 struct Span {
@@ -39,11 +41,11 @@ struct Span {
     int end;
 };
 
-__host__ __device__ inline int share_of(int count) { return (count + kRanks - 1) / kRanks; }
+__host__ __device__ inline int share_of(int count, int ranks) { return (count + ranks - 1) / ranks; }
 
-__device__ inline Span span_of(int count, unsigned rank) {
-    const int begin = ::min(count, static_cast<int>(rank) * share_of(count));
-    return {begin, ::min(count, begin + share_of(count))};
+__device__ inline Span span_of(int count, unsigned rank, int ranks) {
+    const int begin = ::min(count, static_cast<int>(rank) * share_of(count, ranks));
+    return {begin, ::min(count, begin + share_of(count, ranks))};
 }
 
 struct Layout {
@@ -51,23 +53,26 @@ struct Layout {
     int centre_stride;  // values from the first centre's copy to the second's; 0: no copies
 };
 
-Layout layout_of(int d) {
+// Dynamic shared memory: the centres' copies, the stage, and the staged members' sides.
+std::size_t shared_bytes(const Layout& layout, int d, int ranks) {
+    const std::size_t rows = static_cast<std::size_t>(layout.stage_rows);
+    return (2 * static_cast<std::size_t>(layout.centre_stride) + rows * share_of(d, ranks)) * sizeof(float) + rows;
+}
+
+Layout layout_of(int d, int ranks, std::size_t shared_limit) {
     Layout layout{0, 0};
-    const std::size_t share_bytes = static_cast<std::size_t>(share_of(d)) * sizeof(float);
+    const std::size_t share_bytes = static_cast<std::size_t>(share_of(d, ranks)) * sizeof(float);
     if (share_bytes <= kStageBytes) {
         layout.stage_rows = static_cast<int>(std::min<std::size_t>(kMaxStageRows, kStageBytes / share_bytes));
     }
     const int stride = (d + 3) / 4 * 4;
     if (2 * static_cast<std::size_t>(stride) * sizeof(float) <= kCentreBytes) {
         layout.centre_stride = stride;
+        if (shared_bytes(layout, d, ranks) + kStaticBytes > shared_limit) {
+            layout.centre_stride = 0;
+        }
     }
     return layout;
-}
-
-// Dynamic shared memory: the centres' copies, the stage, and the staged members' sides.
-std::size_t shared_bytes(const Layout& layout, int d) {
-    const std::size_t rows = static_cast<std::size_t>(layout.stage_rows);
-    return (2 * static_cast<std::size_t>(layout.centre_stride) + rows * share_of(d)) * sizeof(float) + rows;
 }
 
 struct Piece {
@@ -182,7 +187,16 @@ struct MeanDistance {
 
 // Every block of the cluster runs the same decisions on the same data (the farthest members, the
 // energies, whether to stop), so all leave the kernel at the same point; one writes the results.
+template <int kRanks>
 __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a, Layout layout) {
+    // Every block of the anchor's meets here; what each wrote before is seen by all after.
+    const auto meet = []() {
+        if constexpr (kRanks > 1) {
+            cluster_sync();
+        } else {
+            __syncthreads();
+        }
+    };
     extern __shared__ __align__(16) float dynamic[];
     __shared__ union {
         typename FarReduce::TempStorage far;
@@ -194,7 +208,7 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a, Lay
     __shared__ int differ;
     __shared__ int moved;
     __shared__ unsigned size[2];
-    const unsigned rank = cluster_rank();
+    const unsigned rank = kRanks > 1 ? cluster_rank() : 0;
     const std::size_t t = a.first + blockIdx.x / kRanks;  // list position
     const std::size_t start = a.offsets[t] - a.offsets[a.first];
     const Piece p{a.rows + start * a.d, static_cast<int>(a.offsets[t + 1] - a.offsets[t])};
@@ -208,11 +222,11 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a, Lay
     int* counts = a.counts + t * 2 * kRanks;
     float* dist = a.distances + start * 2;
     signed char* side = a.sides + start;
-    const Span members = span_of(p.count, rank);
-    const Span coordinates = span_of(d, rank);
+    const Span members = span_of(p.count, rank, kRanks);
+    const Span coordinates = span_of(d, rank, kRanks);
     float* const stage = dynamic + 2 * layout.centre_stride;
     auto* const stage_sides =
-        reinterpret_cast<signed char*>(stage + static_cast<std::size_t>(layout.stage_rows) * share_of(d));
+        reinterpret_cast<signed char*>(stage + static_cast<std::size_t>(layout.stage_rows) * share_of(d, kRanks));
     // The centres as the distances read them: copies in shared memory, or where they lie.
     const float* near[2] = {left, right};
     auto copy_centre = [&](int c, const float* from) {
@@ -236,12 +250,12 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a, Lay
     for (int k = coordinates.begin + tid; k < coordinates.end; k += kThreads) {
         mean[k] = static_cast<float>(side_sums[k] / static_cast<double>(p.count));
     }
-    cluster_sync();
+    meet();
     copy_centre(0, mean);
     __syncthreads();
     // The distances to the mean stay in the right slots until the Lloyd steps: `before` needs them.
     measure(p, d, members, near[0], nullptr, 1, dist);
-    cluster_sync();
+    meet();
     const int from_mean = farthest(dist + 1, p.count, 2, reduce.far);
     if (tid == 0) {
         chosen[0] = from_mean;
@@ -255,7 +269,7 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a, Lay
     copy_centre(0, first_row);
     __syncthreads();
     measure(p, d, members, near[0], nullptr, 0, dist);
-    cluster_sync();
+    meet();
     const int from_left = farthest(dist, p.count, 2, reduce.far);
     if (tid == 0) {
         chosen[1] = from_left;
@@ -282,7 +296,7 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a, Lay
     // Step 0 overwrites both slots of this block's members, which every block has just read (the
     // farthest from the first centre, the energy before). Without this barrier a block that ran
     // ahead changed another's `before`: seen under racecheck, which slows blocks unevenly.
-    cluster_sync();
+    meet();
     for (int i = members.begin + tid; i < members.end; i += kThreads) {
         side[i] = -1;
     }
@@ -306,7 +320,7 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a, Lay
             counts[2 * rank] = changed;
             counts[2 * rank + 1] = on_right;
         }
-        cluster_sync();
+        meet();
         if (tid == 0) {
             int all_changed = 0;
             int all_right = 0;
@@ -334,7 +348,7 @@ __global__ void __launch_bounds__(kThreads) two_means_kernel(TwoMeansArgs a, Lay
         }
         // The counts of this step are read everywhere, and the new centres written, before the next
         // step's counts or distances.
-        cluster_sync();
+        meet();
         copy_centre(0, left);
         copy_centre(1, right);
         __syncthreads();
@@ -351,9 +365,16 @@ void launch_two_means(const TwoMeansArgs& a, cudaStream_t stream) {
     if (a.count == 0) {
         return;
     }
-    const Layout layout = layout_of(a.d);
-    launch_kernel_ex(two_means_kernel, "two_means_kernel", dim3(static_cast<unsigned>(a.count * kRanks)), kThreads,
-                     shared_bytes(layout, a.d), kRanks, stream, a, layout);
+    const int ranks = a.clusters ? kTwoMeansBlocks : 1;
+    const Layout layout = layout_of(a.d, ranks, a.shared_limit);
+    const std::size_t bytes = shared_bytes(layout, a.d, ranks);
+    const dim3 grid(static_cast<unsigned>(a.count * ranks));
+    if (a.clusters) {
+        launch_kernel_ex(two_means_kernel<kTwoMeansBlocks>, "two_means_kernel", grid, kThreads, bytes, ranks, stream,
+                         a, layout);
+    } else {
+        launch_kernel_ex(two_means_kernel<1>, "two_means_kernel", grid, kThreads, bytes, 1, stream, a, layout);
+    }
 }
 
 }  // namespace vlattice::cuda

@@ -1,7 +1,7 @@
 // split_in_two (include/vlattice/two_means.hpp) on the device, rounding for rounding: a cluster of
-// blocks per anchor splits its gathered members where they lie, and only the two centres and two
-// sums per anchor travel to the host. Sums over members run in member order in double, by one
-// thread per coordinate (or, for the scalar sums, one thread); distances are
+// blocks (one block without clusters) per anchor splits its gathered members where they lie, and
+// only the two centres and two sums per anchor travel to the host. Sums over members run in member
+// order in double, by one thread per coordinate (or, for the scalar sums, one thread); distances are
 // ordered_squared_distance's, by a half warp per member and centre.
 #pragma once
 
@@ -31,9 +31,12 @@ struct TwoMeansArgs {
     // Per member of the piece: its distances to the two centres, and its side (scratch).
     float* distances = nullptr;  // 2 per member
     signed char* sides = nullptr;
+    // A cluster of kTwoMeansBlocks blocks per anchor (sm_90 on), or one block.
+    bool clusters = true;
+    std::size_t shared_limit = 0;  // the GPU's shared memory per block (opt-in)
 };
 
-// Blocks per anchor: TwoMeansArgs::counts holds 2 kTwoMeansBlocks ints per listed anchor.
+// Blocks per anchor in a cluster: TwoMeansArgs::counts holds 2 kTwoMeansBlocks ints per listed anchor.
 constexpr int kTwoMeansBlocks = 8;
 
 void launch_two_means(const TwoMeansArgs& args, cudaStream_t stream);

@@ -32,6 +32,30 @@ DeviceKind parse_device(const std::string& name) {
     throw Error("--device: expected auto, cpu or cuda, got '" + name + "'");
 }
 
+GpuKernels parse_gpu_kernels(const std::string& name, const std::string& what) {
+    for (const GpuKernels kernels :
+         {GpuKernels::automatic, GpuKernels::hopper, GpuKernels::portable, GpuKernels::cuda_cores}) {
+        if (name == gpu_kernels_name(kernels)) {
+            return kernels;
+        }
+    }
+    throw Error(what + ": expected auto, hopper, portable or cuda-cores, got '" + name + "'");
+}
+
+const char* gpu_kernels_name(GpuKernels kernels) {
+    switch (kernels) {
+    case GpuKernels::automatic:
+        return "auto";
+    case GpuKernels::hopper:
+        return "hopper";
+    case GpuKernels::portable:
+        return "portable";
+    case GpuKernels::cuda_cores:
+        return "cuda-cores";
+    }
+    return "auto";
+}
+
 namespace {
 
 // The CPU backend, with the note of plan_cpu_threads after `why` the run is on the CPU.
@@ -43,7 +67,7 @@ BackendChoice cpu_choice(int threads, const std::string& why) {
 
 }  // namespace
 
-BackendChoice make_backend(DeviceKind kind, int gpu, int threads) {
+BackendChoice make_backend(DeviceKind kind, int gpu, int threads, GpuKernels kernels) {
     if (kind == DeviceKind::cpu) {
         return cpu_choice(threads, "");
     }
@@ -51,17 +75,19 @@ BackendChoice make_backend(DeviceKind kind, int gpu, int threads) {
 #ifdef VLATTICE_HAVE_CUDA
     if (status.usable) {
         if (kind == DeviceKind::cuda) {
-            return {make_cuda_backend(gpu), ""};
+            return {make_cuda_backend(gpu, FastKernel::automatic, kGatherFloats, kernels), ""};
         }
         // `auto` promises a run: a GPU that is present but cannot start one (too little memory,
         // an architecture this build has no code for) sends it to the CPU, with the reason.
         try {
-            return {make_cuda_backend(gpu), ""};
+            return {make_cuda_backend(gpu, FastKernel::automatic, kGatherFloats, kernels), ""};
         } catch (const Error& e) {
             return cpu_choice(threads, std::string("GPU ") + status.description + " unusable (" + e.what() +
                                            "); running on the CPU");
         }
     }
+#else
+    static_cast<void>(kernels);
 #endif
     const std::string why = "no usable GPU: " + status.description;
     if (kind == DeviceKind::cuda) {

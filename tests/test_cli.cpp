@@ -294,7 +294,7 @@ TEST_CASE("every command's --help lists its options and their defaults", "[cli]"
     for (const std::string option :
          {"--output", "--anchors", "--iters", "--min-gain", "--t0", "--cooling", "--trim", "--trim-final", "--maintenance-every",
           "--init-sample", "--seed", "--metric", "--storage", "--assign-precision", "--threads", "--device", "--gpu",
-          "--dataset", "--anchor-storage", "--report",
+          "--kernel", "--dataset", "--anchor-storage", "--report",
           "--bits", "--target-bytes", "--target-ratio", "--quiet", "--help"}) {
         CHECK_THAT(help.output, Contains(option + " "));
     }
@@ -350,7 +350,7 @@ TEST_CASE("the CLI runs OpenBLAS's kernels for the CPU unless OPENBLAS_CORETYPE 
 TEST_CASE("the top level dispatches, prints its version and rejects unknown commands", "[cli]") {
     const CommandResult version = run_cli("--version");
     CHECK(version.exit_code == 0);
-    CHECK_THAT(version.output, Contains(VLATTICE_VERSION));
+    CHECK_THAT(version.output, Contains(VLATTICE_VERSION) && Contains("GPU 0: "));
 
     const CommandResult help = run_cli("--help");
     CHECK(help.exit_code == 0);
@@ -437,13 +437,16 @@ TEST_CASE("compress rejects bad input and bad options, leaving the output untouc
         check_fails(result, out, {"manhattan"});
         CHECK(result.exit_code == 2);
     }
-    SECTION("unknown storage or assign precision") {
+    SECTION("unknown storage, assign precision or kernel family") {
         const CommandResult storage = compress(good, out, "--storage fp16");
         check_fails(storage, out, {"--storage", "'fp16'", "f32, f16 or bf16"});
         CHECK(storage.exit_code == 2);
         const CommandResult precision = compress(good, out, "--assign-precision approximate");
         check_fails(precision, out, {"--assign-precision", "'approximate'"});
         CHECK(precision.exit_code == 2);
+        const CommandResult kernel = compress(good, out, "--kernel tensor");
+        check_fails(kernel, out, {"--kernel", "'tensor'", "auto, hopper, portable or cuda-cores"});
+        CHECK(kernel.exit_code == 2);
     }
     SECTION("missing -o") {
         const CommandResult result = run_cli("compress " + quote(good));

@@ -8,6 +8,7 @@
 
 #include "gpu_usable.hpp"
 #include "call_order.hpp"
+#include "../cuda/kernel_family.hpp"
 #include "perturbed_backend.hpp"
 #include "reference.hpp"
 #include "support.hpp"
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -949,6 +951,84 @@ TEST_CASE("cuda: a full fit lands where the CPU's does", "[gpu][anneal]") {
     const AssignStats recomputed = check->assign();
     CHECK(check->download_assignments() == on_gpu.assignments);
     CHECK(close(on_gpu.energy, recomputed.energy, 1e-12));
+}
+
+// The kernel families this GPU has: hopper where --kernel auto takes it, portable on every GPU since
+// Ampere, cuda-cores on any.
+std::vector<GpuKernels> families_here() {
+    std::vector<GpuKernels> families;
+    const GpuKernels fastest = cuda::fastest_kernels(0);
+    if (fastest == GpuKernels::hopper) {
+        families.push_back(GpuKernels::hopper);
+    }
+    if (fastest != GpuKernels::cuda_cores) {
+        families.push_back(GpuKernels::portable);
+    }
+    families.push_back(GpuKernels::cuda_cores);
+    return families;
+}
+
+TEST_CASE("cuda: every kernel family gives the same fit, bit for bit", "[gpu][anneal]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const PointStorage storage = GENERATE(PointStorage::f32, PointStorage::f16, PointStorage::bf16);
+    INFO("storage " << storage_name(storage));
+    const Matrix x = duplicated_points(20011, 48, rng);
+    AnnealConfig config;
+    config.anchors = 150;
+    config.max_iters = 20;
+    config.maintenance_every = 4;
+    config.seed = run_seed;
+    config.storage = storage;
+
+    const std::vector<GpuKernels> families = families_here();
+    REQUIRE(families.size() >= 2);
+    std::vector<FitResult> fits;
+    for (const GpuKernels family : families) {
+        auto gpu = make_cuda_backend(0, FastKernel::automatic, kGatherFloats, family);
+        fits.push_back(fit(x, config, *gpu));
+    }
+    for (std::size_t f = 1; f < fits.size(); ++f) {
+        INFO(gpu_kernels_name(families[f]) << " against " << gpu_kernels_name(families[0]));
+        CHECK(fits[f].iterations == fits[0].iterations);
+        CHECK(fits[f].assignments == fits[0].assignments);
+        CHECK(fits[f].anchors.data == fits[0].anchors.data);
+        CHECK(fits[f].energy == fits[0].energy);
+    }
+    // And the fastest family's assignments are the CPU's argmin over its anchors.
+    const Held h = held(x, storage);
+    auto check = make_cpu_backend(0);
+    check->upload_points(h.points, h.setup);
+    check->upload_anchors(fits[0].anchors);
+    check->assign();
+    CHECK(check->download_assignments() == fits[0].assignments);
+}
+
+TEST_CASE("cuda: a kernel family the environment names wrongly is an error", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const char* before = std::getenv("VLATTICE_KERNEL");
+    const std::string kept = before != nullptr ? before : "";
+    setenv("VLATTICE_KERNEL", "tensor", 1);
+    std::string message;
+    try {
+        make_cuda_backend(0);
+    } catch (const Error& e) {
+        message = e.what();
+    }
+    // A family named outright does not read the variable.
+    CHECK_NOTHROW(make_cuda_backend(0, FastKernel::automatic, kGatherFloats, GpuKernels::cuda_cores));
+    if (before != nullptr) {
+        setenv("VLATTICE_KERNEL", kept.c_str(), 1);
+    } else {
+        unsetenv("VLATTICE_KERNEL");
+    }
+    CHECK_THAT(message, Catch::Contains("VLATTICE_KERNEL") && Catch::Contains("'tensor'"));
 }
 
 TEST_CASE("cuda: validation catches anchors that differ from the ones the energy came from", "[gpu][anneal]") {

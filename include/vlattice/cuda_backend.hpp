@@ -1,6 +1,7 @@
 #pragma once
 
 #include "vlattice/backend.hpp"
+#include "vlattice/device.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -18,7 +19,8 @@ namespace vlattice {
 // need every anchor re-scored get a pass of split operands of their own (two or three products, a
 // window of uncertainty as narrow as float32's), and when they are more than half the points the
 // run moves to split operands for all (`split`) from then on (`automatic`). The other settings pin
-// one kernel without either step, for tests and measurements; the assignments are the same.
+// one kernel without either step, for tests and measurements; the assignments are the same. With
+// GpuKernels::cuda_cores every assign runs on float32 FMAs instead, and this setting has no effect.
 enum class FastKernel { automatic, single, split };
 
 // Maintenance gathers the members of the anchors it measures in pieces of at most this many floats
@@ -26,7 +28,9 @@ enum class FastKernel { automatic, single, split };
 // small enough for compute-sanitizer still cross a piece's end.
 constexpr std::size_t kGatherFloats = std::size_t{16} << 20;
 
+// `kernels` picks the family of kernels (GpuKernels); throws Error when the GPU cannot run a forced one.
 std::unique_ptr<Backend> make_cuda_backend(int gpu = 0, FastKernel kernel = FastKernel::automatic,
-                                           std::size_t gather_floats = kGatherFloats);
+                                           std::size_t gather_floats = kGatherFloats,
+                                           GpuKernels kernels = GpuKernels::automatic);
 
 }  // namespace vlattice

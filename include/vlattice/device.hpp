@@ -13,6 +13,17 @@ enum class DeviceKind { automatic, cpu, cuda };
 // Throws Error for anything but "auto", "cpu" or "cuda".
 DeviceKind parse_device(const std::string& name);
 
+// Which of the CUDA backend's kernels a run uses (--kernel, or the environment's VLATTICE_KERNEL
+// when --kernel is auto): `automatic` takes the fastest the GPU has (hopper on sm_90, portable on
+// the other GPUs since Ampere, cuda_cores before), the others force one, for tests and
+// measurements. Every family gives the same assignments.
+enum class GpuKernels { automatic, hopper, portable, cuda_cores };
+
+// "auto", "hopper", "portable" or "cuda-cores"; throws Error naming `what` (the option or variable)
+// for anything else.
+GpuKernels parse_gpu_kernels(const std::string& name, const std::string& what = "--kernel");
+const char* gpu_kernels_name(GpuKernels kernels);
+
 struct BackendChoice {
     std::unique_ptr<Backend> backend;
     std::string note;  // one line for the user when `auto` fell back to the CPU or the CPU threads were lowered
@@ -29,7 +40,7 @@ GpuStatus gpu_status(int gpu);
 
 // `automatic` picks the GPU when one is usable, else the CPU with a note that says why.
 // `cuda` throws Error saying why no GPU can be used (no CUDA build, no device, driver too old).
-BackendChoice make_backend(DeviceKind kind, int gpu, int threads);
+BackendChoice make_backend(DeviceKind kind, int gpu, int threads, GpuKernels kernels = GpuKernels::automatic);
 
 // For the other work with a GPU path (decoding, search): whether to take it. `automatic` takes it
 // when the GPU is usable, else notes why not; `cuda` throws Error saying why no GPU can be used.

@@ -65,6 +65,11 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
          "CPU threads (OpenMP and BLAS); 0 uses every core; at most the cores, and as many as the address-space "
          "limit (ulimit -v) leaves room for, with a note when fewer than asked; the result does not depend on it")
         ("gpu", whole_number(&a.gpu, 0)->default_value(0)->value_name("N"), "index of the CUDA device to use")
+        ("kernel", po::value(&a.kernel)->default_value("auto")->value_name("FAMILY"),
+         "the GPU's kernels: auto (the fastest the GPU has: hopper on sm_90, portable on other GPUs since "
+         "Ampere), hopper (wgmma, sm_90 only), portable (mma.sync tensor cores, sm_80 on) or cuda-cores "
+         "(float32 FMAs); every one gives the same result; auto defers to the VLATTICE_KERNEL variable "
+         "when it is set")
         ("dataset", po::value(&a.dataset)->default_value(dataset)->value_name("NAME"),
          "dataset to read from an HDF5 INPUT");
 }
@@ -108,6 +113,7 @@ void check_anneal_args(AnnealArgs& a) {
     a.config.seed = parse_unsigned_option(a.seed, "--seed");
     a.config.storage = parse_option_value([&] { return parse_storage(a.storage); });
     a.config.assign_precision = parse_option_value([&] { return parse_precision(a.precision); });
+    a.kernels = parse_option_value([&] { return parse_gpu_kernels(a.kernel); });
     // Only the name here: `auto` waits for the input, which metric_of reads.
     given_metric(a);
 }

@@ -6,6 +6,7 @@
 #include "options.hpp"
 
 #include "vlattice/config.hpp"
+#include "vlattice/device.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/types.hpp"
 
@@ -22,6 +23,8 @@ struct AnnealArgs {
     std::string storage;
     std::string precision;
     int gpu = 0;
+    std::string kernel;  // --kernel, checked into `kernels`
+    GpuKernels kernels = GpuKernels::automatic;
     std::string dataset;
     std::string input_format;  // --input-format, for the commands that declare it; empty: by extension
 };
@@ -38,7 +41,7 @@ void add_input_format_option(po::options_description& options, AnnealArgs& args)
 std::string input_file(const std::string& input, const AnnealArgs& args);
 
 // The checks the parser leaves (the numeric options check their ranges as they are read): --seed,
-// --storage, --assign-precision and the --metric name, before the input is read (whether M fits
+// --storage, --assign-precision, --kernel and the --metric name, before the input is read (whether M fits
 // the data is left to vlattice::validate once n is known); then copies M, the init sample, the seed,
 // the storage and the assign precision into the config. Throws UsageError.
 void check_anneal_args(AnnealArgs& args);

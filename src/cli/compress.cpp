@@ -165,7 +165,7 @@ int compress(int argc, char** argv, bool model_only) {
     }
     check_inputs({{"INPUT", args.input}});
 
-    BackendChoice choice = make_backend(device, args.anneal.gpu, config.threads);
+    BackendChoice choice = make_backend(device, args.anneal.gpu, config.threads, args.anneal.kernels);
 
     ReportContext context;
     context.backend = choice.backend->name();

@@ -2,6 +2,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "vlattice/blas_kernels.hpp"
+#include "vlattice/device.hpp"
 
 #include <cstring>
 #include <iostream>
@@ -72,8 +73,10 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (first == "--version") {
+        const vlattice::GpuStatus gpu = vlattice::gpu_status(0);
         std::cout << "vlattice " << VLATTICE_VERSION << '\n'
-                  << "OpenBLAS kernels: " << vlattice::blas_kernels() << '\n';
+                  << "OpenBLAS kernels: " << vlattice::blas_kernels() << '\n'
+                  << "GPU 0: " << (gpu.usable ? "" : "none usable: ") << gpu.description << '\n';
         return 0;
     }
     if (first == "help") {
