@@ -61,12 +61,25 @@ __host__ __device__ constexpr int core_offset(int row, int k) {
 constexpr unsigned kCoreK = 128;                   // bytes between core matrices along k
 constexpr unsigned kCoreRows = 8 * kChunk * 2;     // bytes between 8-row groups
 
+// Points per block: 16 per warp, or on mma.sync with one product 32 (two halves of 16 rows), so that
+// every anchor fragment read from shared memory meets twice the points. Split products keep 16: their
+// fresh sums per chunk and 16-bit tails leave no registers for a second half.
+__host__ __device__ constexpr int halves_of(TensorEngine engine, int products) {
+    return engine == TensorEngine::mma_sync && products == 1 ? 2 : 1;
+}
+__host__ __device__ constexpr int points_of(TensorEngine engine, int products) {
+    return kTile * halves_of(engine, products);
+}
+
 // Staged arrays, in this order: anchor heads, anchor tails (2 and 3 products), then unless the points
-// are resident, point heads and point tails (3 products).
+// are resident, point heads and point tails (3 products). An anchor array's slot holds kTile rows of a
+// chunk, a point array's the block's points.
 __host__ __device__ constexpr int anchor_arrays(int products) { return products == 1 ? 1 : 2; }
 __host__ __device__ constexpr int point_arrays(int products) { return products == 3 ? 2 : 1; }
-constexpr int staged_arrays(int products, bool resident) {
-    return anchor_arrays(products) + (resident ? 0 : point_arrays(products));
+std::size_t stage_bytes(TensorEngine engine, int products, bool resident) {
+    const std::size_t rows = anchor_arrays(products) * std::size_t{kTile} +
+                             (resident ? 0 : point_arrays(products) * std::size_t(points_of(engine, products)));
+    return std::size_t{2} * stages_of(engine) * rows * kChunk;
 }
 
 // When the block's points fit in this many bytes of shared memory (d up to 256 with two products,
@@ -75,22 +88,25 @@ constexpr int staged_arrays(int products, bool resident) {
 // padded to whole chunks, with zeros.
 constexpr std::size_t kResidentBytes = std::size_t{64} << 10;
 __host__ __device__ inline int resident_stride(int stride) { return (stride + kChunk - 1) / kChunk * kChunk; }
-std::size_t resident_bytes(int products, int stride) {
-    return std::size_t{2} * point_arrays(products) * kTile * resident_stride(stride);
+std::size_t resident_bytes(TensorEngine engine, int products, int stride) {
+    return std::size_t{2} * point_arrays(products) * points_of(engine, products) * resident_stride(stride);
 }
 // Dynamic shared memory: the resident points if any, then the staging slots.
 std::size_t shared_bytes(TensorEngine engine, int products, bool resident, int stride) {
-    const std::size_t stages = std::size_t{2} * stages_of(engine) * staged_arrays(products, resident) * kStageValues;
-    return resident ? resident_bytes(products, stride) + stages : stages;
+    const std::size_t stages = stage_bytes(engine, products, resident);
+    return resident ? resident_bytes(engine, products, stride) + stages : stages;
 }
-// The kernel's own shared arrays (row_bound, tile_norms), beside the dynamic ones.
-std::size_t static_bytes(TensorEngine engine) { return (1 + std::size_t(stages_of(engine))) * kTile * 4; }
+// The kernel's own shared arrays (row_bound, tile_norms, epilogue_norms), beside the dynamic ones.
+std::size_t static_bytes(TensorEngine engine, int products) {
+    const std::size_t norms = (stages_of(engine) + (products == 1 ? 1 : 0)) * std::size_t{kTile};
+    return (std::size_t(points_of(engine, products)) + norms) * 4;
+}
 bool points_resident(const HalfAssignArgs& a, int products) {
-    if (resident_bytes(products, a.stride) > kResidentBytes) {
+    if (resident_bytes(a.engine, products, a.stride) > kResidentBytes) {
         return false;
     }
     return a.engine == TensorEngine::wgmma ||
-           shared_bytes(a.engine, products, true, a.stride) + static_bytes(a.engine) <= a.shared_limit;
+           shared_bytes(a.engine, products, true, a.stride) + static_bytes(a.engine, products) <= a.shared_limit;
 }
 
 // 16 bytes from global memory to the shared address `to`, asynchronously; with `valid` false, zeros
@@ -112,17 +128,19 @@ __device__ __forceinline__ void wait_copies() {
     asm volatile("cp.async.wait_group %0;" ::"n"(kPending));
 }
 
-// What one thread copies of a staged tile: values [k0 + k, k0 + k + 8) of rows `row` and row + 64.
-// Eight neighbouring threads take eight rows of one core matrix: their 16-byte writes fill 128
-// contiguous bytes, free of bank conflicts.
+// What one thread copies of a staged chunk: values [k0 + k, k0 + k + 8) of rows `row`, row + 64,
+// and so on (two rows of an anchor tile, two per half of the block's points). Eight neighbouring
+// threads take eight rows of one core matrix: their 16-byte writes fill 128 contiguous bytes, free of
+// bank conflicts.
+constexpr int kPieceRows = kThreads * kPiece / kChunk;  // rows one copy by every thread covers
 struct Pieces {
-    static_assert(2 * kThreads * kPiece == kTile * kChunk, "two copies per thread");
+    static_assert(2 * kPieceRows == kTile, "two copies per thread and tile");
     static_assert(kChunk / kPiece == 4, "a warp covers 8 rows x 4 pieces");
     int row;
     int k;
     __device__ explicit Pieces(int tid) : row(tid % 8 + 8 * (tid / 32)), k((tid / 8) % 4 * kPiece) {}
     // The shared offset, in values, of copy e within a staged array.
-    __device__ int to(int e) const { return core_offset(row + e * kTile / 2, k); }
+    __device__ int to(int e) const { return core_offset(row + e * kPieceRows, k); }
 };
 
 // A wgmma matrix descriptor for the core matrices from shared address `address` (no swizzle), with
@@ -156,54 +174,69 @@ __global__ void __launch_bounds__(kThreads, 1)
     constexpr int kStages = stages_of(kEngine);
     constexpr int kAhead = ahead_of(kEngine);
     constexpr bool kSingle = kProducts == 1;
+    constexpr int kHalves = halves_of(kEngine, kProducts);
+    constexpr int kPoints = points_of(kEngine, kProducts);
+    static_assert(kEngine == TensorEngine::mma_sync || kHalves == 1, "a wgmma warpgroup takes 64 rows");
     extern __shared__ __align__(128) std::uint16_t shared[];
     // Resident points: rows of resident_stride values as core matrices, heads then tails.
     const int rstride = kResident ? resident_stride(a.stride) : 0;
     std::uint16_t* const resident = shared;
-    std::uint16_t* const staged = shared + point_arrays(kProducts) * kTile * rstride;
-    auto stage = [&](int array, unsigned slot) { return staged + (array * kStages + slot) * kStageValues; };
+    std::uint16_t* const staged = shared + point_arrays(kProducts) * kPoints * rstride;
+    // Staged anchor arrays first, then point arrays, each kStages slots of a chunk's rows.
+    constexpr int kAnchorSlot = kTile * kChunk;
+    constexpr int kPointSlot = kPoints * kChunk;
     constexpr int kPointHead = anchor_arrays(kProducts);  // staged array of the point heads, tails next
+    auto slot_offset = [&](int array, unsigned slot) {
+        return array < kPointHead ? (array * kStages + slot) * kAnchorSlot
+                                  : kPointHead * kStages * kAnchorSlot + ((array - kPointHead) * kStages + slot) * kPointSlot;
+    };
+    auto stage = [&](int array, unsigned slot) { return staged + slot_offset(array, slot); };
     // Per row, as ordered_bits, the least bound that any of the four lists of the row has found (see
     // offer_fragment_row): every list skips what cannot matter to any.
-    __shared__ unsigned row_bound[kTile];
+    __shared__ unsigned row_bound[kPoints];
     // The squared norms of each staged tile's anchors (of their heads, for one product), staged with
-    // the tile's first chunk.
+    // the tile's first chunk; for one product also kept for the tile's epilogue, as the slot they
+    // came in is refilled before it.
     __shared__ float tile_norms[kStages][kTile];
+    __shared__ float epilogue_norms[kSingle ? kTile : 1];
 
     const int tid = threadIdx.x;
     const int lane = tid % kWarp;
-    const int group_row = (tid / 128) * kGroupRows;  // the warpgroup's first point
-    const int warp_row = group_row + (tid / kWarp) % 4 * 16;
+    const int group_row = (tid / 128) * kGroupRows;  // the warpgroup's first point (wgmma)
+    const int warp_row = (tid / kWarp) * 16 * kHalves;
     const int group = lane / 4;  // row of the accumulator fragments
     const int quad = lane % 4;   // column pair of the accumulator fragments
-    const std::size_t row0 = static_cast<std::size_t>(blockIdx.x) * kTile;
+    const std::size_t row0 = static_cast<std::size_t>(blockIdx.x) * kPoints;
     const int stride = a.stride;
 
-    // Owned row o is row o * 8 + group of the warp's 16; its value e is accumulator
-    // (e / 2) * 4 + o * 2 + e % 2, column (e / 2) * 8 + quad * 2 + e % 2.
-    auto row_of = [&](int o) { return warp_row + o * 8 + group; };
-    Candidate top[kOwnedRows];
+    // Owned row o of half h is row o * 8 + group of the half's 16; its value e is accumulator
+    // (e / 2) * 4 + o * 2 + e % 2 of the half, column (e / 2) * 8 + quad * 2 + e % 2.
+    auto row_of = [&](int h, int o) { return warp_row + h * 16 + o * 8 + group; };
+    Candidate top[kHalves][kOwnedRows];
     // The repair's window per owned row (at its widest for split products, from the row's own
     // rounding for one), and the row's limit (offer_fragment_row).
     using Window = std::conditional_t<kSingle, RowWindow, FixedWindow>;
-    Window window[kOwnedRows];
-    float limit[kOwnedRows];
+    Window window[kHalves][kOwnedRows];
+    float limit[kHalves][kOwnedRows];
     const float max_anchor_norm = kSingle ? 0.0f : __uint_as_float(*a.max_anchor_norm_bits);
 #pragma unroll
-    for (int o = 0; o < kOwnedRows; ++o) {
-        const std::size_t row = row0 + row_of(o);
-        top[o] = empty_candidate();
-        limit[o] = CUDART_INF_F;
-        if constexpr (kSingle) {
-            window[o] = single_row_window(a.single, row, a.n, true);
-            // Values beyond the window of the last assign's anchor can never matter.
-            const float prior = prior_best(a.single, a.prior, row, a.n, a.m);
-            limit[o] = prior < CUDART_INF_F ? prior + window[o](prior) : CUDART_INF_F;
-        } else {
-            window[o] = FixedWindow{row_window(a, row, max_anchor_norm)};
+    for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+        for (int o = 0; o < kOwnedRows; ++o) {
+            const std::size_t row = row0 + row_of(h, o);
+            top[h][o] = empty_candidate();
+            limit[h][o] = CUDART_INF_F;
+            if constexpr (kSingle) {
+                window[h][o] = single_row_window(a.single, row, a.n, true);
+                // Values beyond the window of the last assign's anchor can never matter.
+                const float prior = prior_best(a.single, a.prior, row, a.n, a.m);
+                limit[h][o] = prior < CUDART_INF_F ? prior + window[h][o](prior) : CUDART_INF_F;
+            } else {
+                window[h][o] = FixedWindow{row_window(a, row, max_anchor_norm)};
+            }
         }
     }
-    for (int r = tid; r < kTile; r += kThreads) {
+    for (int r = tid; r < kPoints; r += kThreads) {
         row_bound[r] = ordered_bits(CUDART_INF_F);
     }
 
@@ -219,18 +252,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     const Pieces pieces(tid);
     const unsigned staged_base = shared_address(staged);
     auto stage_address = [&](int array, unsigned slot, int e) {
-        return staged_base + 2u * ((array * kStages + slot) * kStageValues + pieces.to(e));
+        return staged_base + 2u * (slot_offset(array, slot) + pieces.to(e));
     };
-    const unsigned copy_offset[2] = {static_cast<unsigned>(pieces.row * stride + pieces.k),
-                                     static_cast<unsigned>((pieces.row + kTile / 2) * stride + pieces.k)};
+    const unsigned copy_offset = static_cast<unsigned>(pieces.row * stride + pieces.k);
+    const unsigned copy_rows = static_cast<unsigned>(kPieceRows * stride);  // between a thread's copies
     const std::uint16_t* const point_head = a.point_head + row0 * stride;
     const std::uint16_t* const point_tail = kProducts == 3 ? a.point_tail + row0 * stride : nullptr;
-    const int rows_here = a.n - row0 < kTile ? static_cast<int>(a.n - row0) : kTile;
+    const int rows_here = a.n - row0 < kPoints ? static_cast<int>(a.n - row0) : kPoints;
     if constexpr (kResident) {
         // The block's points, once: a group of copies of its own, committed before the pipeline's,
         // so the first step's wait covers it.
         const int pieces_per_row = rstride / kPiece;
-        for (int p = tid; p < kTile * pieces_per_row; p += kThreads) {
+        for (int p = tid; p < kPoints * pieces_per_row; p += kThreads) {
             const int r = p / pieces_per_row;
             const int k = p % pieces_per_row * kPiece;
             const bool valid = r < rows_here && k < stride;
@@ -238,7 +271,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int to = (r / 8) * (8 * rstride) + (k / kPiece) * 64 + (r % 8) * kPiece;
             copy_async(shared_address(resident + to), point_head + at, valid);
             if constexpr (kProducts == 3) {
-                copy_async(shared_address(resident + kTile * rstride + to), point_tail + at, valid);
+                copy_async(shared_address(resident + kPoints * rstride + to), point_tail + at, valid);
             }
         }
         commit_copies();
@@ -253,10 +286,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         const std::uint16_t* const anchor_head = a.anchor_head + at.tile_offset;
         const std::uint16_t* const anchor_tail = kSingle ? nullptr : a.anchor_tail + at.tile_offset;
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
+        for (int e = 0; e < 2 * kHalves; ++e) {
             // Invalid copies read nothing, from the first value of the rows.
-            const int r = pieces.row + e * kTile / 2;
-            const unsigned offset = copy_offset[e] + at.k0;
+            const int r = pieces.row + e * kPieceRows;
+            const unsigned offset = copy_offset + e * copy_rows + at.k0;
             if constexpr (!kResident) {
                 const bool point_valid = k_inside && r < rows_here;
                 const unsigned point_at = point_valid ? offset : 0u;
@@ -264,6 +297,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if constexpr (kProducts == 3) {
                     copy_async(stage_address(kPointHead + 1, slot, e), point_tail + point_at, point_valid);
                 }
+            }
+            if (e >= 2) {
+                continue;  // an anchor tile's rows take two copies
             }
             const bool anchor_valid = k_inside && r < anchor_rows;
             const unsigned anchor_at = anchor_valid ? offset : 0u;
@@ -307,7 +343,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const unsigned a_rows_apart = kResident ? 16u * rstride : kCoreRows;
     auto point_address = [&](unsigned slot, int k0, int tail) {
         if constexpr (kResident) {
-            return shared_address(resident) + tail * 2u * kTile * rstride + k0 / kPiece * kCoreK;
+            return shared_address(resident) + tail * 2u * kPoints * rstride + k0 / kPiece * kCoreK;
         } else {
             return shared_address(stage(kPointHead + tail, slot));
         }
@@ -315,14 +351,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     // One chunk of the tile: on wgmma the warpgroup's 64 x 128 through a fresh accumulator (for split
     // products) added rounded to nearest once the chunk's wgmma are done.
-    float acc[kAccumulators];
+    float acc[kHalves][kAccumulators];
     auto multiply_chunk_wgmma = [&](unsigned slot, int k0) {
         float fresh[kAccumulators];
         const unsigned a_head = point_address(slot, k0, 0) + group_row / 8 * a_rows_apart;
         const unsigned a_tail = kProducts == 3 ? point_address(slot, k0, 1) + group_row / 8 * a_rows_apart : a_head;
         const unsigned b_head = shared_address(stage(0, slot));
         const unsigned b_tail = shared_address(stage(1, slot));
-        pin(acc);
+        pin(acc[0]);
         wgmma_fence();
 #pragma unroll
         for (int s = 0; s < kChunk / kMmaK; ++s) {
@@ -336,28 +372,33 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         wgmma_commit();
         wgmma_wait<0>();
-        pin(acc);
+        pin(acc[0]);
         pin(fresh);
 #pragma unroll
         for (int e = 0; e < kAccumulators; ++e) {
-            acc[e] = __fadd_rn(acc[e], fresh[e]);
+            acc[0][e] = __fadd_rn(acc[0][e], fresh[e]);
         }
     };
-    // On mma.sync the warp's 16 x 128, a 16 x 8 block at a time: lane l gives ldmatrix the row l % 8
-    // of core matrix l / 8, which for the points is rows +8 for odd matrices and values +8 for the
-    // last two, and for a pair of anchor blocks values +8 for odd matrices and anchors +8 for the
-    // last two.
+    // On mma.sync each half of the warp's rows times the tile, a 16 x 8 block at a time: lane l gives
+    // ldmatrix the row l % 8 of core matrix l / 8, which for the points is rows +8 for odd matrices
+    // and values +8 for the last two, and for a pair of anchor blocks values +8 for odd matrices and
+    // anchors +8 for the last two.
     const int matrix = lane / 8;
     const int point_row = warp_row + (matrix % 2) * 8 + lane % 8;
     const unsigned point_lane = point_row / 8 * a_rows_apart + point_row % 8 * 16 + matrix / 2 * kCoreK;
     const unsigned anchor_lane = matrix / 2 * kCoreRows + lane % 8 * 16 + matrix % 2 * kCoreK;
+    constexpr unsigned kHalfRows = 2;  // 8-row groups between halves
     auto multiply_chunk_mma = [&](unsigned slot, int k0) {
         constexpr int kSteps = kChunk / kMmaK;
-        unsigned head[kSteps][4];
+        unsigned head[kHalves][kSteps][4];
         unsigned tail[kSteps][4];
 #pragma unroll
         for (int s = 0; s < kSteps; ++s) {
-            load_matrices(head[s], point_address(slot, k0, 0) + point_lane + s * 2 * kCoreK);
+#pragma unroll
+            for (int h = 0; h < kHalves; ++h) {
+                load_matrices(head[h][s],
+                              point_address(slot, k0, 0) + point_lane + h * kHalfRows * a_rows_apart + s * 2 * kCoreK);
+            }
             if constexpr (kProducts == 3) {
                 load_matrices(tail[s], point_address(slot, k0, 1) + point_lane + s * 2 * kCoreK);
             }
@@ -377,23 +418,27 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
             }
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                float* const block = acc + (2 * pair + h) * 4;
+            for (int j = 0; j < 2; ++j) {
                 if constexpr (kSingle) {
 #pragma unroll
-                    for (int s = 0; s < kSteps; ++s) {
-                        mma_16x8x16<kType>(block, head[s], c_head[s][2 * h], c_head[s][2 * h + 1]);
+                    for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+                        for (int s = 0; s < kSteps; ++s) {
+                            mma_16x8x16<kType>(acc[h] + (2 * pair + j) * 4, head[h][s], c_head[s][2 * j],
+                                               c_head[s][2 * j + 1]);
+                        }
                     }
                 } else {
                     float fresh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
                     for (int s = 0; s < kSteps; ++s) {
                         if constexpr (kProducts == 3) {
-                            mma_16x8x16<kType>(fresh, tail[s], c_head[s][2 * h], c_head[s][2 * h + 1]);
+                            mma_16x8x16<kType>(fresh, tail[s], c_head[s][2 * j], c_head[s][2 * j + 1]);
                         }
-                        mma_16x8x16<kType>(fresh, head[s], c_tail[s][2 * h], c_tail[s][2 * h + 1]);
-                        mma_16x8x16<kType>(fresh, head[s], c_head[s][2 * h], c_head[s][2 * h + 1]);
+                        mma_16x8x16<kType>(fresh, head[0][s], c_tail[s][2 * j], c_tail[s][2 * j + 1]);
+                        mma_16x8x16<kType>(fresh, head[0][s], c_head[s][2 * j], c_head[s][2 * j + 1]);
                     }
+                    float* const block = acc[0] + (2 * pair + j) * 4;
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         block[e] = __fadd_rn(block[e], fresh[e]);
@@ -419,24 +464,25 @@ __global__ void __launch_bounds__(kThreads, 1)
         // cores leave ||c||^2 - 2 x.c scaled by -1/a.scale (each chunk's products start fresh, so the
         // norm meets one rounding per chunk). Past the last anchor they start at -inf: +inf scaled
         // back, which no list takes. One product starts at zero and meets the norms of the heads
-        // only at the end (read now, before the slot goes back): an accumulator that started at the
-        // norm would carry its magnitude through every step's rounding, and the window is built on
-        // sums of |products| alone.
-        float norms[kSingle ? kOwnedValues : 1];
+        // only at the end (+inf past the last anchor): an accumulator that started at the norm would
+        // carry its magnitude through every step's rounding, and the window is built on sums of
+        // |products| alone. Every thread has left the last epilogue, which read them, by now.
+        if constexpr (kSingle) {
+            if (tid < kTile) {
+                epilogue_norms[tid] = whole || col0 + tid < a.m ? tile_norms[first][tid] : CUDART_INF_F;
+            }
+        }
 #pragma unroll
         for (int j = 0; j < kAccumulators / 4; ++j) {
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int col = my_col + j * 8 + h;
+            for (int c = 0; c < 2; ++c) {
+                const int col = my_col + j * 8 + c;
                 const bool inside = whole || col0 + col < a.m;
-                if constexpr (kSingle) {
-                    norms[2 * j + h] = inside ? tile_norms[first][col] : CUDART_INF_F;
-                    acc[j * 4 + h] = 0.0f;
-                    acc[j * 4 + 2 + h] = 0.0f;
-                } else {
-                    const float start = inside ? tile_norms[first][col] * norm_scale : -CUDART_INF_F;
-                    acc[j * 4 + h] = start;
-                    acc[j * 4 + 2 + h] = start;
+                const float start = kSingle ? 0.0f : inside ? tile_norms[first][col] * norm_scale : -CUDART_INF_F;
+#pragma unroll
+                for (int h = 0; h < kHalves; ++h) {
+                    acc[h][j * 4 + c] = start;
+                    acc[h][j * 4 + 2 + c] = start;
                 }
             }
         }
@@ -444,57 +490,69 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int chunk = 1; chunk < chunks; ++chunk) {
             multiply_chunk(begin_step(), chunk * kChunk);
         }
+        if (kSingle && chunks == 1) {
+            __syncthreads();  // the norms are in (with more chunks, the steps' barriers saw to it)
+        }
 
-        if constexpr (kSingle) {
-            // ||c||^2 - 2 x.c in place; past the last anchor +inf.
+#pragma unroll
+        for (int h = 0; h < kHalves; ++h) {
 #pragma unroll
             for (int e = 0; e < kAccumulators; ++e) {
-                acc[e] = fmaf(-a.scale, acc[e], norms[(e / 4) * 2 + e % 2]);
-            }
-        } else {
-            // Scaling by a power of two is exact: these are the values the lists keep.
-#pragma unroll
-            for (int e = 0; e < kAccumulators; ++e) {
-                acc[e] *= -a.scale;
+                // One product: ||c||^2 - 2 x.c in place, +inf past the last anchor. Split products:
+                // scaling by a power of two is exact; these are the values the lists keep.
+                acc[h][e] = kSingle ? fmaf(-a.scale, acc[h][e], epilogue_norms[my_col + (e / 4) * 8 + e % 2])
+                                    : acc[h][e] * -a.scale;
             }
         }
         const std::size_t first_col = col0 + my_col;
-        if (!kSingle && a.exclude_self && col0 < row0 + kTile && row0 < col0 + kTile) {
+        if (!kSingle && a.exclude_self && col0 < row0 + kPoints && row0 < col0 + kTile) {
             // A point's own column (the points are the anchors) is +inf, which no list takes.
 #pragma unroll
-            for (int o = 0; o < kOwnedRows; ++o) {
-                const std::size_t row = row0 + row_of(o);
+            for (int h = 0; h < kHalves; ++h) {
 #pragma unroll
-                for (int e = 0; e < kOwnedValues; ++e) {
-                    if (first_col + (e / 2) * 8 + e % 2 == row) {
-                        acc[(e / 2) * 4 + o * 2 + e % 2] = CUDART_INF_F;
+                for (int o = 0; o < kOwnedRows; ++o) {
+                    const std::size_t row = row0 + row_of(h, o);
+#pragma unroll
+                    for (int e = 0; e < kOwnedValues; ++e) {
+                        if (first_col + (e / 2) * 8 + e % 2 == row) {
+                            acc[h][(e / 2) * 4 + o * 2 + e % 2] = CUDART_INF_F;
+                        }
                     }
                 }
             }
         }
 #pragma unroll
-        for (int o = 0; o < kOwnedRows; ++o) {
-            offer_fragment_row(acc, o, first_col, window[o], limit[o], &row_bound[row_of(o)], top[o]);
+        for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+            for (int o = 0; o < kOwnedRows; ++o) {
+                offer_fragment_row(acc[h], o, first_col, window[h][o], limit[h][o], &row_bound[row_of(h, o)],
+                                   top[h][o]);
+            }
         }
     }
     wait_copies<0>();  // only empty groups are left; nothing may be in flight when the block exits
 
     // The four lanes of a group hold the same rows, each a quarter of the anchors.
 #pragma unroll
-    for (int o = 0; o < kOwnedRows; ++o) {
-        merge_lanes(top[o], 2);
-        store_row(a, blockIdx.y, row0 + row_of(o), top[o], quad);
+    for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+        for (int o = 0; o < kOwnedRows; ++o) {
+            merge_lanes(top[h][o], 2);
+            store_row(a, blockIdx.y, row0 + row_of(h, o), top[h][o], quad);
+        }
     }
 }
 
 template <TensorEngine kEngine, HalfType kType, int kProducts, bool kResident>
 void launch_kernel(const HalfAssignArgs& a, cudaStream_t stream) {
     const std::size_t bytes = shared_bytes(kEngine, kProducts, kResident, a.stride);
-    if (kEngine == TensorEngine::mma_sync && bytes + static_bytes(kEngine) > a.shared_limit) {
-        throw Error("fast assign: the mma.sync kernel needs " + std::to_string(bytes + static_bytes(kEngine)) +
+    const std::size_t needed = bytes + static_bytes(kEngine, kProducts);
+    if (kEngine == TensorEngine::mma_sync && needed > a.shared_limit) {
+        throw Error("fast assign: the mma.sync kernel needs " + std::to_string(needed) +
                     " bytes of shared memory per block; this GPU gives " + std::to_string(a.shared_limit));
     }
-    const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, kTile)), static_cast<unsigned>(a.splits));
+    const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, points_of(kEngine, kProducts))),
+                     static_cast<unsigned>(a.splits));
     launch_kernel_ex(fast_assign_half_kernel<kEngine, kType, kProducts, kResident>, "fast_assign_half_kernel", tiles,
                      kThreads, bytes, 1, stream, a);
 }
