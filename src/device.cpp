@@ -3,7 +3,7 @@
 #include "vlattice/cpu_backend.hpp"
 
 #ifdef VLATTICE_HAVE_CUDA
-#include "gpu_probe.hpp"
+#include "runtime/gpu_probe.hpp"
 #include "vlattice/cuda_backend.hpp"
 #endif
 

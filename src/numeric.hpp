@@ -30,7 +30,7 @@ double squared_distance(const float* a, const float* b, std::size_t d);
 // ||a - b||^2 for k-means++ weights, in float and in an order written out rather than left to the
 // compiler: lane l of kDistanceLanes sums coordinates l, l + 16, ... in turn (the last, partial
 // group fills lanes 0, 1, ...), then the lanes are added in a fixed tree. The compiler still
-// vectorises the lanes, and the GPU (cuda/ordered_distance.cuh: k-means++, search) repeats exactly these
+// vectorises the lanes, and the GPU (cuda/math/ordered_distance.cuh: k-means++, search) repeats exactly these
 // roundings, so both pick the same anchors. Float is plenty for weights that only steer random
 // choices, and for the 2-means that seeds a split (maintenance), which the annealing refines.
 constexpr std::size_t kDistanceLanes = 16;
@@ -90,7 +90,7 @@ inline double ordered_squared_distance(const float* a, const float* b, std::size
 }
 
 // a . b in float, in the lanes and tree of ordered_squared_distance: the inner-product search's
-// score, which the GPU (cuda/ordered_distance.cuh) repeats rounding for rounding. Every lane starts
+// score, which the GPU (cuda/math/ordered_distance.cuh) repeats rounding for rounding. Every lane starts
 // at +0, so the result is never -0.
 inline float ordered_dot(const float* a, const float* b, std::size_t d) {
     return ordered_lane_sum(a, b, d, product_term);

@@ -1,7 +1,7 @@
 // The skip rule of every GPU test: run only where a GPU is usable, and say why not otherwise.
 #pragma once
 
-#include "../cuda/gpu_probe.hpp"
+#include "../cuda/runtime/gpu_probe.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -6,7 +6,7 @@
 #include "vlattice/pipeline.hpp"
 
 #ifdef VLATTICE_HAVE_CUDA
-#include "../cuda/gpu_probe.hpp"
+#include "../cuda/runtime/gpu_probe.hpp"
 #endif
 
 #include <catch2/catch.hpp>

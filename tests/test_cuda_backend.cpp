@@ -8,7 +8,7 @@
 
 #include "gpu_usable.hpp"
 #include "call_order.hpp"
-#include "../cuda/kernel_family.hpp"
+#include "../cuda/runtime/kernel_family.hpp"
 #include "perturbed_backend.hpp"
 #include "reference.hpp"
 #include "support.hpp"

@@ -272,7 +272,7 @@ TEST_CASE("cuda: search_cuda equals search bit for bit for 784 dimensions", "[gp
     check_searches_of_shape(GENERATE(Shape{4999, 784, 7}, Shape{20011, 784, 300}, Shape{20011, 784, 1}));
 }
 
-// More candidates than one part of the device's work holds (2^25, cuda/search.cuh): 3,500 queries
+// More candidates than one part of the device's work holds (2^25, cuda/search/search.cuh): 3,500 queries
 // of 20,011 candidates each make three parts.
 TEST_CASE("cuda: search_cuda splits many candidates into parts", "[gpu][search]") {
     if (!gpu_usable()) {
@@ -441,7 +441,7 @@ TEST_CASE("cuda: product-code search with tables too large for shared memory", "
 }
 
 // 3,500 queries of 20,011 candidates each. At 8 code bytes they make one batch of three parts (2^25
-// candidates each, cuda/search.cuh); at 48 code bytes (12,288 table values per query, against 2^24
+// candidates each, cuda/search/search.cuh); at 48 code bytes (12,288 table values per query, against 2^24
 // per batch), three batches of one part each.
 TEST_CASE("cuda: product-code search splits many queries into parts and batches", "[gpu][search][product]") {
     if (!gpu_usable()) {

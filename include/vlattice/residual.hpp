@@ -58,7 +58,7 @@ ResidualCodes encode_residuals(const Matrix& points, const Matrix& anchors, cons
                                const std::vector<std::uint8_t>& bits);
 
 // Vector i's reconstruction, c + (offset + step * code), evaluated in float in exactly this order
-// (the GPU's decoder, cuda/decoded_row.cuh, repeats it), written to out[0..d). With no codes it is
+// (the GPU's decoder, cuda/search/decoded_row.cuh, repeats it), written to out[0..d). With no codes it is
 // the anchor itself.
 inline void decode_row(const Matrix& anchors, const ResidualCodes& codes, std::uint32_t anchor, std::size_t i, float* out) {
     const float* c = anchors.row(anchor);

@@ -1,0 +1,57 @@
+// Trimmed mean per anchor on the device. A stable radix sort groups the members by anchor, and a
+// radix select per anchor puts its kept members, the smallest by (distance, point index), first in
+// its segment; the sums run in double, chunk by chunk and then chunk sums in order, with no
+// atomics, so a run gives the same bits every time.
+#pragma once
+
+#include "math/point_rows.cuh"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vlattice::cuda {
+
+struct ReduceArgs {
+    PointRows points;
+    const float* anchors = nullptr;
+    const double* distance = nullptr;        // n: each point's distance to its anchor, from assign
+    const std::uint32_t* assignment = nullptr;
+    std::size_t n = 0;
+    std::size_t m = 0;
+    int d = 0;
+    // The share to trim is read on the device, so that a captured reduce serves every temperature;
+    // `trims` says whether it can drop any member at all (floor(trim * n) > 0), which decides
+    // whether the members are sorted by distance first.
+    const double* trim = nullptr;
+    bool trims = false;
+
+    // Sort scratch, n entries each, two of each for the radix sort's double buffering.
+    std::uint32_t* anchor_keys[2] = {nullptr, nullptr};
+    std::uint32_t* members[2] = {nullptr, nullptr};
+
+    std::uint32_t* offsets = nullptr;        // m + 1: segment of anchor j in the sorted members
+    std::uint32_t* item_counts = nullptr;    // m + 1 scratch
+    std::uint32_t* item_offsets = nullptr;   // m + 1: first chunk of anchor j
+    double* partial_sums = nullptr;          // max_member_chunks(n, m) * d
+    double* partial_distance = nullptr;      // max_member_chunks(n, m)
+
+    // Results.
+    std::uint32_t* count = nullptr;          // m
+    std::uint32_t* kept = nullptr;           // m
+    double* variance = nullptr;              // m
+    double* means = nullptr;                 // m * d; rows of empty anchors are left as they were
+
+    void* temp = nullptr;
+    std::size_t temp_bytes = 0;
+};
+
+// Upper bound on the number of member chunks: sum_j ceil(kept_j / chunk) <= n / chunk + m.
+std::size_t max_member_chunks(std::size_t n, std::size_t m);
+std::size_t robust_reduce_temp_bytes(std::size_t n, std::size_t m);
+// Whether trimming `trim` of n points can drop any member of any anchor.
+bool trims_any(double trim, std::size_t n);
+void launch_robust_reduce(const ReduceArgs& args, cudaStream_t stream);
+
+}  // namespace vlattice::cuda
