@@ -3,9 +3,10 @@
 // once per assign. Tiles of points and anchors stream into shared memory through a cp.async
 // pipeline, laid out as 8 x 8 core matrices of 128 contiguous bytes, which wgmma reads through its
 // descriptors and ldmatrix without bank conflicts; each warp's 16 points (32 with one product on
-// mma.sync) meet the tile's 128 anchors, and nothing is converted in the loop. Two engines run the same kernel: Hopper's wgmma (a
-// warpgroup multiplies 64 points by the tile at once, asynchronously) and the warp-level mma.sync of
-// every GPU since Ampere (mma_sync.cuh); they leave the same fragment, so the epilogue is shared.
+// mma.sync) meet the tile's 128 anchors, and nothing is converted in the loop. Two engines run the
+// same kernel: Hopper's wgmma (a warpgroup multiplies 64 points by the tile at once,
+// asynchronously) and the warp-level mma.sync of every GPU since Ampere (mma_sync.cuh); they leave
+// the same fragment, so the epilogue is shared.
 //
 // kProducts picks how much of float32's precision the products keep:
 //   1  head x head, scored against the rows' own rounding (single_window.cuh); on wgmma this is
@@ -186,8 +187,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     constexpr int kPointSlot = kPoints * kChunk;
     constexpr int kPointHead = anchor_arrays(kProducts);  // staged array of the point heads, tails next
     auto slot_offset = [&](int array, unsigned slot) {
+        constexpr int kPointBase = kPointHead * kStages * kAnchorSlot;
         return array < kPointHead ? (array * kStages + slot) * kAnchorSlot
-                                  : kPointHead * kStages * kAnchorSlot + ((array - kPointHead) * kStages + slot) * kPointSlot;
+                                  : kPointBase + ((array - kPointHead) * kStages + slot) * kPointSlot;
     };
     auto stage = [&](int array, unsigned slot) { return staged + slot_offset(array, slot); };
     // Per row, as ordered_bits, the least bound that any of the four lists of the row has found (see
@@ -520,14 +522,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
             }
         }
-#pragma unroll
-        for (int h = 0; h < kHalves; ++h) {
-#pragma unroll
-            for (int o = 0; o < kOwnedRows; ++o) {
-                offer_fragment_row(acc[h], o, first_col, window[h][o], limit[h][o], &row_bound[row_of(h, o)],
-                                   top[h][o]);
-            }
-        }
+        offer_fragments(acc, first_col, window, limit, row_bound, row_of, top);
     }
     wait_copies<0>();  // only empty groups are left; nothing may be in flight when the block exits
 

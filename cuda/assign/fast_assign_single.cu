@@ -279,14 +279,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
         }
         const std::size_t first_col = col0 + my_col;
-#pragma unroll
-        for (int h = 0; h < kHalves; ++h) {
-#pragma unroll
-            for (int o = 0; o < kOwnedRows; ++o) {
-                offer_fragment_row(acc[h], o, first_col, window[h][o], limit[h][o], &row_bound[row_of(h, o)],
-                                   top[h][o]);
-            }
-        }
+        offer_fragments(acc, first_col, window, limit, row_bound, row_of, top);
     }
 
     // The four lanes of a group hold the same rows, each a quarter of the anchors.

@@ -65,6 +65,22 @@ __device__ __forceinline__ void offer_fragment_row(const float (&values)[kAccumu
     }
 }
 
+// offer_fragment_row for every owned row of a thread's kHalves fragments; row_of(h, o) is the block
+// row of half h's owned row o, whose shared bound is row_bound[row_of(h, o)].
+template <int kHalves, class Window, class RowOf>
+__device__ __forceinline__ void offer_fragments(const float (&values)[kHalves][kAccumulators], std::size_t first_col,
+                                                const Window (&window)[kHalves][kOwnedRows],
+                                                float (&limit)[kHalves][kOwnedRows], unsigned* row_bound,
+                                                const RowOf& row_of, Candidate (&top)[kHalves][kOwnedRows]) {
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+        for (int o = 0; o < kOwnedRows; ++o) {
+            offer_fragment_row(values[h], o, first_col, window[h][o], limit[h][o], &row_bound[row_of(h, o)], top[h][o]);
+        }
+    }
+}
+
 // The split kernels' window: the same for every best of a row.
 struct FixedWindow {
     float width = 0.0f;
