@@ -374,6 +374,17 @@ TEST_CASE("vectors encoded in two parts and appended equal the two parts encoded
     }
 }
 
+TEST_CASE("encode names an unknown --kernel and writes nothing", "[model][cli]") {
+    const ScratchDir dir;
+    const std::string out = dir.path("e.vlat");
+    const CommandResult refused = run_cli("encode --model " + quote(dir.path("m.vlat")) + " " +
+                                          quote(dir.path("x.fvecs")) + " -o " + quote(out) + " --kernel tensor");
+    INFO(refused.output);
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.output, Contains("--kernel") && Contains("'tensor'"));
+    CHECK_FALSE(std::filesystem::exists(out));
+}
+
 TEST_CASE("train then encode write what compress writes; --anchors-from reuses the anchors", "[model][cli]") {
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);

@@ -47,6 +47,7 @@ struct EncodeArgs {
     std::string output;
     std::string append_to;
     std::string device;
+    std::string kernel;
     int threads = 0;
     bool quiet = false;
 };
@@ -62,6 +63,9 @@ void add_options(po::options_description& options, EncodeArgs& a) {
          "dataset to read from an HDF5 INPUT")
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
          "auto (the GPU when one is usable, else the CPU), cpu, or cuda; both code the same bytes")
+        ("kernel", po::value(&a.kernel)->default_value("auto")->value_name("FAMILY"),
+         "the GPU's kernels: auto (the fastest the GPU has, or VLATTICE_KERNEL when set), hopper, portable or "
+         "cuda-cores; every one codes the same bytes")
         ("threads", whole_number(&a.threads, 0)->default_value(0)->value_name("N"), "CPU threads; 0 uses every core")
         ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors");
     add_input_format_option(options, a.read);
@@ -78,6 +82,7 @@ int encode(int argc, char** argv) {
     check_outputs(outputs, {{"INPUT", args.input == "-" ? "" : args.input}, {"--model", args.model}});
     clear_stale_temporaries(kHelp.name, outputs, args.quiet);
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
+    const GpuKernels kernels = parse_option_value([&] { return parse_gpu_kernels(args.kernel); });
     args.input = input_file(args.input, args.read);
     check_inputs({{"INPUT", args.input}, {"--model", args.model}});
     AtomicFile{args.output};
@@ -85,7 +90,7 @@ int encode(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     const VlatFile model = during("reading --model " + args.model, [&] { return model_of(read_vlat(args.model)); });
     const LoadedPoints loaded = load_input(kHelp.name, args.input, args.read, model.metric, args.quiet);
-    BackendChoice choice = make_backend(device, 0, args.threads);
+    BackendChoice choice = make_backend(device, 0, args.threads, kernels);
     print_device_note(kHelp.name, choice.note, args.quiet);
 
     nlohmann::json metadata = nlohmann::json::parse(model.metadata_json, nullptr, false);
