@@ -849,40 +849,85 @@ private:
         }
     }
 
+    // The buffers sized by the points, each with its element count for n points: the one list that
+    // the memory check, the allocation and the release read.
+    template <class Each>
+    void point_buffers(std::size_t n, Each&& each) {
+        each(assignment_, n);
+        each(chosen_, n);
+        each(uncertain_, n);
+        each(distance_, n);
+        each(block_sums_, cuda::distance_block_count(n));
+        for (int b = 0; b < 2; ++b) {
+            each(anchor_keys_[b], n);
+            each(members_[b], n);
+        }
+    }
+
+    // What the buffers sized by the anchors are sized by, for m anchors over the points held.
+    struct AnchorShape {
+        std::size_t m = 0;
+        std::size_t d = 0;
+        std::size_t stride = 0;      // of the 16-bit operands
+        std::size_t padded = 0;      // m in whole tiles, for the norms
+        std::size_t candidates = 0;  // the assign plan's splits x n
+        std::size_t chunks = 0;      // of the reduce's member sums
+        std::size_t temp_bytes = 0;  // CUB's scratch
+    };
+    AnchorShape anchor_shape(std::size_t m, const cuda::AssignPlan& plan) const {
+        AnchorShape a;
+        a.m = m;
+        a.d = d_;
+        a.stride = static_cast<std::size_t>(cuda::half_stride(dim()));
+        a.padded = cuda::ceil_div(m, cuda::kFastTile) * cuda::kFastTile;
+        a.candidates = static_cast<std::size_t>(plan.splits) * n_;
+        a.chunks = cuda::max_member_chunks(n_, m);
+        // CUB reports its scratch needs for given sizes; one buffer serves every call, one at a time.
+        a.temp_bytes =
+            std::max({cuda::robust_reduce_temp_bytes(n_, m), cuda::sum_temp_bytes(cuda::distance_block_count(n_)),
+                      cuda::gather_members_temp_bytes(n_), std::size_t{1}});
+        return a;
+    }
+
+    // The buffers sized by the anchors, as point_buffers.
+    template <class Each>
+    void anchor_buffers(const AnchorShape& a, Each&& each) {
+        each(anchors_, a.m * a.d);
+        each(anchor_norms_, a.padded);
+        each(anchor_head_norms_, a.padded);
+        each(anchor_moved_, a.m);
+        each(anchor_head_, a.m * a.stride);
+        each(anchor_tail_, a.m * a.stride);
+        each(candidates_, a.candidates);
+        each(offsets_, a.m + 1);
+        each(item_counts_, a.m + 1);
+        each(item_offsets_, a.m + 1);
+        each(count_, a.m);
+        each(kept_, a.m);
+        each(variance_, a.m);
+        each(means_, a.m * a.d);
+        each(partial_sums_, a.chunks * a.d);
+        each(partial_distance_, a.chunks);
+        each(row_staging_, a.m * a.d);
+        each(row_ids_, a.m);
+        each(member_slot_, a.m);
+        each(kept_offsets_, a.m + 1);
+        each(temp_, a.temp_bytes);
+    }
+
     void allocate_point_buffers(std::size_t n, std::size_t d, PointStorage storage) {
         // Old buffers go first, so that their memory counts as free.
         points_.release();
         narrow_scratch_ = {};
         split_scratch_ = {};
-        assignment_ = {};
-        chosen_ = {};
-        uncertain_ = {};
-        distance_ = {};
-        block_sums_ = {};
-        for (int b = 0; b < 2; ++b) {
-            anchor_keys_[b] = {};
-            members_[b] = {};
-        }
+        point_buffers(0, cuda::ReleaseBuffers{});
         n_ = 0;
-        const std::size_t blocks = cuda::distance_block_count(n);
         Footprint need;
         cuda::DevicePoints::add_footprint(need, n, d, storage);
-        need.add<std::uint32_t>(n).add<std::uint32_t>(n).add<std::uint32_t>(n);
-        need.add<double>(n).add<double>(blocks);
-        need.add<std::uint32_t>(n).add<std::uint32_t>(n);
-        need.add<std::uint32_t>(n).add<std::uint32_t>(n);
+        point_buffers(n, need);
         check_fits(need.bytes(), std::to_string(n) + " points of dimension " + std::to_string(d) + " stored as " +
                                      storage_name(storage));
-
-        assignment_ = DeviceBuffer<std::uint32_t>(n);
-        chosen_ = DeviceBuffer<std::uint32_t>(n);
-        uncertain_ = DeviceBuffer<std::uint32_t>(n);
-        distance_ = DeviceBuffer<double>(n);
-        block_sums_ = DeviceBuffer<double>(blocks);
-        for (int b = 0; b < 2; ++b) {
-            anchor_keys_[b] = DeviceBuffer<std::uint32_t>(n);
-            members_[b] = DeviceBuffer<std::uint32_t>(n);
-        }
+        point_buffers(n, cuda::AllocateBuffers{});
         if (changed_.size() == 0) {
             changed_ = DeviceBuffer<unsigned long long>(1);
             uncertain_counts_ = DeviceBuffer<unsigned>(2);
@@ -915,28 +960,8 @@ private:
         sized_m_ = 0;
         have_stats_ = false;
         ++generation_;  // captured graphs name the buffers that go here
-        anchors_ = {};
-        anchor_norms_ = {};
-        anchor_head_norms_ = {};
-        anchor_moved_ = {};
-        anchor_head_ = {};
-        anchor_tail_ = {};
-        candidates_ = {};
-        offsets_ = {};
-        item_counts_ = {};
-        item_offsets_ = {};
-        count_ = {};
-        kept_ = {};
-        variance_ = {};
-        means_ = {};
-        partial_sums_ = {};
-        partial_distance_ = {};
-        row_staging_ = {};
+        anchor_buffers(AnchorShape{}, cuda::ReleaseBuffers{});
         host_staging_ = {};
-        row_ids_ = {};
-        member_slot_ = {};
-        kept_offsets_ = {};
-        temp_ = {};
         gathered_ = {};
         gathered_host_ = {};
     }
@@ -944,20 +969,9 @@ private:
     void allocate_anchor_buffers(std::size_t m) {
         const std::size_t d = d_;
         const cuda::AssignPlan plan = cuda::plan_assign(n_, m, dim(), gpu_shape_);
-        const std::size_t chunks = cuda::max_member_chunks(n_, m);
-        // CUB reports its scratch needs for given sizes; one buffer serves every call, one at a time.
-        const std::size_t temp_bytes =
-            std::max({cuda::robust_reduce_temp_bytes(n_, m), cuda::sum_temp_bytes(cuda::distance_block_count(n_)),
-                      cuda::gather_members_temp_bytes(n_), std::size_t{1}});
+        const AnchorShape shape = anchor_shape(m, plan);
         Footprint need;
-        const std::size_t stride = static_cast<std::size_t>(cuda::half_stride(dim()));
-        need.add<float>(m * d).add<float>(m + cuda::kFastTile).add<float>(m + cuda::kFastTile).add<float>(m);
-        need.add<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
-        need.add<std::uint16_t>(m * stride).add<std::uint16_t>(m * stride);
-        need.add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1).add<std::uint32_t>(m + 1);
-        need.add<std::uint32_t>(m).add<std::uint32_t>(m).add<double>(m).add<double>(m * d).add<std::uint32_t>(m + 1);
-        need.add<double>(chunks * d).add<double>(chunks).add<float>(m * d).add<std::uint32_t>(m).add<std::uint32_t>(m);
-        need.add<unsigned char>(temp_bytes);
+        anchor_buffers(shape, need);
         // Maintenance's buffers come now, so that its first pass allocates none: the nearest anchors of
         // all, and the 2-means of an eighth of the anchors at once (a pass lists fewer as a rule) with
         // the rows of a whole gathered piece.
@@ -970,30 +984,12 @@ private:
         check_fits(need.bytes(), std::to_string(m) + " anchors of dimension " + std::to_string(d) + " for " +
                                      std::to_string(n_) + " points");
 
-        anchors_ = DeviceBuffer<float>(m * d);
+        anchor_buffers(shape, cuda::AllocateBuffers{});
         // Whole tiles of norms, +inf past the last anchor: the single-product kernel copies a tile's
         // at once, and the columns of missing anchors come out at +inf.
-        anchor_norms_ = padded_norms(m);
-        anchor_head_norms_ = padded_norms(m);
-        anchor_moved_ = DeviceBuffer<float>(m);
-        anchor_head_ = DeviceBuffer<std::uint16_t>(m * stride);
-        anchor_tail_ = DeviceBuffer<std::uint16_t>(m * stride);
-        candidates_ = DeviceBuffer<cuda::Candidate>(static_cast<std::size_t>(plan.splits) * n_);
-        offsets_ = DeviceBuffer<std::uint32_t>(m + 1);
-        item_counts_ = DeviceBuffer<std::uint32_t>(m + 1);
-        item_offsets_ = DeviceBuffer<std::uint32_t>(m + 1);
-        count_ = DeviceBuffer<std::uint32_t>(m);
-        kept_ = DeviceBuffer<std::uint32_t>(m);
-        variance_ = DeviceBuffer<double>(m);
-        means_ = DeviceBuffer<double>(m * d);
-        partial_sums_ = DeviceBuffer<double>(chunks * d);
-        partial_distance_ = DeviceBuffer<double>(chunks);
-        row_staging_ = DeviceBuffer<float>(m * d);
+        pad_with_infinity(anchor_norms_, m);
+        pad_with_infinity(anchor_head_norms_, m);
         host_staging_ = PinnedBuffer<float>(m * d);
-        row_ids_ = DeviceBuffer<std::uint32_t>(m);
-        member_slot_ = DeviceBuffer<std::uint32_t>(m);
-        kept_offsets_ = DeviceBuffer<std::uint32_t>(m + 1);
-        temp_ = DeviceBuffer<unsigned char>(temp_bytes);
         nearest_scratch_.reserve(m, nearest_candidates, cuda::distance_block_count(m));
         split_scratch_.reserve_anchors(split_anchors, d);
         split_scratch_.reserve_rows(split_rows);
@@ -1002,11 +998,10 @@ private:
         sized_m_ = m;
     }
 
-    static DeviceBuffer<float> padded_norms(std::size_t m) {
-        DeviceBuffer<float> norms(cuda::ceil_div(m, cuda::kFastTile) * cuda::kFastTile);
+    // Values [m, size) of `norms` set to +inf.
+    static void pad_with_infinity(DeviceBuffer<float>& norms, std::size_t m) {
         const std::vector<float> padding(norms.size() - m, std::numeric_limits<float>::infinity());
         CUDA_CHECK(cudaMemcpy(norms.data() + m, padding.data(), padding.size() * sizeof(float), cudaMemcpyHostToDevice));
-        return norms;
     }
 
     // The graphs of a first iteration, captured while the device seeds (k-means++ at Fashion-MNIST:

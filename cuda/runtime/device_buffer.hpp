@@ -44,6 +44,8 @@ struct PinnedMemory {
 template <class T, class Memory>
 class OwnedBuffer {
 public:
+    using value_type = T;
+
     OwnedBuffer() = default;
     explicit OwnedBuffer(std::size_t count) : size_(count) {
         if (count > 0) {
@@ -135,8 +137,29 @@ public:
     }
     std::size_t bytes() const { return bytes_; }
 
+    // As a visitor of a list of (buffer, element count): the list's memory, as it would be allocated.
+    template <class Buffer>
+    void operator()(const Buffer&, std::size_t count) {
+        add<typename Buffer::value_type>(count);
+    }
+
 private:
     std::size_t bytes_ = 0;
+};
+
+// Visitors of a list of (buffer, element count) that a group of buffers keeps in one place, so that
+// its footprint (a Footprint visits the list) and its memory come from the same sizes.
+struct AllocateBuffers {
+    template <class Buffer>
+    void operator()(Buffer& buffer, std::size_t count) const {
+        buffer = Buffer(count);
+    }
+};
+struct ReleaseBuffers {
+    template <class Buffer>
+    void operator()(Buffer& buffer, std::size_t) const {
+        buffer = Buffer();
+    }
 };
 
 }  // namespace vlattice::cuda
