@@ -31,9 +31,8 @@ constexpr int kHalfWarps = kThreads / kDistanceLanes;
 constexpr std::size_t kStageBytes = 48 * 1024;
 constexpr int kMaxStageRows = 1024;
 // The centres the distances read are copied into shared memory when both fit in this much, and in
-// what the GPU gives a block beside the stage and the kernel's own arrays (kStaticBytes at most).
+// what the GPU gives a block beside the stage and the kernel's own arrays.
 constexpr std::size_t kCentreBytes = 64 * 1024;
-constexpr std::size_t kStaticBytes = 8 * 1024;
 
 // A block's share [begin, end) of `count` members or coordinates.
 struct Span {
@@ -59,6 +58,7 @@ std::size_t shared_bytes(const Layout& layout, int d, int ranks) {
     return (2 * static_cast<std::size_t>(layout.centre_stride) + rows * share_of(d, ranks)) * sizeof(float) + rows;
 }
 
+// `shared_limit`: the dynamic shared memory a block may have beside the kernel's static arrays.
 Layout layout_of(int d, int ranks, std::size_t shared_limit) {
     Layout layout{0, 0};
     const std::size_t share_bytes = static_cast<std::size_t>(share_of(d, ranks)) * sizeof(float);
@@ -68,7 +68,7 @@ Layout layout_of(int d, int ranks, std::size_t shared_limit) {
     const int stride = (d + 3) / 4 * 4;
     if (2 * static_cast<std::size_t>(stride) * sizeof(float) <= kCentreBytes) {
         layout.centre_stride = stride;
-        if (shared_bytes(layout, d, ranks) + kStaticBytes > shared_limit) {
+        if (shared_bytes(layout, d, ranks) > shared_limit) {
             layout.centre_stride = 0;
         }
     }
@@ -366,14 +366,18 @@ void launch_two_means(const TwoMeansArgs& a, cudaStream_t stream) {
         return;
     }
     const int ranks = a.clusters ? kTwoMeansBlocks : 1;
-    const Layout layout = layout_of(a.d, ranks, a.shared_limit);
-    const std::size_t bytes = shared_bytes(layout, a.d, ranks);
-    const dim3 grid(static_cast<unsigned>(a.count * ranks));
+    const auto launch = [&](auto kernel, unsigned cluster) {
+        cudaFuncAttributes attributes{};
+        CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+        const std::size_t own = attributes.sharedSizeBytes;
+        const Layout layout = layout_of(a.d, ranks, a.shared_limit > own ? a.shared_limit - own : 0);
+        launch_kernel_ex(kernel, "two_means_kernel", dim3(static_cast<unsigned>(a.count * ranks)), kThreads,
+                         shared_bytes(layout, a.d, ranks), cluster, stream, a, layout);
+    };
     if (a.clusters) {
-        launch_kernel_ex(two_means_kernel<kTwoMeansBlocks>, "two_means_kernel", grid, kThreads, bytes, ranks, stream,
-                         a, layout);
+        launch(two_means_kernel<kTwoMeansBlocks>, kTwoMeansBlocks);
     } else {
-        launch_kernel_ex(two_means_kernel<1>, "two_means_kernel", grid, kThreads, bytes, 1, stream, a, layout);
+        launch(two_means_kernel<1>, 1);
     }
 }
 
