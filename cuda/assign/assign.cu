@@ -4,6 +4,7 @@
 #include "assign/single_window.cuh"
 #include "math/warp_math.cuh"
 #include "runtime/cuda_check.hpp"
+#include "runtime/shared_memory.hpp"
 
 #include <math_constants.h>
 
@@ -253,11 +254,9 @@ __global__ void __launch_bounds__(kThreads)
 GpuShape gpu_shape(int gpu) {
     int multiprocessors = 0;
     int l2_bytes = 0;
-    int shared = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, gpu));
     CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, gpu));
-    CUDA_CHECK(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
-    return {multiprocessors, static_cast<std::size_t>(l2_bytes), static_cast<std::size_t>(shared)};
+    return {multiprocessors, static_cast<std::size_t>(l2_bytes), block_shared_memory(gpu)};
 }
 
 AssignPlan plan_assign(std::size_t n, std::size_t m, int d, const GpuShape& gpu) {

@@ -2,6 +2,7 @@
 
 #include "runtime/cuda_check.hpp"
 #include "runtime/launch.hpp"
+#include "runtime/shared_memory.hpp"
 #include "search/search_device.cuh"
 
 #include <algorithm>
@@ -144,14 +145,6 @@ __global__ void rerank_kernel(const std::uint64_t* __restrict__ sorted, const st
     }
 }
 
-// The most dynamic shared memory a block of the current device may have.
-std::size_t shared_memory_limit() {
-    int device = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    int bytes = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    return static_cast<std::size_t>(bytes);
-}
 
 }  // namespace
 
@@ -167,7 +160,9 @@ void product_query_tables(const ProductView& view, const float* queries, std::si
 
 void product_keys(const ProductPart& part, const ProductView& view, const float* tables, bool inner_product,
                   std::uint64_t* keys, cudaStream_t stream) {
-    const std::size_t limit = shared_memory_limit();
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    const std::size_t limit = block_shared_memory(device);
     const std::size_t table_bytes = table_values(view) * sizeof(float);
     const dim3 grid(static_cast<unsigned>(part.count),
                     static_cast<unsigned>(std::clamp<std::size_t>(ceil_div(part.widest, kTile), 1, kMaxTiles)));
