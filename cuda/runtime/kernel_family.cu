@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
 
 namespace vlattice::cuda {
@@ -33,8 +35,9 @@ GpuArch arch_of(int gpu) {
     return {properties.major, properties.minor, properties.name};
 }
 
-// Asked on `gpu`, which becomes the thread's device.
-bool has_hopper_code(int gpu) {
+// Asked on `gpu`, which becomes the thread's device, once per process: every backend (a budget's
+// sub-space fits make many) would otherwise launch and wait on the legacy stream.
+bool ask_hopper_code(int gpu) {
     CUDA_CHECK(cudaSetDevice(gpu));
     int* flag = nullptr;
     CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
@@ -49,6 +52,20 @@ bool has_hopper_code(int gpu) {
         throw Error(std::string("hopper_code_kernel: ") + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
     }
     return has == 1;
+}
+
+bool has_hopper_code(int gpu) {
+    static std::mutex lock;
+    static std::map<int, bool> known;
+    const std::lock_guard<std::mutex> held(lock);
+    const auto found = known.find(gpu);
+    if (found != known.end()) {
+        CUDA_CHECK(cudaSetDevice(gpu));
+        return found->second;
+    }
+    const bool has = ask_hopper_code(gpu);
+    known.emplace(gpu, has);
+    return has;
 }
 
 GpuKernels fastest(const GpuArch& arch, bool hopper_code) {
