@@ -4,7 +4,7 @@
 #include "reference.hpp"
 #include "support.hpp"
 
-#include "init.hpp"
+#include "fit/init.hpp"
 #include "numeric.hpp"
 #include "vlattice/anneal.hpp"
 #include "vlattice/cpu_backend.hpp"

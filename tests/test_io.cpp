@@ -2,8 +2,8 @@
 // bring), and every way a file can be wrong producing an Error that names the file and the spot.
 #include "support.hpp"
 
+#include "format/temporary_files.hpp"
 #include "io/hdf5_writer.hpp"
-#include "temporary_files.hpp"
 #include "vlattice/atomic_file.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/half.hpp"

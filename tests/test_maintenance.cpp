@@ -2,7 +2,7 @@
 #include "support.hpp"
 
 #include "cpu/exact_assign.hpp"
-#include "maintenance.hpp"
+#include "fit/maintenance.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -11,7 +11,7 @@
 #include "vlattice/rate.hpp"
 
 #include "codes/budget_shapes.hpp"
-#include "init.hpp"
+#include "fit/init.hpp"
 #include "random.hpp"
 
 #include <catch2/catch.hpp>

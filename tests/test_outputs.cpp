@@ -1,7 +1,7 @@
 // Outputs: written under temporary names that fit any legal output name, renamed into place together
 // only when the whole run succeeded, and the temporaries a killed run left removed by the next run.
+#include "format/temporary_files.hpp"
 #include "support.hpp"
-#include "temporary_files.hpp"
 
 #include "vlattice/atomic_file.hpp"
 #include "vlattice/io.hpp"

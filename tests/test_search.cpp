@@ -3,9 +3,9 @@
 #include "reference.hpp"
 #include "support.hpp"
 
-#include "anchor_probe.hpp"
 #include "codes/product_scan.hpp"
 #include "numeric.hpp"
+#include "search/anchor_probe.hpp"
 #include "vlattice/codec.hpp"
 #include "vlattice/io.hpp"
 #include "vlattice/residual.hpp"

@@ -1,5 +1,5 @@
 // When a run stops and what it says: the stopping rule on energy sequences written out by hand.
-#include "stopping_rule.hpp"
+#include "fit/stopping_rule.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 #include "vlattice/cuda_backend.hpp"
 
-#include "init.hpp"
+#include "fit/init.hpp"
 
 #include "anchors/anchor_rows.cuh"
 #include "assign/assign.cuh"

@@ -4,8 +4,8 @@
 #include "vlattice/cuda_search.hpp"
 
 #include "codes/product_scan.hpp"
-#include "member_lists.hpp"
-#include "search_scores.hpp"
+#include "fit/member_lists.hpp"
+#include "search/search_scores.hpp"
 
 #include "runtime/device_buffer.hpp"
 #include "runtime/select_gpu.hpp"

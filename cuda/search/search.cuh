@@ -3,7 +3,7 @@
 // (score, anchor id) keys and its first nprobe anchors probed; each probed member is scored against
 // its reconstruction, decoded on the fly; the (score, vector id) keys are sorted per query and the
 // first k kept. Keys are 64 bits, the score's ordered_bits over the id, so that they sort like the
-// scores, negative ones (ip's) included; no score is -0 (src/search_scores.hpp), which those bits
+// scores, negative ones (ip's) included; no score is -0 (src/search/search_scores.hpp), which those bits
 // would put before +0 where the CPU sees a tie. Product codes are scored by asymmetric distance
 // instead (cuda/search/product_search.cuh), and optionally re-ranked by their reconstruction.
 #pragma once

@@ -1,4 +1,4 @@
-// What the device search's kernels share (include/vlattice/search.hpp, src/search_scores.hpp): 64-bit
+// What the device search's kernels share (include/vlattice/search.hpp, src/search/search_scores.hpp): 64-bit
 // keys, a score's ordered_bits over the vector id, so that they sort as the CPU orders (score, id)
 // pairs; the scores themselves, rounding for rounding as the CPU computes them; the grid's shapes.
 #pragma once
@@ -41,7 +41,7 @@ __device__ __forceinline__ std::uint32_t key_id(std::uint64_t key) {
     return static_cast<std::uint32_t>(key);
 }
 
-// src/search_scores.hpp's inner_product_score.
+// src/search/search_scores.hpp's inner_product_score.
 __device__ __forceinline__ float inner_product_score(float dot) {
     return isnan(dot) ? CUDART_INF_F : __fsub_rn(0.0f, dot);
 }
@@ -56,7 +56,7 @@ __device__ __forceinline__ float exact_score(const float* __restrict__ query, co
     return ordered_squared_distance(query, row, d, l);
 }
 
-// src/search_scores.hpp's adc_l2_score and adc_ip_score.
+// src/search/search_scores.hpp's adc_l2_score and adc_ip_score.
 __device__ __forceinline__ float adc_l2_score(float probe, float extra, float sum) {
     const float x = __fsub_rn(__fadd_rn(probe, extra), __fadd_rn(sum, sum));
     return x > 0.0f ? x : isnan(x) ? CUDART_INF_F : 0.0f;

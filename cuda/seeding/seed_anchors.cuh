@@ -1,4 +1,4 @@
-// k-means++ on the GPU, step for step the CPU's kmeans_plus_plus (src/init.cpp): the same double
+// k-means++ on the GPU, step for step the CPU's kmeans_plus_plus (src/fit/init.cpp): the same double
 // distances in the same order (ordered_squared_distance), the same triangle-inequality skips, the
 // same block sums and the same walk to the target weight, so both pick the same anchors. Every round
 // runs on the device, all in one cooperative launch; nothing comes back until the end.

@@ -21,7 +21,7 @@ namespace vlattice {
 void check_output_path(const std::string& path);
 
 // The temporary name that stands in for a target until commit(), for any writer: the target is
-// checked (check_output_path), the temporary file is removed on a signal (src/temporary_files.hpp)
+// checked (check_output_path), the temporary file is removed on a signal (src/format/temporary_files.hpp)
 // and on destruction unless commit() renamed it into place. The writer creates the file under
 // temporary() and closes it before commit() and before its own destruction ends.
 class TemporaryOutput {
@@ -40,7 +40,7 @@ public:
 private:
     std::string path_;
     std::string temporary_;
-    std::size_t signal_slot_;  // src/temporary_files.hpp
+    std::size_t signal_slot_;  // src/format/temporary_files.hpp
     bool committed_ = false;
 };
 

@@ -1,5 +1,5 @@
 // The compute interface the annealing driver talks to. The CPU backend (src/cpu/) and the CUDA
-// backend (cuda/) implement it; the driver (src/anneal.cpp) never sees which one it drives.
+// backend (cuda/) implement it; the driver (src/fit/anneal.cpp) never sees which one it drives.
 // A backend owns the points, the anchors, the assignments, each point's distance to its anchor and
 // the per-anchor statistics for the whole run; only m-sized data crosses this interface per
 // iteration.

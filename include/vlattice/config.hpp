@@ -38,7 +38,7 @@ struct AnnealConfig {
     // Anchors whose count or variance exceeds split_factor times the mean are split (2-means).
     double split_factor = 4.0;
 
-    // Stopping (src/stopping_rule.hpp): a run stops once, for `patience` iterations in a row, either
+    // Stopping (src/fit/stopping_rule.hpp): a run stops once, for `patience` iterations in a row, either
     // the relative energy change and the share of points that changed anchor both stay under
     // `tolerance` (a fixed point), or the energy gains less than `min_gain` of itself per iteration
     // (--min-gain; 0 turns this off). A run that meets either while hot is quenched (T = 0) and must

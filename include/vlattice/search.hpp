@@ -32,7 +32,7 @@ struct SearchOptions {
 // The arithmetic is fixed so that the CPU and the GPU return the same bits: a score is
 // ordered_squared_distance (src/numeric.hpp) in float between the query and the anchor or the
 // reconstruction (decode_row), or for metric ip the inner product's inner_product_score
-// (src/search_scores.hpp: 0 - ordered_dot); the probed anchors are the nprobe smallest by (score,
+// (src/search/search_scores.hpp: 0 - ordered_dot); the probed anchors are the nprobe smallest by (score,
 // anchor id) and the neighbours the k smallest by (score, vector id). So ip takes the largest inner
 // products, ties to the lowest id.
 //

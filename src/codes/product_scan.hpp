@@ -4,7 +4,7 @@
 // the same bits.
 #pragma once
 
-#include "member_lists.hpp"
+#include "fit/member_lists.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/product_codes.hpp"
 #include "vlattice/types.hpp"

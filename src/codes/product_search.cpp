@@ -3,10 +3,10 @@
 // codes, kScanBlock vectors at a time.
 #include "codes/product_search.hpp"
 
-#include "anchor_probe.hpp"
 #include "codes/product_scan.hpp"
 #include "codes/rotation.hpp"
-#include "search_scores.hpp"
+#include "search/anchor_probe.hpp"
+#include "search/search_scores.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -3,13 +3,13 @@
 #include "vlattice/product_codes.hpp"
 
 #include "codes/pca_rotation.hpp"
+#include "codes/procrustes.hpp"
 #include "codes/product_error.hpp"
 #include "codes/product_training.hpp"
-#include "codes/procrustes.hpp"
 #include "codes/residuals.hpp"
 #include "codes/rotation.hpp"
 #include "codes/subspace_centroids.hpp"
-#include "init.hpp"
+#include "fit/init.hpp"
 #include "numeric.hpp"
 #include "random.hpp"
 

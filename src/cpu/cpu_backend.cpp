@@ -4,7 +4,7 @@
 
 #include "cpu/exact_assign.hpp"
 #include "cpu/robust_reduce.hpp"
-#include "init.hpp"
+#include "fit/init.hpp"
 #include "numeric.hpp"
 
 #include <cblas.h>

@@ -1,6 +1,6 @@
 #include "vlattice/atomic_file.hpp"
 
-#include "temporary_files.hpp"
+#include "format/temporary_files.hpp"
 
 #include "vlattice/types.hpp"
 

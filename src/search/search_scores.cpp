@@ -1,4 +1,4 @@
-#include "search_scores.hpp"
+#include "search/search_scores.hpp"
 
 #include "numeric.hpp"
 

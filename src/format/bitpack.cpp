@@ -1,9 +1,9 @@
 // Assignment packing for the .vlat ASGN section. n can be 10^8, where a per-bit loop would dominate
 // reading and writing a file, so packing moves 32-bit words through a 64-bit accumulator and
 // unpacking reads each value with one 64-bit load.
-#include "bitpack.hpp"
+#include "format/bitpack.hpp"
 
-#include "little_endian.hpp"
+#include "format/little_endian.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/types.hpp"
 

@@ -1,4 +1,4 @@
-// What the CPU and the GPU search (src/search.cpp, cuda/search/search.cu) rank by: a score, smallest first,
+// What the CPU and the GPU search (src/search/search.cpp, cuda/search/search.cu) rank by: a score, smallest first,
 // ties to the lowest id. For l2 and angular it is the squared L2 distance and is reported as it is;
 // for ip it is the negated inner product, turned back into the inner product when reported.
 #pragma once

@@ -1,8 +1,8 @@
 // Budget arithmetic and the width allocation (include/vlattice/rate.hpp).
 #include "vlattice/rate.hpp"
 
-#include "member_lists.hpp"
-#include "residual_ranges.hpp"
+#include "codes/residual_ranges.hpp"
+#include "fit/member_lists.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/residual.hpp"
 

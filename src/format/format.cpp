@@ -2,10 +2,10 @@
 // follow it field by field, and every reader check runs before the allocation it protects.
 #include "vlattice/format.hpp"
 
-#include "bitpack.hpp"
-#include "format_product.hpp"
+#include "format/bitpack.hpp"
+#include "format/format_product.hpp"
+#include "format/little_endian.hpp"
 #include "io/binary_file.hpp"
-#include "little_endian.hpp"
 #include "vlattice/atomic_file.hpp"
 #include "vlattice/codec.hpp"
 #include "vlattice/half.hpp"

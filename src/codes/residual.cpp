@@ -1,8 +1,8 @@
 // Learning the per-anchor ranges and encoding the residuals (include/vlattice/residual.hpp).
 #include "vlattice/residual.hpp"
 
-#include "member_lists.hpp"
-#include "residual_ranges.hpp"
+#include "codes/residual_ranges.hpp"
+#include "fit/member_lists.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
 // The probe of a search (include/vlattice/search.hpp): each query's nprobe best anchors by (score,
-// anchor id), the score exact_score's (src/search_scores.hpp), as the GPU's probe ranks them.
+// anchor id), the score exact_score's (src/search/search_scores.hpp), as the GPU's probe ranks them.
 #pragma once
 
-#include "search_scores.hpp"
+#include "search/search_scores.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstddef>

@@ -1,5 +1,5 @@
-// The probe of a search (src/anchor_probe.hpp).
-#include "anchor_probe.hpp"
+// The probe of a search (src/search/anchor_probe.hpp).
+#include "search/anchor_probe.hpp"
 
 #include "numeric.hpp"
 

@@ -1,4 +1,4 @@
-#include "temporary_files.hpp"
+#include "format/temporary_files.hpp"
 
 #include <signal.h>
 #include <unistd.h>

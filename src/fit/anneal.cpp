@@ -3,9 +3,9 @@
 // the Backend; this file only schedules, and never includes a CUDA header.
 #include "vlattice/anneal.hpp"
 
-#include "maintenance.hpp"
+#include "fit/maintenance.hpp"
+#include "fit/stopping_rule.hpp"
 #include "numeric.hpp"
-#include "stopping_rule.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,10 +1,10 @@
 // IVF-style k-NN over a compressed set on the CPU (include/vlattice/search.hpp).
 #include "vlattice/search.hpp"
 
-#include "anchor_probe.hpp"
 #include "codes/product_search.hpp"
-#include "member_lists.hpp"
-#include "search_scores.hpp"
+#include "fit/member_lists.hpp"
+#include "search/anchor_probe.hpp"
+#include "search/search_scores.hpp"
 #include "vlattice/codec.hpp"
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // the encoder and by the width allocation, which must price exactly the quantiser the encoder uses.
 #pragma once
 
-#include "member_lists.hpp"
+#include "fit/member_lists.hpp"
 #include "vlattice/types.hpp"
 
 namespace vlattice {

@@ -1,4 +1,4 @@
-#include "member_lists.hpp"
+#include "fit/member_lists.hpp"
 
 #include "vlattice/types.hpp"
 

@@ -1,4 +1,4 @@
-#include "maintenance.hpp"
+#include "fit/maintenance.hpp"
 
 #include "numeric.hpp"
 

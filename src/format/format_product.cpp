@@ -1,7 +1,7 @@
-// ROTN, CDBK and CODE payloads (src/format_product.hpp, docs/format.md "Product codes").
-#include "format_product.hpp"
+// ROTN, CDBK and CODE payloads (src/format/format_product.hpp, docs/format.md "Product codes").
+#include "format/format_product.hpp"
 
-#include "little_endian.hpp"
+#include "format/little_endian.hpp"
 #include "vlattice/types.hpp"
 
 #include <array>

@@ -1,4 +1,4 @@
-#include "residual_ranges.hpp"
+#include "codes/residual_ranges.hpp"
 
 #include <algorithm>
 #include <cmath>

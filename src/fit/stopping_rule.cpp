@@ -1,4 +1,4 @@
-#include "stopping_rule.hpp"
+#include "fit/stopping_rule.hpp"
 
 #include "numeric.hpp"
 

@@ -1,4 +1,4 @@
-#include "init.hpp"
+#include "fit/init.hpp"
 
 #include "numeric.hpp"
 
