@@ -953,19 +953,54 @@ TEST_CASE("cuda: a full fit lands where the CPU's does", "[gpu][anneal]") {
     CHECK(close(on_gpu.energy, recomputed.energy, 1e-12));
 }
 
-// The kernel families this GPU has: hopper where --kernel auto takes it, portable on every GPU since
-// Ampere, cuda-cores on any.
-std::vector<GpuKernels> families_here() {
-    std::vector<GpuKernels> families;
+// An environment variable set (or, with null, unset) for one scope, then put back as it was.
+class ScopedVariable {
+public:
+    ScopedVariable(const char* name, const char* value) : name_(name) {
+        const char* before = std::getenv(name);
+        had_ = before != nullptr;
+        before_ = had_ ? before : "";
+        set(value);
+    }
+    ~ScopedVariable() { set(had_ ? before_.c_str() : nullptr); }
+    ScopedVariable(const ScopedVariable&) = delete;
+    ScopedVariable& operator=(const ScopedVariable&) = delete;
+
+private:
+    void set(const char* value) {
+        if (value != nullptr) {
+            setenv(name_.c_str(), value, 1);
+        } else {
+            unsetenv(name_.c_str());
+        }
+    }
+    std::string name_;
+    std::string before_;
+    bool had_ = false;
+};
+
+// The 99 KiB of shared memory a block gets on sm_86, sm_89 and sm_120.
+constexpr const char* kSmallBlockShared = "101376";
+
+// The kernel families this GPU has (hopper where --kernel auto takes it, portable on every GPU since
+// Ampere, cuda-cores on any), and portable again laid out for a block of 99 KiB.
+struct FamilyCase {
+    GpuKernels family;
+    const char* block_shared;  // VLATTICE_BLOCK_SHARED_MEMORY, or null
+    std::string label;
+};
+std::vector<FamilyCase> families_here() {
+    std::vector<FamilyCase> cases;
     const GpuKernels fastest = cuda::fastest_kernels(0);
     if (fastest == GpuKernels::hopper) {
-        families.push_back(GpuKernels::hopper);
+        cases.push_back({GpuKernels::hopper, nullptr, "hopper"});
     }
     if (fastest != GpuKernels::cuda_cores) {
-        families.push_back(GpuKernels::portable);
+        cases.push_back({GpuKernels::portable, nullptr, "portable"});
+        cases.push_back({GpuKernels::portable, kSmallBlockShared, "portable within 99 KiB"});
     }
-    families.push_back(GpuKernels::cuda_cores);
-    return families;
+    cases.push_back({GpuKernels::cuda_cores, nullptr, "cuda-cores"});
+    return cases;
 }
 
 TEST_CASE("cuda: every kernel family gives the same fit, bit for bit", "[gpu][anneal]") {
@@ -976,8 +1011,10 @@ TEST_CASE("cuda: every kernel family gives the same fit, bit for bit", "[gpu][an
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
     const PointStorage storage = GENERATE(PointStorage::f32, PointStorage::f16, PointStorage::bf16);
-    INFO("storage " << storage_name(storage));
-    const Matrix x = duplicated_points(20011, 48, rng);
+    // d = 48 keeps the points in shared memory; d = 300 streams them.
+    const std::size_t d = GENERATE(std::size_t{48}, std::size_t{300});
+    INFO("storage " << storage_name(storage) << " d " << d);
+    const Matrix x = duplicated_points(20011, d, rng);
     AnnealConfig config;
     config.anchors = 150;
     config.max_iters = 20;
@@ -985,15 +1022,16 @@ TEST_CASE("cuda: every kernel family gives the same fit, bit for bit", "[gpu][an
     config.seed = run_seed;
     config.storage = storage;
 
-    const std::vector<GpuKernels> families = families_here();
-    REQUIRE(families.size() >= 2);
+    const std::vector<FamilyCase> cases = families_here();
+    REQUIRE(cases.size() >= 2);
     std::vector<FitResult> fits;
-    for (const GpuKernels family : families) {
-        auto gpu = make_cuda_backend(0, FastKernel::automatic, kGatherFloats, family);
+    for (const FamilyCase& c : cases) {
+        const ScopedVariable limit("VLATTICE_BLOCK_SHARED_MEMORY", c.block_shared);
+        auto gpu = make_cuda_backend(0, FastKernel::automatic, kGatherFloats, c.family);
         fits.push_back(fit(x, config, *gpu));
     }
     for (std::size_t f = 1; f < fits.size(); ++f) {
-        INFO(gpu_kernels_name(families[f]) << " against " << gpu_kernels_name(families[0]));
+        INFO(cases[f].label << " against " << cases[0].label);
         CHECK(fits[f].iterations == fits[0].iterations);
         CHECK(fits[f].assignments == fits[0].assignments);
         CHECK(fits[f].anchors.data == fits[0].anchors.data);
@@ -1012,23 +1050,30 @@ TEST_CASE("cuda: a kernel family the environment names wrongly is an error", "[g
     if (!gpu_usable()) {
         return;
     }
-    const char* before = std::getenv("VLATTICE_KERNEL");
-    const std::string kept = before != nullptr ? before : "";
-    setenv("VLATTICE_KERNEL", "tensor", 1);
-    std::string message;
-    try {
-        make_cuda_backend(0);
-    } catch (const Error& e) {
-        message = e.what();
-    }
+    const ScopedVariable wrong("VLATTICE_KERNEL", "tensor");
+    CHECK_THROWS_WITH(make_cuda_backend(0), Catch::Contains("VLATTICE_KERNEL") && Catch::Contains("'tensor'"));
     // A family named outright does not read the variable.
     CHECK_NOTHROW(make_cuda_backend(0, FastKernel::automatic, kGatherFloats, GpuKernels::cuda_cores));
-    if (before != nullptr) {
-        setenv("VLATTICE_KERNEL", kept.c_str(), 1);
-    } else {
-        unsetenv("VLATTICE_KERNEL");
+}
+
+TEST_CASE("cuda: too little shared memory for the portable assign is an error that says so",
+          "[gpu][backend][quick]") {
+    if (!gpu_usable() || cuda::fastest_kernels(0) == GpuKernels::cuda_cores) {
+        return;
     }
-    CHECK_THAT(message, Catch::Contains("VLATTICE_KERNEL") && Catch::Contains("'tensor'"));
+    {
+        const ScopedVariable wrong("VLATTICE_BLOCK_SHARED_MEMORY", "99k");
+        CHECK_THROWS_WITH(make_cuda_backend(0, FastKernel::automatic, kGatherFloats, GpuKernels::portable),
+                          Catch::Contains("VLATTICE_BLOCK_SHARED_MEMORY") && Catch::Contains("'99k'"));
+    }
+    const ScopedVariable small("VLATTICE_BLOCK_SHARED_MEMORY", "40000");
+    std::mt19937_64 rng(seed());
+    const Matrix x = duplicated_points(3001, 64, rng);
+    auto gpu = make_cuda_backend(0, FastKernel::automatic, kGatherFloats, GpuKernels::portable);
+    gpu->upload_points(x, RunSetup{});
+    gpu->upload_anchors(anchors_near(x, 40, rng));
+    CHECK_THROWS_WITH(gpu->assign(), Catch::Contains("bytes of shared memory per block") &&
+                                         Catch::Contains("this GPU gives 40000"));
 }
 
 TEST_CASE("cuda: validation catches anchors that differ from the ones the energy came from", "[gpu][anneal]") {

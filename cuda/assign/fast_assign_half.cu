@@ -96,19 +96,6 @@ std::size_t shared_bytes(TensorEngine engine, int products, bool resident, int s
     const std::size_t stages = stage_bytes(engine, products, resident);
     return resident ? resident_bytes(engine, products, stride) + stages : stages;
 }
-// The kernel's own shared arrays (row_bound, tile_norms, epilogue_norms), beside the dynamic ones.
-std::size_t static_bytes(TensorEngine engine, int products) {
-    const std::size_t norms = (stages_of(engine) + (products == 1 ? 1 : 0)) * std::size_t{kTile};
-    return (std::size_t(points_of(engine, products)) + norms) * 4;
-}
-bool points_resident(const HalfAssignArgs& a, int products) {
-    if (resident_bytes(a.engine, products, a.stride) > kResidentBytes) {
-        return false;
-    }
-    return a.engine == TensorEngine::wgmma ||
-           shared_bytes(a.engine, products, true, a.stride) + static_bytes(a.engine, products) <= a.shared_limit;
-}
-
 // 16 bytes from global memory to the shared address `to`, asynchronously; with `valid` false, zeros
 // instead, which add nothing to the dot products.
 __device__ __forceinline__ void copy_async(unsigned to, const std::uint16_t* from, bool valid) {
@@ -539,21 +526,29 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 template <TensorEngine kEngine, HalfType kType, int kProducts, bool kResident>
 void launch_kernel(const HalfAssignArgs& a, cudaStream_t stream) {
+    const auto kernel = fast_assign_half_kernel<kEngine, kType, kProducts, kResident>;
     const std::size_t bytes = shared_bytes(kEngine, kProducts, kResident, a.stride);
-    const std::size_t needed = bytes + static_bytes(kEngine, kProducts);
+    const std::size_t needed = bytes + static_shared_bytes(kernel);
     if (kEngine == TensorEngine::mma_sync && needed > a.shared_limit) {
         throw Error("fast assign: the mma.sync kernel needs " + std::to_string(needed) +
                     " bytes of shared memory per block; this GPU gives " + std::to_string(a.shared_limit));
     }
     const dim3 tiles(static_cast<unsigned>(ceil_div(a.n, points_of(kEngine, kProducts))),
                      static_cast<unsigned>(a.splits));
-    launch_kernel_ex(fast_assign_half_kernel<kEngine, kType, kProducts, kResident>, "fast_assign_half_kernel", tiles,
-                     kThreads, bytes, 1, stream, a);
+    launch_kernel_ex(kernel, "fast_assign_half_kernel", tiles, kThreads, bytes, 1, stream, a);
 }
 
+// The block's points stay in shared memory when they are few enough (kResidentBytes), and on
+// mma.sync when they fit beside the ring and the kernel's own arrays in what the GPU gives a block.
 template <TensorEngine kEngine, HalfType kType, int kProducts>
 void launch(const HalfAssignArgs& a, cudaStream_t stream) {
-    if (points_resident(a, kProducts)) {
+    const bool resident =
+        resident_bytes(kEngine, kProducts, a.stride) <= kResidentBytes &&
+        (kEngine == TensorEngine::wgmma ||
+         shared_bytes(kEngine, kProducts, true, a.stride) +
+                 static_shared_bytes(fast_assign_half_kernel<kEngine, kType, kProducts, true>) <=
+             a.shared_limit);
+    if (resident) {
         launch_kernel<kEngine, kType, kProducts, true>(a, stream);
     } else {
         launch_kernel<kEngine, kType, kProducts, false>(a, stream);

@@ -367,9 +367,7 @@ void launch_two_means(const TwoMeansArgs& a, cudaStream_t stream) {
     }
     const int ranks = a.clusters ? kTwoMeansBlocks : 1;
     const auto launch = [&](auto kernel, unsigned cluster) {
-        cudaFuncAttributes attributes{};
-        CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-        const std::size_t own = attributes.sharedSizeBytes;
+        const std::size_t own = static_shared_bytes(kernel);
         const Layout layout = layout_of(a.d, ranks, a.shared_limit > own ? a.shared_limit - own : 0);
         launch_kernel_ex(kernel, "two_means_kernel", dim3(static_cast<unsigned>(a.count * ranks)), kThreads,
                          shared_bytes(layout, a.d, ranks), cluster, stream, a, layout);

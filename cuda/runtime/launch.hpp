@@ -16,6 +16,15 @@ inline std::mutex& shared_memory_consent() {
     return lock;
 }
 
+// The kernel's own (static) shared memory on the current device, which its dynamic shared memory
+// must leave room for within the block's limit.
+template <class... Params>
+std::size_t static_shared_bytes(void (*kernel)(Params...)) {
+    cudaFuncAttributes attributes{};
+    CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+    return attributes.sharedSizeBytes;
+}
+
 // kernel<<<grid, threads, shared_bytes, stream>>>(args...), in clusters of `cluster` blocks along x
 // when cluster > 1, checked under `name`. More than the default 48 KiB of dynamic shared memory
 // needs the kernel's consent on the current device, which is raised to shared_bytes first and never
