@@ -162,4 +162,12 @@ struct ReleaseBuffers {
     }
 };
 
+// For lists of scratch that grows on demand: each buffer at least its count (grow_buffer).
+struct GrowBuffers {
+    template <class Buffer>
+    void operator()(Buffer& buffer, std::size_t count) const {
+        grow_buffer(buffer, count);
+    }
+};
+
 }  // namespace vlattice::cuda

@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 
@@ -81,6 +82,17 @@ private:
         }
         cudaGraph_t graph = nullptr;
         CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+        std::size_t nodes = 0;
+        const cudaError_t counted = cudaGraphGetNodes(graph, nullptr, &nodes);
+        if (counted != cudaSuccess) {
+            cudaGraphDestroy(graph);
+            CUDA_CHECK(counted);
+        }
+        // A graph of another node count cannot update the one held; trying would only leave an error.
+        if (exec_ != nullptr && nodes != nodes_) {
+            reset();
+        }
+        nodes_ = nodes;
         if (exec_ != nullptr) {
             cudaGraphExecUpdateResultInfo result{};
             if (cudaGraphExecUpdate(exec_, graph, &result) == cudaSuccess) {
@@ -100,6 +112,7 @@ private:
     }
 
     cudaGraphExec_t exec_ = nullptr;
+    std::size_t nodes_ = 0;  // of the graph exec_ was made or last updated from
     std::uint64_t key_ = 0;
 };
 

@@ -1,0 +1,171 @@
+#include "assign/assign_stage.hpp"
+
+#include "runtime/cuda_check.hpp"
+
+namespace vlattice::cuda {
+
+namespace {
+
+// The single-product path is given up for the split one when more than half of the points would
+// need every anchor re-scored: narrowing them would then cost more than the split pass over all
+// (one product costs 0.45 of three on the H100, at d = 128 as at 768).
+constexpr std::size_t kMaxAllAnchorShare = 2;
+
+}  // namespace
+
+void AssignStage::add_point_footprint(Footprint& need, std::size_t n) { point_buffers(n, need); }
+
+void AssignStage::allocate_points(std::size_t n) {
+    release();
+    point_buffers(n, AllocateBuffers{});
+}
+
+void AssignStage::add_anchor_footprint(Footprint& need, std::size_t n, std::size_t m, int d) {
+    anchor_buffers(n, plan_assign(n, m, d, gpu_), need);
+    operands_.add_footprint(need, m, static_cast<std::size_t>(d));
+}
+
+void AssignStage::allocate_anchors(std::size_t n, std::size_t m, int d) {
+    release_anchors();
+    plan_ = plan_assign(n, m, d, gpu_);
+    anchor_buffers(n, plan_, AllocateBuffers{});
+    operands_.allocate(m, static_cast<std::size_t>(d));
+}
+
+void AssignStage::release_anchors() {
+    anchor_buffers(0, AssignPlan{}, ReleaseBuffers{});
+    operands_.release();
+}
+
+void AssignStage::release() {
+    point_buffers(0, ReleaseBuffers{});
+    release_anchors();
+    narrow_scratch_ = {};
+}
+
+void AssignStage::restart() {
+    if (kernels_ == GpuKernels::cuda_cores) {
+        path_ = FastPath::fp32;
+    } else {
+        path_ = kernel_ == FastKernel::split ? FastPath::half_split : FastPath::half_single;
+    }
+}
+
+void AssignStage::prepare(PointStage& points, AnchorStage& anchors, bool repair, std::uint64_t generation,
+                          cudaStream_t stream) {
+    const std::uint64_t graph_key = key(generation, repair);
+    shortlist_graph_.prepare(stream, graph_key, [&] { queue_shortlist(points, anchors, repair, stream); });
+    finish_graph_.prepare(stream, graph_key, [&] { queue_finish(points, anchors, repair, stream); });
+}
+
+AssignStats AssignStage::run(PointStage& points, AnchorStage& anchors, bool repair, std::uint64_t generation,
+                             cudaStream_t stream) {
+    const auto shortlist = [&] { queue_shortlist(points, anchors, repair, stream); };
+    shortlist_graph_.run(stream, key(generation, repair), shortlist);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    // One half-precision product leaves a window of uncertainty of the rows' rounding times the
+    // distance (single_window.cuh). Where anchors crowd around the points (many nearly
+    // equidistant), many points then need every anchor re-scored; they are narrowed (a split
+    // pass over just them), or when they are most of the points, the shortlist is redone split
+    // and the run keeps that path from then on.
+    const std::size_t all_anchor = host_[0].uncertain_counts[1];
+    if (kernel_ == FastKernel::automatic && repair && path_ == FastPath::half_single) {
+        if (all_anchor > points.n() / kMaxAllAnchorShare) {
+            path_ = FastPath::half_split;
+            shortlist_graph_.run(stream, key(generation, repair), shortlist);
+        } else if (worth_narrowing(all_anchor, anchors.m(), points.d())) {
+            narrow(points, anchors, all_anchor, stream);
+        }
+    }
+    finish_graph_.run(stream, key(generation, repair), [&] { queue_finish(points, anchors, repair, stream); });
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    AssignStats stats;
+    stats.changed = static_cast<std::size_t>(host_[0].changed);
+    stats.energy = points.energy_sum() / static_cast<double>(points.n());
+    return stats;
+}
+
+// What the captured graphs depend on besides their buffers.
+std::uint64_t AssignStage::key(std::uint64_t generation, bool repair) const {
+    return (generation << 3) | (static_cast<std::uint64_t>(path_) << 1) | (repair ? 1 : 0);
+}
+
+AssignArgs AssignStage::args(PointStage& points, AnchorStage& anchors, bool repair) {
+    const DevicePoints& rows = points.points();
+    AssignArgs args;
+    args.points = rows.rows();
+    args.point_norms = rows.norms();
+    args.anchors = anchors.data();
+    args.anchor_norms = operands_.norms();
+    args.max_anchor_norm_bits = operands_.max_norm_bits();
+    args.n = points.n();
+    args.m = anchors.m();
+    args.d = points.d();
+    args.path = path_;
+    args.engine = tensor_engine(kernels_);
+    args.half = operands_.half(rows.half_type(), rows.exponent());
+    args.half.point_head = rows.head();
+    args.half.point_tail = rows.tail();
+    args.half.point_head_norms = rows.head_norms();
+    args.half.point_roundings = rows.roundings();
+    args.repair = repair;
+    args.plan = plan_;
+    args.candidates = candidates_.data();
+    args.chosen = chosen_.data();
+    args.uncertain = uncertain_.data();
+    args.uncertain_counts = uncertain_counts_.data();
+    args.gpu = gpu_;
+    args.prior = {points.distance(), points.assignment(), anchors.moved()};
+    return args;
+}
+
+// Anchors change between assigns (update, uploads), so their norms and operands are made afresh.
+void AssignStage::queue_shortlist(PointStage& points, AnchorStage& anchors, bool repair, cudaStream_t stream) {
+    CUDA_CHECK(cudaMemsetAsync(uncertain_counts_.data(), 0, uncertain_counts_.bytes(), stream));
+    operands_.queue(anchors.data(), anchors.m(), points.d(), points.points().half_type(), points.points().exponent(),
+                    stream);
+    launch_shortlist(args(points, anchors, repair), stream);
+    CUDA_CHECK(cudaMemcpyAsync(host_[0].uncertain_counts, uncertain_counts_.data(), uncertain_counts_.bytes(),
+                               cudaMemcpyDeviceToHost, stream));
+}
+
+void AssignStage::queue_finish(PointStage& points, AnchorStage& anchors, bool repair, cudaStream_t stream) {
+    CUDA_CHECK(cudaMemsetAsync(changed_.data(), 0, changed_.bytes(), stream));
+    launch_repair(args(points, anchors, repair), stream);
+    points.queue_take(anchors.data(), chosen_.data(), changed_.data(), stream);
+    // The distances are the current anchors': nothing has moved since them.
+    anchors.queue_settled(stream);
+    points.queue_energy_sum(stream);
+    CUDA_CHECK(cudaMemcpyAsync(&host_[0].changed, changed_.data(), changed_.bytes(), cudaMemcpyDeviceToHost, stream));
+}
+
+// The `count` all-anchor points of the last shortlist, narrowed, queued on the stream.
+void AssignStage::narrow(PointStage& points, AnchorStage& anchors, std::size_t count, cudaStream_t stream) {
+    const AssignPlan plan = plan_assign(count, anchors.m(), points.d(), gpu_);
+    const auto stride = static_cast<std::size_t>(half_stride(points.d()));
+    const NarrowBuffers buffers = narrow_scratch_.reserve(count, stride, static_cast<std::size_t>(plan.splits) * count,
+                                                          points.points().tail() != nullptr);
+    launch_narrow(args(points, anchors, true), count, buffers, stream);
+}
+
+NarrowBuffers AssignStage::NarrowScratch::reserve(std::size_t count, std::size_t stride, std::size_t candidate_count,
+                                                  bool tails) {
+    if (ids.size() < count || head.size() < count * stride || (tails && tail.size() < count * stride)) {
+        const std::size_t rows = count + count / 4;
+        ids = {};
+        norms = {};
+        head = {};
+        tail = {};
+        ids = DeviceBuffer<std::uint32_t>(rows);
+        norms = DeviceBuffer<float>(rows);
+        head = DeviceBuffer<std::uint16_t>(rows * stride);
+        tail = tails ? DeviceBuffer<std::uint16_t>(rows * stride) : DeviceBuffer<std::uint16_t>();
+    }
+    if (candidates.size() < candidate_count) {
+        candidates = {};
+        candidates = DeviceBuffer<Candidate>(candidate_count + candidate_count / 4);
+    }
+    return {ids.data(), norms.data(), head.data(), tail.data(), candidates.data()};
+}
+
+}  // namespace vlattice::cuda

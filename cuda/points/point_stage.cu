@@ -1,0 +1,92 @@
+#include "points/point_stage.hpp"
+
+#include "runtime/cuda_check.hpp"
+
+#include <limits>
+
+namespace vlattice::cuda {
+
+void PointStage::check(const Matrix& points) {
+    const std::string shape = std::to_string(points.rows) + " x " + std::to_string(points.cols);
+    if (points.rows == 0 || points.cols == 0) {
+        throw Error("cuda backend: no points to upload (" + shape + ")");
+    }
+    if (points.rows >= kMaxRows || points.cols > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+        throw Error("cuda backend: " + shape + " points exceed the backend's limit of 2^31 rows");
+    }
+    if (points.data.size() != points.rows * points.cols) {
+        throw Error("cuda backend: point matrix holds " + std::to_string(points.data.size()) + " values, not " +
+                    std::to_string(points.rows * points.cols));
+    }
+}
+
+void PointStage::add_footprint(Footprint& need, std::size_t n, std::size_t d, PointStorage storage) {
+    DevicePoints::add_footprint(need, n, d, storage);
+    buffers(n, need);
+}
+
+bool PointStage::holds(std::size_t n, std::size_t d, PointStorage storage) const {
+    return assignment_.size() == n && d_ == d && points_.storage() == storage;
+}
+
+void PointStage::allocate(std::size_t n, std::size_t d) {
+    release();
+    buffers(n, AllocateBuffers{});
+    d_ = d;
+}
+
+void PointStage::release() {
+    points_.release();
+    buffers(0, ReleaseBuffers{});
+    n_ = 0;
+    d_ = 0;
+}
+
+void PointStage::upload(const Matrix& points, const PointFormat& format, cudaStream_t stream) {
+    points_.upload(points, format, stream);
+    CUDA_CHECK(cudaMemsetAsync(assignment_.data(), 0xff, assignment_.bytes(), stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    n_ = points.rows;
+}
+
+std::vector<std::uint32_t> PointStage::download_assignment(cudaStream_t stream) const {
+    std::vector<std::uint32_t> out(n_);
+    CUDA_CHECK(cudaMemcpyAsync(out.data(), assignment_.data(), n_ * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
+                               stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    return out;
+}
+
+void PointStage::queue_take(const float* anchors, const std::uint32_t* chosen, unsigned long long* changed,
+                            cudaStream_t stream) {
+    PointDistanceArgs args;
+    args.points = points_.rows();
+    args.anchors = anchors;
+    args.n = n_;
+    args.d = d();
+    args.source = chosen;
+    args.assignment = assignment_.data();
+    args.changed = changed;
+    args.distance = distance_.data();
+    args.block_sums = block_sums_.data();
+    launch_point_distances(args, stream);
+}
+
+void PointStage::queue_block_sums(const float* anchors, cudaStream_t stream) {
+    PointDistanceArgs args;
+    args.points = points_.rows();
+    args.anchors = anchors;
+    args.n = n_;
+    args.d = d();
+    args.source = assignment_.data();
+    args.block_sums = block_sums_.data();
+    launch_point_distances(args, stream);
+}
+
+void PointStage::queue_energy_sum(cudaStream_t stream) {
+    launch_sum(block_sums_.data(), block_sums_.size(), energy_sum_.data(), sum_temp_.data(), sum_temp_.bytes(), stream);
+    CUDA_CHECK(cudaMemcpyAsync(host_energy_sum_.data(), energy_sum_.data(), sizeof(double), cudaMemcpyDeviceToHost,
+                               stream));
+}
+
+}  // namespace vlattice::cuda

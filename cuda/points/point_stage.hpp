@@ -1,0 +1,83 @@
+// The points of a run on the device and what each carries from one call to the next: its anchor, its
+// distance to that anchor, and the per-block sums of those distances that the energy adds up.
+#pragma once
+
+#include "points/device_points.hpp"
+#include "points/point_distance.cuh"
+#include "runtime/device_buffer.hpp"
+
+#include "vlattice/point_format.hpp"
+#include "vlattice/types.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vlattice::cuda {
+
+// Point ids, segment offsets and chunk counts are 32-bit on the device.
+constexpr std::size_t kMaxRows = std::size_t{1} << 31;
+
+class PointStage {
+public:
+    // Throws Error unless `points` is a whole matrix of 1 to 2^31 - 1 rows the kernels can take.
+    static void check(const Matrix& points);
+
+    // The device memory of n x d points in `storage` and of their state.
+    void add_footprint(Footprint& need, std::size_t n, std::size_t d, PointStorage storage);
+    // Buffers for n x d points in `storage` are there (the points themselves may not be).
+    bool holds(std::size_t n, std::size_t d, PointStorage storage) const;
+    void allocate(std::size_t n, std::size_t d);
+    void release();
+
+    // Replaces the points (rounded to `format`) and sets every point's anchor to none. Returns once
+    // they are on the device. The buffers must be of their shape (holds).
+    void upload(const Matrix& points, const PointFormat& format, cudaStream_t stream);
+
+    std::size_t n() const { return n_; }  // 0 until an upload has succeeded
+    int d() const { return static_cast<int>(d_); }
+    const DevicePoints& points() const { return points_; }
+    PointRows rows() const { return points_.rows(); }
+    std::uint32_t* assignment() { return assignment_.data(); }
+    const std::uint32_t* assignment() const { return assignment_.data(); }
+    std::vector<std::uint32_t> download_assignment(cudaStream_t stream) const;
+    double* distance() { return distance_.data(); }
+
+    // Each point takes its anchor from `chosen`, counting the changes into *changed (zeroed by the
+    // caller), with its distance to it; and the blocks' sums of those distances.
+    void queue_take(const float* anchors, const std::uint32_t* chosen, unsigned long long* changed,
+                    cudaStream_t stream);
+    // The blocks' sums of the distances to the points' anchors, changing nothing else.
+    void queue_block_sums(const float* anchors, cudaStream_t stream);
+    // The blocks' sums added up on the device, on their way to energy_sum().
+    void queue_energy_sum(cudaStream_t stream);
+    // The sum of the last queue_energy_sum, once the stream has run up to it.
+    double energy_sum() const { return host_energy_sum_[0]; }
+
+private:
+    // The buffers sized by the points, with their element counts for n points: the list that the
+    // footprint, the allocation and the release all read.
+    template <class Each>
+    void buffers(std::size_t n, Each&& each) {
+        each(assignment_, n);
+        each(distance_, n);
+        each(block_sums_, distance_block_count(n));
+        each(sum_temp_, std::max<std::size_t>(sum_temp_bytes(distance_block_count(n)), 1));
+    }
+
+    DevicePoints points_;
+    std::size_t n_ = 0;
+    std::size_t d_ = 0;
+    DeviceBuffer<std::uint32_t> assignment_;
+    DeviceBuffer<double> distance_;
+    DeviceBuffer<double> block_sums_;
+    DeviceBuffer<unsigned char> sum_temp_;  // CUB's, for the energy sum
+    DeviceBuffer<double> energy_sum_{1};
+    PinnedBuffer<double> host_energy_sum_{1};
+};
+
+}  // namespace vlattice::cuda
