@@ -78,6 +78,39 @@ TEST_CASE("assign is exact where the fast float distances nearly tie", "[cpu][ba
     CHECK(backend->download_assignments() == reference_assign(x, c).assignment);
 }
 
+TEST_CASE("assign is exact at the small dimensions of sub-space fits, near ties included", "[cpu][backend]") {
+    // Up to 12 dimensions the fast distances are computed directly, two points at a time and 32
+    // anchors a register block; 13 takes the GEMM. An odd point count and 77 anchors leave tails of
+    // both. Three anchors far from the origin nearly tie for every point (the float form loses their
+    // difference), one of them duplicated; the rest lie on the other side.
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    std::uniform_real_distribution<float> jitter(-1e-3f, 1e-3f);
+    for (const std::size_t d : {1, 3, 8, 12, 13}) {
+        INFO("d = " << d);
+        Matrix x(513, d);
+        Matrix c(77, d);
+        for (std::size_t j = 0; j < c.rows; ++j) {
+            for (std::size_t k = 0; k < d; ++k) {
+                c.row(j)[k] = j < 3 ? 1000.0f : -1000.0f - static_cast<float>(j) + jitter(rng);
+            }
+        }
+        c.row(1)[0] = 1000.5f;
+        c.row(2)[0] = 1000.5f;
+        for (std::size_t i = 0; i < x.rows; ++i) {
+            for (std::size_t k = 0; k < d; ++k) {
+                x.row(i)[k] = 1000.0f + (k == 0 ? 0.25f : 0.0f) + jitter(rng);
+            }
+        }
+        auto backend = make_cpu_backend(2);
+        backend->upload_points(x, {});
+        backend->upload_anchors(c);
+        backend->assign();
+        CHECK(backend->download_assignments() == reference_assign(x, c).assignment);
+    }
+}
+
 TEST_CASE("gather_members returns the first members of an anchor in point order", "[cpu][backend]") {
     std::mt19937_64 rng(seed());
     const Matrix x = random_points(50, 3, rng, 2);

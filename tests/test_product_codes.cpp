@@ -383,6 +383,61 @@ TEST_CASE("codes are the nearest centroids and decoding rebuilds their reconstru
     }
 }
 
+TEST_CASE("encoding takes the first of the nearest centroids in double, in sub-spaces of any width",
+          "[product]") {
+    // Sub-spaces of 3, 16 and 21 coordinates; two rows at a time, and an odd one out. Centroids lie
+    // far from the origin, 0.01 apart, where the fast float distances cannot tell them apart, and
+    // centroid 9 repeats centroid 5: rows on centroid 5 tie.
+    const std::uint64_t s = seed();
+    INFO("seed " << s);
+    std::mt19937_64 rng(s);
+    std::normal_distribution<float> spread(0.0f, 0.01f);
+    constexpr std::size_t d = 40;
+    ProductCodebook book;
+    book.bits = 8;
+    book.bounds = {0, 3, 19, 40};
+    book.rotation = Matrix(d, d);
+    for (std::size_t t = 0; t < d; ++t) {
+        book.rotation.row(t)[t] = 1.0f;
+    }
+    book.centroids = Matrix(book.table(), d);
+    for (float& v : book.centroids.data) {
+        v = 1000.0f + spread(rng);
+    }
+    std::copy(book.centroids.row(5), book.centroids.row(5) + d, book.centroids.row(9));
+    Matrix points(301, d);
+    for (std::size_t i = 0; i < points.rows; ++i) {
+        for (std::size_t t = 0; t < d; ++t) {
+            points.row(i)[t] = i % 7 == 0 ? book.centroids.row(5)[t] : 1000.0f + spread(rng);
+        }
+    }
+    const Matrix anchors(1, d);
+    const std::vector<std::uint32_t> assignments(points.rows, 0);
+    const std::vector<std::uint8_t> codes = encode_product_on_cpu(book, points, anchors, assignments);
+    for (std::size_t i = 0; i < points.rows; ++i) {
+        for (std::size_t j = 0; j < book.subspaces(); ++j) {
+            std::size_t best = 0;
+            double least = std::numeric_limits<double>::infinity();
+            for (std::size_t c = 0; c < book.table(); ++c) {
+                double sum = 0.0;
+                for (std::size_t t = book.bounds[j]; t < book.bounds[j + 1]; ++t) {
+                    const double diff = static_cast<double>(points.row(i)[t]) - book.centroids.row(c)[t];
+                    sum += diff * diff;
+                }
+                if (sum < least) {
+                    least = sum;
+                    best = c;
+                }
+            }
+            INFO("vector " << i << ", sub-space " << j);
+            REQUIRE(product_code(codes.data() + i * book.code_bytes(), book.bits, j) == best);
+            if (i % 7 == 0) {
+                CHECK(best == 5);
+            }
+        }
+    }
+}
+
 // Rows mapped by a known rotation: Procrustes recovers it (OPQ's rounds are judged on rows they did
 // not train on, so no error they report would show a wrong transpose).
 TEST_CASE("the Procrustes rotation recovers a planted one", "[product]") {

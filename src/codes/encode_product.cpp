@@ -2,6 +2,8 @@
 #include "vlattice/product_codes.hpp"
 
 #include "codes/residuals.hpp"
+#include "cpu/direct_distances.hpp"
+#include "cpu/distance_scan.hpp"
 #include "numeric.hpp"
 
 #include <algorithm>
@@ -40,50 +42,88 @@ void check_shape(const ProductCodebook& book, std::size_t d) {
 
 constexpr std::size_t kMaxTable = std::size_t{1} << kProductCodeBits.back();
 
-// The centroids transposed, p x S 2^b, so that one rotated coordinate meets every centroid's in a
-// row and the distances of a stage's 2^b centroids add up side by side (each still in increasing t).
-std::vector<double> transposed_centroids(const ProductCodebook& book) {
-    const std::size_t rows = book.centroids.rows;
-    const std::size_t p = book.coded_dims();
-    std::vector<double> out(p * rows);
-    for (std::size_t c = 0; c < rows; ++c) {
-        for (std::size_t t = 0; t < p; ++t) {
-            out[t * rows + c] = book.centroids.row(c)[t];
+// A code is the first of its sub-space's centroids at the least distance in double, each summed over
+// t in increasing order. Only the candidates are summed so: the centroids whose fast float distance
+// lies within the rounding bound of the least (cpu/distance_scan.hpp). Per code, the fast distances
+// need its centroids by dimension and their float norms.
+struct FastTables {
+    std::vector<std::vector<float>> columns;  // per code: width x table
+    std::vector<std::vector<float>> norms;
+    std::vector<float> max_norm;
+};
+
+FastTables fast_tables(const ProductCodebook& book) {
+    FastTables tables;
+    const std::size_t table = book.table();
+    tables.columns.resize(book.codes());
+    tables.norms.resize(book.codes());
+    tables.max_norm.assign(book.codes(), 0.0f);
+    for (std::size_t j = 0; j < book.codes(); ++j) {
+        const std::size_t sub = j % book.subspaces();
+        const std::size_t first = book.bounds[sub];
+        const std::size_t width = book.bounds[sub + 1] - first;
+        Matrix centroids(table, width);
+        for (std::size_t c = 0; c < table; ++c) {
+            const float* centroid = book.centroid(j, static_cast<unsigned>(c));
+            std::copy(centroid + first, centroid + first + width, centroids.row(c));
+            tables.norms[j].push_back(static_cast<float>(squared_norm(centroids.row(c), width)));
         }
+        tables.columns[j] = cpu::anchor_columns(centroids);
+        tables.max_norm[j] = *std::max_element(tables.norms[j].begin(), tables.norms[j].end());
     }
-    return out;
+    return tables;
 }
 
-// Row u's codes, stage by stage, into ids[0..S M); u (p values) is left with what no stage coded.
+// The codes of rows u[0] and u[1] (the same row twice for an odd one out), stage by stage, into
+// ids[p][0..S M); each u (p values) is left with what no stage coded.
 VLATTICE_ALSO_FOR_X86_64_V3
-void nearest_centroids(const ProductCodebook& book, const std::vector<double>& columns, float* u, std::uint16_t* ids) {
+void nearest_centroids(const ProductCodebook& book, const FastTables& fast, float* const u[2],
+                       std::uint16_t* const ids[2]) {
     const std::size_t table = book.table();
-    const std::size_t stride = book.centroids.rows;
     const std::size_t subspaces = book.subspaces();
-    double distance[kMaxTable];  // 32 KB: within any thread's stack
+    float distance[2][kMaxTable];
+    std::uint32_t near[kMaxTable];
+    const int rows = u[0] == u[1] ? 1 : 2;
     for (std::size_t j = 0; j < book.codes(); ++j) {
         const std::size_t stage = j / subspaces;
         const std::size_t sub = j % subspaces;
-        std::fill(distance, distance + table, 0.0);
-        for (std::size_t t = book.bounds[sub]; t < book.bounds[sub + 1]; ++t) {
-            const double value = u[t];
-            const double* column = columns.data() + t * stride + stage * table;
-            for (std::size_t c = 0; c < table; ++c) {
-                const double diff = value - column[c];
-                distance[c] += diff * diff;
+        const std::size_t first = book.bounds[sub];
+        const std::size_t last = book.bounds[sub + 1];
+        const std::size_t width = last - first;
+        std::size_t best[2] = {0, 0};
+        const float* x[2] = {u[0] + first, u[1] + first};
+        const float x_norm[2] = {static_cast<float>(squared_norm(x[0], width)),
+                                 static_cast<float>(squared_norm(x[1], width))};
+        float* const row[2] = {distance[0], distance[1]};
+        cpu::direct_distances(x, x_norm, fast.columns[j].data(), fast.norms[j].data(), width, table, row);
+        const float factor = cpu::rounding_factor(width);
+        for (int p = 0; p < rows; ++p) {
+            const std::uint32_t least = cpu::first_least(row[p], table);
+            const float threshold =
+                row[p][least] + factor * (2.0f * x_norm[p] + fast.norms[j][least] + fast.max_norm[j]);
+            const std::size_t count = cpu::within(row[p], table, threshold, near);
+            double exact_best = std::numeric_limits<double>::infinity();
+            best[p] = least;
+            for (std::size_t k = 0; k < count; ++k) {
+                const float* candidate = book.centroid(j, near[k]);
+                double exact = 0.0;
+                for (std::size_t t = first; t < last; ++t) {
+                    const double diff = static_cast<double>(u[p][t]) - static_cast<double>(candidate[t]);
+                    exact += diff * diff;
+                }
+                if (exact < exact_best) {
+                    exact_best = exact;
+                    best[p] = near[k];
+                }
             }
         }
-        std::size_t best = 0;
-        for (std::size_t c = 1; c < table; ++c) {
-            if (distance[c] < distance[best]) {
-                best = c;
-            }
-        }
-        ids[j] = static_cast<std::uint16_t>(best);
-        if (stage + 1 < book.stages) {
-            const float* centroid = book.centroid(j, static_cast<unsigned>(best));
-            for (std::size_t t = book.bounds[sub]; t < book.bounds[sub + 1]; ++t) {
-                u[t] = u[t] - centroid[t];
+        for (int p = 0; p < rows; ++p) {
+            ids[p][j] = static_cast<std::uint16_t>(best[p]);
+            if (stage + 1 < book.stages) {
+                const float* centroid = book.centroid(j, static_cast<unsigned>(best[p]));
+                for (std::size_t t = first; t < last; ++t) {
+                    u[p][t] = u[p][t] - centroid[t];
+                }
             }
         }
     }
@@ -117,11 +157,14 @@ std::vector<std::uint8_t> encode_product_on_cpu(const ProductCodebook& book, con
     const std::size_t n = points.rows;
     const std::size_t count = book.codes();
     Matrix rotated = rotate_residuals(book, points, anchors, assignments);
-    const std::vector<double> columns = transposed_centroids(book);
+    const FastTables fast = fast_tables(book);
     std::vector<std::uint16_t> ids(n * count);
 #pragma omp parallel for schedule(static) if (n * book.coded_dims() * book.centroids.rows >= kParallelValues)
-    for (std::size_t i = 0; i < n; ++i) {
-        nearest_centroids(book, columns, rotated.row(i), ids.data() + i * count);
+    for (std::size_t pair = 0; pair < (n + 1) / 2; ++pair) {
+        const std::size_t i[2] = {2 * pair, std::min(2 * pair + 1, n - 1)};
+        float* const u[2] = {rotated.row(i[0]), rotated.row(i[1])};
+        std::uint16_t* const row_ids[2] = {ids.data() + i[0] * count, ids.data() + i[1] * count};
+        nearest_centroids(book, fast, u, row_ids);
     }
     return pack_product_codes(book, ids, n);
 }
