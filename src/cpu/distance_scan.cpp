@@ -99,6 +99,24 @@ __attribute__((target("avx2,bmi"))) std::size_t within_avx2(const float* row, st
     const __m256 bound = _mm256_set1_ps(threshold);
     std::size_t count = 0;
     std::size_t j = 0;
+    // Candidates are few: 32 values are compared before one branch asks whether any was in bound.
+    for (; j + 32 <= m; j += 32) {
+        __m256 in_bound[4];
+        for (int k = 0; k < 4; ++k) {
+            in_bound[k] = _mm256_cmp_ps(_mm256_loadu_ps(row + j + 8 * k), bound, _CMP_LE_OQ);
+        }
+        const __m256 any = _mm256_or_ps(_mm256_or_ps(in_bound[0], in_bound[1]), _mm256_or_ps(in_bound[2], in_bound[3]));
+        if (_mm256_testz_ps(any, any) != 0) {
+            continue;
+        }
+        for (int k = 0; k < 4; ++k) {
+            unsigned hits = static_cast<unsigned>(_mm256_movemask_ps(in_bound[k]));
+            while (hits != 0) {
+                out[count++] = static_cast<std::uint32_t>(j + 8 * static_cast<std::size_t>(k) + _tzcnt_u32(hits));
+                hits &= hits - 1;
+            }
+        }
+    }
     for (; j + 8 <= m; j += 8) {
         unsigned hits =
             static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(row + j), bound, _CMP_LE_OQ)));
