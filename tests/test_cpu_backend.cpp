@@ -111,6 +111,46 @@ TEST_CASE("assign is exact at the small dimensions of sub-space fits, near ties 
     }
 }
 
+TEST_CASE("assigns that keep anchors by their bounds match the double reference after every change",
+          "[cpu][backend]") {
+    // Up to 12 dimensions an assign keeps a point's anchor without a scan while the bounds from the
+    // last one prove it nearest. Updates of every step size (a full step moves anchors with few
+    // members far), replaced rows and duplicated points (exact ties, which no bound may settle) must
+    // leave every assignment the double argmin, with its exact distance.
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    for (const std::size_t d : {2, 6, 12}) {
+        for (const std::size_t m : {std::size_t{40}, std::size_t{300}}) {
+            INFO("d = " << d << ", m = " << m);
+            const Matrix x = d == 6 ? duplicated_points(2001, d, rng) : random_points(2001, d, rng, 30);
+            auto backend = make_cpu_backend(2);
+            backend->upload_points(x, {});
+            backend->seed_anchors(x, m, x.rows, run_seed);
+            for (int round = 0; round < 12; ++round) {
+                INFO("round " << round);
+                backend->assign();
+                const ReferenceAssign expected = reference_assign(x, backend->download_anchors());
+                REQUIRE(backend->download_assignments() == expected.assignment);
+                CHECK(backend->energy() == Approx(expected.energy).epsilon(1e-12));
+                backend->robust_reduce(round % 3 == 0 ? 0.0 : 0.2 * unit(rng));
+                backend->update(round % 4 == 0 ? 1.0 : unit(rng));
+                if (round % 5 == 2) {
+                    std::vector<std::uint32_t> rows = {static_cast<std::uint32_t>(round % m),
+                                                       static_cast<std::uint32_t>((7 * round + 3) % m)};
+                    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+                    std::vector<std::uint32_t> picks;
+                    for (std::size_t r = 0; r < rows.size(); ++r) {
+                        picks.push_back(static_cast<std::uint32_t>(rng() % x.rows));
+                    }
+                    backend->upload_anchor_rows(select_rows(x, picks), rows);
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("gather_members returns the first members of an anchor in point order", "[cpu][backend]") {
     std::mt19937_64 rng(seed());
     const Matrix x = random_points(50, 3, rng, 2);

@@ -10,6 +10,8 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -49,6 +51,7 @@ public:
         }
         assignment_.assign(points.rows, kUnassigned);
         distance_.assign(points.rows, 0.0);
+        others_.assign(points.rows, 0.0);
         assigned_ = false;
     }
 
@@ -60,6 +63,7 @@ public:
         // Old ids may point past a smaller set of anchors: reduce and energy wait for the next assign.
         assigned_ = assigned_ && anchors.rows == anchors_.rows;
         anchors_ = anchors;
+        moved_.assign(anchors.rows, std::numeric_limits<double>::infinity());
         means_.clear();
         stats_ = AnchorStats{};
     }
@@ -74,6 +78,7 @@ public:
         require_rows_below(rows, anchors_.rows, name(), "upload_anchor_rows");
         for (std::size_t r = 0; r < rows.size(); ++r) {
             std::memcpy(anchors_.row(rows[r]), values.row(r), anchors_.cols * sizeof(float));
+            moved_[rows[r]] = std::numeric_limits<double>::infinity();
         }
     }
 
@@ -88,7 +93,10 @@ public:
         require(points_ != nullptr && anchors_.rows > 0, "assign before upload_points and upload_anchors");
         assigned_ = true;
         AssignStats result;
-        result.changed = cpu::assign_nearest(*points_, norms_, anchors_, precision_, assignment_, distance_);
+        cpu::AssignBounds bounds{&moved_, &others_};
+        result.changed =
+            cpu::assign_nearest(*points_, norms_, anchors_, precision_, assignment_, distance_, nullptr, &bounds);
+        std::fill(moved_.begin(), moved_.end(), 0.0);
         result.energy = deterministic_sum(points_->rows, [&](std::size_t i) { return distance_[i]; }) /
                         static_cast<double>(points_->rows);
         return result;
@@ -112,9 +120,15 @@ public:
             }
             float* anchor = anchors_.row(j);
             const double* mean = means_.data() + j * d;
+            double step = 0.0;
             for (std::size_t k = 0; k < d; ++k) {
-                anchor[k] = static_cast<float>(anchor[k] + eta * (mean[k] - anchor[k]));
+                const float moved = static_cast<float>(anchor[k] + eta * (mean[k] - anchor[k]));
+                const double diff = static_cast<double>(moved) - static_cast<double>(anchor[k]);
+                step += diff * diff;
+                anchor[k] = moved;
             }
+            // Rounded up, so that the assign's bounds hold (cpu::AssignBounds).
+            moved_[j] += std::sqrt(step) * (1.0 + 1e-12);
         }
     }
 
@@ -173,6 +187,10 @@ private:
     bool assigned_ = false;
     std::vector<float> norms_;
     Matrix anchors_;
+    // Since the last assign, per anchor, how far it has moved at most; and per point, a lower bound
+    // on the distance to every anchor but its own (cpu::AssignBounds).
+    std::vector<double> moved_;
+    std::vector<double> others_;
     std::vector<std::uint32_t> assignment_;
     std::vector<double> distance_;
     std::vector<double> means_;

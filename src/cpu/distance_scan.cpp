@@ -43,7 +43,7 @@ std::uint32_t first_least_plain(const float* row, std::size_t m) {
     return best_j;
 }
 
-__attribute__((target("avx2,bmi"))) std::uint32_t first_least_avx2(const float* row, std::size_t m) {
+__attribute__((target("avx2"))) float least_value_avx2(const float* row, std::size_t m) {
     // Four running minima, so that each min waits on the one four loads back, not the last.
     const __m256 infinity = _mm256_set1_ps(std::numeric_limits<float>::infinity());
     __m256 part[4] = {infinity, infinity, infinity, infinity};
@@ -66,11 +66,17 @@ __attribute__((target("avx2,bmi"))) std::uint32_t first_least_avx2(const float* 
     for (; j < m; ++j) {
         best = row[j] < best ? row[j] : best;
     }
+    return best;
+}
+
+__attribute__((target("avx2,bmi"))) std::uint32_t first_least_avx2(const float* row, std::size_t m) {
+    const float best = least_value_avx2(row, m);
     if (!(best < std::numeric_limits<float>::infinity())) {
         return 0;
     }
+    std::size_t j = 0;
     const __m256 wanted = _mm256_set1_ps(best);
-    for (j = 0; j + 8 <= m; j += 8) {
+    for (; j + 8 <= m; j += 8) {
         const int equal = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(row + j), wanted, _CMP_EQ_OQ));
         if (equal != 0) {
             return static_cast<std::uint32_t>(j + _tzcnt_u32(static_cast<unsigned>(equal)));
@@ -155,6 +161,17 @@ void to_distances(float* row, const float* anchor_norms, float x_norm, std::size
 
 std::uint32_t first_least(const float* row, std::size_t m) {
     return has_avx2() ? first_least_avx2(row, m) : first_least_plain(row, m);
+}
+
+float least_value(const float* row, std::size_t m) {
+    if (has_avx2()) {
+        return least_value_avx2(row, m);
+    }
+    float best = std::numeric_limits<float>::infinity();
+    for (std::size_t j = 0; j < m; ++j) {
+        best = row[j] < best ? row[j] : best;
+    }
+    return best;
 }
 
 std::size_t within(const float* row, std::size_t m, float threshold, std::uint32_t* out) {

@@ -17,6 +17,9 @@ void to_distances(float* row, const float* anchor_norms, float x_norm, std::size
 // The first index of the smallest value of `row`, NaN left out (0 when none is finite).
 std::uint32_t first_least(const float* row, std::size_t m);
 
+// The smallest value of `row`, NaN left out (+inf when none is below it).
+float least_value(const float* row, std::size_t m);
+
 // The indices j, increasing, with row[j] <= threshold, into `out`; returns their count.
 std::size_t within(const float* row, std::size_t m, float threshold, std::uint32_t* out);
 

@@ -8,6 +8,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -22,11 +23,88 @@ std::size_t block_rows(std::size_t m) {
     return std::clamp<std::size_t>((std::size_t{1} << 22) / std::max<std::size_t>(m, 1), 64, 8192);
 }
 
+// Relative slack on the bounds' comparisons, far above the rounding of the double sums and roots.
+constexpr double kBoundSlack = 1e-9;
+
+std::vector<std::uint32_t> all_rows(std::size_t n) {
+    std::vector<std::uint32_t> rows(n);
+    std::iota(rows.begin(), rows.end(), std::uint32_t{0});
+    return rows;
+}
+
+// The points whose last anchor is still their nearest by the bounds keep it, with their distance to
+// it now, and their bound lowered by the moves; returns the others, in order, for a scan. The bound
+// is lowered by the farthest move, and a few anchors move much farther than the rest (those with
+// few members, while the fit is hot): the m / 64 that moved farthest, and the replaced ones, which
+// have no move to bound, are measured against each point instead, unless they are so many that
+// everything is scanned.
+std::vector<std::uint32_t> keep_bounded(const Matrix& points, const Matrix& anchors, AssignBounds& bounds,
+                                        const std::vector<std::uint32_t>& assignment, std::vector<double>& distance) {
+    const std::size_t n = points.rows;
+    const std::size_t m = anchors.rows;
+    const std::size_t d = points.cols;
+    const std::vector<double>& moved = *bounds.moved;
+    std::vector<double>& others = *bounds.others;
+    std::size_t replaced = 0;
+    for (std::size_t j = 0; j < m; ++j) {
+        replaced += std::isfinite(moved[j]) ? 0 : 1;
+    }
+    if (replaced > m / 8) {
+        return all_rows(n);
+    }
+    // The anchors measured first, by move, farthest first (+inf before all; moves are never NaN).
+    const std::size_t count = std::min(m, std::max(m / 64 + 1, replaced));
+    std::vector<std::uint32_t> by_move(m);
+    std::iota(by_move.begin(), by_move.end(), std::uint32_t{0});
+    const auto farther = [&](std::uint32_t a, std::uint32_t b) { return moved[a] > moved[b]; };
+    std::partial_sort(by_move.begin(), by_move.begin() + static_cast<std::ptrdiff_t>(count), by_move.end(), farther);
+    const std::vector<std::uint32_t> measured(by_move.begin(), by_move.begin() + static_cast<std::ptrdiff_t>(count));
+    double farthest = 0.0;
+    for (std::size_t k = measured.size(); k < m; ++k) {
+        farthest = std::max(farthest, moved[by_move[k]]);
+    }
+    std::vector<unsigned char> scan(n, 1);
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t a = assignment[i];
+        if (a >= m || !std::isfinite(moved[a]) || !(others[i] > 0.0)) {
+            continue;
+        }
+        const double own = (std::sqrt(distance[i]) + moved[a]) * (1.0 + kBoundSlack);
+        double lower = others[i] - farthest;
+        if (!(own < lower)) {
+            continue;
+        }
+        for (const std::uint32_t r : measured) {
+            if (r == a) {
+                continue;
+            }
+            lower = std::min(lower, std::sqrt(squared_distance(points.row(i), anchors.row(r), d)));
+            if (!(own < lower)) {
+                break;
+            }
+        }
+        if (own < lower) {
+            scan[i] = 0;
+            distance[i] = squared_distance(points.row(i), anchors.row(a), d);
+            others[i] = lower * (1.0 - kBoundSlack);
+        }
+    }
+    std::vector<std::uint32_t> rows;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (scan[i] != 0) {
+            rows.push_back(static_cast<std::uint32_t>(i));
+        }
+    }
+    return rows;
+}
+
 }  // namespace
 
 std::size_t assign_nearest(const Matrix& points, const std::vector<float>& point_norms, const Matrix& anchors,
                            AssignPrecision precision, std::vector<std::uint32_t>& assignment,
-                           std::vector<double>& distance, const std::vector<std::uint32_t>* excluded) {
+                           std::vector<double>& distance, const std::vector<std::uint32_t>* excluded,
+                           AssignBounds* bounds) {
     const std::size_t n = points.rows;
     const std::size_t m = anchors.rows;
     const std::size_t d = points.cols;
@@ -38,6 +116,8 @@ std::size_t assign_nearest(const Matrix& points, const std::vector<float>& point
     // Fast precision: a bound of zero re-scores only the float32 argmin itself.
     const float factor = precision == AssignPrecision::exact ? rounding_factor(d) : 0.0f;
 
+    const bool keeps_bounds = bounds != nullptr && precision == AssignPrecision::exact && excluded == nullptr &&
+                              d <= kDirectDims;
     // Row i's pick from its fast distances to the anchors, `row` (m floats); `near` receives up to m
     // candidates.
     const auto choose = [&](std::size_t i, float* row, std::uint32_t* near) {
@@ -61,19 +141,32 @@ std::size_t assign_nearest(const Matrix& points, const std::vector<float>& point
         const std::size_t moved = assignment[i] != exact_j ? 1 : 0;
         assignment[i] = exact_j;
         distance[i] = exact_best;
+        if (keeps_bounds) {
+            // Every other anchor's fast distance is at least the least of theirs, and its true one at
+            // most a bound below that.
+            const float own = row[exact_j];
+            row[exact_j] = std::numeric_limits<float>::infinity();
+            const double least = static_cast<double>(least_value(row, m)) -
+                                 static_cast<double>(factor) * (static_cast<double>(x_norm) + max_anchor_norm);
+            row[exact_j] = own;
+            (*bounds->others)[i] = least > 0.0 ? std::sqrt(least) * (1.0 - kBoundSlack) : 0.0;
+        }
         return moved;
     };
 
     std::size_t changed = 0;
     if (d <= kDirectDims) {
+        const std::vector<std::uint32_t> scanned =
+            keeps_bounds ? keep_bounded(points, anchors, *bounds, assignment, distance) : all_rows(n);
+        const std::size_t count = scanned.size();
         const std::vector<float> columns = anchor_columns(anchors);
 #pragma omp parallel for schedule(static) reduction(+ : changed)
-        for (std::size_t pair = 0; pair < (n + 1) / 2; ++pair) {
+        for (std::size_t pair = 0; pair < (count + 1) / 2; ++pair) {
             thread_local std::vector<float> rows;
             thread_local std::vector<std::uint32_t> near;
             rows.resize(2 * m);
             near.resize(m);
-            const std::size_t i[2] = {2 * pair, std::min(2 * pair + 1, n - 1)};
+            const std::size_t i[2] = {scanned[2 * pair], scanned[std::min(2 * pair + 1, count - 1)]};
             const float* x[2] = {points.row(i[0]), points.row(i[1])};
             const float x_norm[2] = {point_norms[i[0]], point_norms[i[1]]};
             float* const row[2] = {rows.data(), rows.data() + m};
