@@ -9,8 +9,8 @@ namespace vlattice::cpu {
 namespace {
 
 // Per point these compare m values where the products took d m multiply-adds, so at small d
-// (sub-space fits of a product code) they are much of the assign's cost: hence the AVX2 copies (the
-// compiler keeps a running minimum and a search scalar).
+// (sub-space fits of a product code) they are much of the assign's cost: hence the AVX2 copies, since
+// the compiler leaves the plain loops' running minimum and search scalar.
 
 void to_distances_plain(float* row, const float* anchor_norms, float x_norm, std::size_t m) {
     for (std::size_t j = 0; j < m; ++j) {
