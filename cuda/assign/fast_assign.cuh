@@ -12,6 +12,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cfloat>
 #include <cstddef>
 
 namespace vlattice::cuda {
@@ -110,7 +111,13 @@ void launch_fast_assign_single(const HalfAssignArgs& args, cudaStream_t stream);
 
 // Bounds on |fast - exact| of any distance, relative to ||x||^2 + ||c||^2; the half kernels add an
 // absolute term for values below their type's normal range.
-float fp32_rounding_factor(int d);
+//
+// Float32: the dot product of length d is off by at most d*u*||x||*||c|| <= d*u*(||x||^2 + ||c||^2)/2
+// for any summation order, and the rounded norms and the two additions add a few more units of u:
+// exactly the bound of src/cpu/exact_assign.cpp. Product codes' encoder screens with it too.
+__host__ __device__ inline float fp32_rounding_factor(int d) {
+    return static_cast<float>(d + 8) * FLT_EPSILON * 0.5f;
+}
 float half_rounding_factor(HalfType type, int products, int d);
 float half_absolute_bound(int d, int exponent);
 // The single-product kernel's accumulation error on a dot product, relative to its sum of |products|.

@@ -4,7 +4,6 @@
 
 #include <math_constants.h>
 
-#include <cfloat>
 
 namespace vlattice::cuda {
 
@@ -155,13 +154,6 @@ void launch_fast_assign_fp32(const FastAssignArgs& a, cudaStream_t stream) {
             a.points, a.anchors, a.anchor_norms, a.n, a.m, a.d, a.exclude_self, a.tiles_per_split, a.candidates);
     });
     check_launch("fast_assign_fp32_kernel", stream);
-}
-
-// The dot product of length d is off by at most d*u*||x||*||c|| <= d*u*(||x||^2 + ||c||^2)/2 for any
-// summation order, and the rounded norms and the two additions add a few more units of u: exactly
-// the bound of src/cpu/exact_assign.cpp.
-float fp32_rounding_factor(int d) {
-    return static_cast<float>(d + 8) * FLT_EPSILON * 0.5f;
 }
 
 }  // namespace vlattice::cuda

@@ -1,10 +1,15 @@
 #include "codes/product_encode.cuh"
 
+#include "assign/fast_assign.cuh"
 #include "math/warp_math.cuh"
 #include "runtime/cuda_check.hpp"
 #include "runtime/device_buffer.hpp"
+#include "runtime/stream.hpp"
+
+#include <math_constants.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace vlattice::cuda {
 
@@ -86,16 +91,204 @@ __global__ void rotate_residuals_kernel(const float* __restrict__ points, const 
     }
 }
 
-// Row i's nearest centroid in sub-space blockIdx.y of stage `stage`: sum over its coordinates in
-// increasing t of (double(u) - double(centroid))^2 from +0, no fused multiply-add, ties to the lowest
-// id. Unless it is the last stage, the chosen centroid is then taken off u in float, as the CPU does:
-// each thread owns its row's coordinates of its sub-space. With kWidth > 0 (sub-spaces of at most
-// kWidth coordinates) the thread holds them in registers: read from its row for each of 2^b
-// centroids, they were one scattered load per warp lane and centroid coordinate.
+// The distance in double that decides a code: sum over the sub-space's coordinates in increasing t of
+// (double(u) - double(centroid))^2 from +0, each product and sum rounded on its own (the CPU's order).
+__device__ double exact_distance(const float* u, const float* centroid, int width) {
+    double sum = 0.0;
+    for (int w = 0; w < width; ++w) {
+        const double diff = __dsub_rn(static_cast<double>(u[w]), static_cast<double>(__ldg(centroid + w)));
+        sum = __dadd_rn(sum, __dmul_rn(diff, diff));
+    }
+    return sum;
+}
+
+// exact_distance for the screen's few candidates, out of line so that its loop does not crowd the
+// screen's registers.
+__device__ __noinline__ double rescore(const float* u, const float* centroid, int width) {
+    return exact_distance(u, centroid, width);
+}
+
+// Records row i's code `chosen` in code j of the stage and, unless it is the last stage, takes the
+// centroid off the row in float, as the CPU does.
+__device__ void take_code(float* row, const float* centroid, int first, int end, int chosen, std::size_t slot,
+                          bool last, std::uint16_t* ids) {
+    ids[slot] = static_cast<std::uint16_t>(chosen);
+    if (!last) {
+        for (int t = first; t < end; ++t) {
+            row[t] = __fsub_rn(row[t], centroid[t]);
+        }
+    }
+}
+
+// What the fast screen reads of a codebook: per code (stage x sub-space) its centroids' coordinates
+// padded with zeros to `padded` values, their squared norms rounded to float, and the largest norm.
+struct FastCodes {
+    const float* coords;    // codes x table x padded
+    const float* norms;     // codes x table
+    const float* max_norm;  // codes
+    int padded;
+};
+
+constexpr int kNearestThreads = 128;
+
+// Rows per thread of the fast screen: two share every centroid read from shared memory, where their
+// coordinates leave room in registers.
+__host__ __device__ constexpr int screen_rows(int width) { return width <= 32 ? 2 : 1; }
+// Centroids per tile of shared memory: 32 KiB of coordinates.
+__host__ __device__ constexpr int screen_tile(int width) { return 8192 / width; }
+
+// The nearest centroid of rows in sub-space blockIdx.y of stage `stage`, for sub-spaces of at most
+// kWidth coordinates (a multiple of 4): the first centroid at the least exact_distance, found as the
+// CPU finds it (encode_product.cpp): fast float distances ||u||^2 + ||c||^2 - 2 u.c, the dot product
+// fused in increasing t, pick the least, and only the centroids within fp32_rounding_factor of it
+// (for both distances) are summed in double, in increasing id. Fast distances are off by at most the
+// factor times ||u||^2 + ||c||^2, so the exact nearest is always among them: the codes are those of
+// the double scan over every centroid, at a small share of its conversions and double operations.
+// The centroids come through shared memory in tiles, read by every row of the block at once.
 template <int kWidth>
-__global__ void nearest_centroids_kernel(float* __restrict__ u, const float* __restrict__ centroids,
-                                         const std::uint32_t* __restrict__ bounds, int rows, int p, int table,
-                                         int stage, int codes, bool last, std::uint16_t* __restrict__ ids) {
+__global__ void __launch_bounds__(kNearestThreads) screened_nearest_kernel(
+    float* __restrict__ u, const float* __restrict__ centroids, FastCodes fast, const std::uint32_t* __restrict__ bounds,
+    int rows, int p, int table, int stage, int codes, bool last, std::uint16_t* __restrict__ ids) {
+    constexpr int kRows = screen_rows(kWidth);
+    constexpr int kTileCentroids = screen_tile(kWidth);
+    constexpr int kVectors = kWidth / 4;
+    static_assert(kWidth % 4 == 0, "whole float4 per centroid");
+    __shared__ float4 tile_coords[kTileCentroids * kVectors];
+    __shared__ float tile_norms[kTileCentroids];
+
+    const int j = blockIdx.y;
+    const int code = stage * static_cast<int>(gridDim.y) + j;
+    const int first = static_cast<int>(bounds[j]);
+    const int end = static_cast<int>(bounds[j + 1]);
+    const int width = end - first;
+    const float factor = fp32_rounding_factor(width);
+    const float* stage_centroids = centroids + static_cast<std::size_t>(stage) * table * p;
+    const float4* code_coords = reinterpret_cast<const float4*>(fast.coords) + static_cast<std::size_t>(code) * table * kVectors;
+    const float* code_norms = fast.norms + static_cast<std::size_t>(code) * table;
+    const float max_norm = fast.max_norm[code];
+
+    // The thread's rows (a row past the end repeats the last; it is neither stored nor changed).
+    int row_index[kRows];
+    float held[kRows][kWidth];
+    float norm[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        const int i = (blockIdx.x * kRows + r) * kNearestThreads + static_cast<int>(threadIdx.x);
+        row_index[r] = i < rows ? i : rows - 1;
+        const float* row = u + static_cast<std::size_t>(row_index[r]) * p + first;
+        double squares = 0.0;
+#pragma unroll
+        for (int w = 0; w < kWidth; ++w) {
+            held[r][w] = w < width ? row[w] : 0.0f;
+            squares += static_cast<double>(held[r][w]) * held[r][w];
+        }
+        norm[r] = static_cast<float>(squares);
+    }
+
+    // visit(c, fast distances of the thread's rows) for every centroid, a tile of shared memory at a
+    // time; a table that fits in one tile is loaded once for both passes.
+    const int tiles = (table + kTileCentroids - 1) / kTileCentroids;
+    auto load_tile = [&](int t) {
+        const int c0 = t * kTileCentroids;
+        const int count = min(kTileCentroids, table - c0);
+        __syncthreads();
+        for (int e = threadIdx.x; e < count * kVectors; e += kNearestThreads) {
+            tile_coords[e] = code_coords[static_cast<std::size_t>(c0) * kVectors + e];
+        }
+        for (int e = threadIdx.x; e < count; e += kNearestThreads) {
+            tile_norms[e] = code_norms[c0 + e];
+        }
+        __syncthreads();
+    };
+    auto scan = [&](bool loaded, auto visit) {
+        for (int t = 0; t < tiles; ++t) {
+            if (!loaded) {
+                load_tile(t);
+            }
+            const int c0 = t * kTileCentroids;
+            const int count = min(kTileCentroids, table - c0);
+            for (int c = 0; c < count; ++c) {
+                float dot[kRows];
+#pragma unroll
+                for (int r = 0; r < kRows; ++r) {
+                    dot[r] = 0.0f;
+                }
+#pragma unroll
+                for (int v = 0; v < kVectors; ++v) {
+                    const float4 q = tile_coords[c * kVectors + v];
+#pragma unroll
+                    for (int r = 0; r < kRows; ++r) {
+                        dot[r] = fmaf(held[r][4 * v], q.x, dot[r]);
+                        dot[r] = fmaf(held[r][4 * v + 1], q.y, dot[r]);
+                        dot[r] = fmaf(held[r][4 * v + 2], q.z, dot[r]);
+                        dot[r] = fmaf(held[r][4 * v + 3], q.w, dot[r]);
+                    }
+                }
+                float distance[kRows];
+#pragma unroll
+                for (int r = 0; r < kRows; ++r) {
+                    distance[r] = fmaf(-2.0f, dot[r], __fadd_rn(norm[r], tile_norms[c]));
+                }
+                visit(c0 + c, distance);
+            }
+        }
+    };
+
+    // Pass one: the first least fast distance (NaN left out).
+    float least[kRows];
+    int least_id[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        least[r] = CUDART_INF_F;
+        least_id[r] = 0;
+    }
+    scan(false, [&](int c, const auto& distance) {
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            if (distance[r] < least[r]) {
+                least[r] = distance[r];
+                least_id[r] = c;
+            }
+        }
+    });
+    // Pass two: the candidates, scored in double in increasing id.
+    float threshold[kRows];
+    double best[kRows];
+    int best_id[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        threshold[r] = least[r] + factor * (2.0f * norm[r] + __ldg(code_norms + least_id[r]) + max_norm);
+        best[r] = CUDART_INF;
+        best_id[r] = least_id[r];
+    }
+    scan(tiles == 1, [&](int c, const auto& distance) {
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            if (distance[r] <= threshold[r]) {
+                const double exact = rescore(u + static_cast<std::size_t>(row_index[r]) * p + first,
+                                             stage_centroids + static_cast<std::size_t>(c) * p + first, width);
+                if (exact < best[r]) {
+                    best[r] = exact;
+                    best_id[r] = c;
+                }
+            }
+        }
+    });
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        const int i = (blockIdx.x * kRows + r) * kNearestThreads + static_cast<int>(threadIdx.x);
+        if (i < rows) {
+            take_code(u + static_cast<std::size_t>(i) * p, stage_centroids + static_cast<std::size_t>(best_id[r]) * p,
+                      first, end, best_id[r], static_cast<std::size_t>(i) * codes + code, last, ids);
+        }
+    }
+}
+
+// The same codes for sub-spaces wider than the screen holds in registers (a residual code's one
+// sub-space over every coordinate): one thread per row scores every centroid in double.
+__global__ void exact_nearest_kernel(float* __restrict__ u, const float* __restrict__ centroids,
+                                     const std::uint32_t* __restrict__ bounds, int rows, int p, int table, int stage,
+                                     int codes, bool last, std::uint16_t* __restrict__ ids) {
     const int j = blockIdx.y;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= rows) {
@@ -105,46 +298,18 @@ __global__ void nearest_centroids_kernel(float* __restrict__ u, const float* __r
     const int end = static_cast<int>(bounds[j + 1]);
     float* row = u + static_cast<std::size_t>(i) * p;
     const float* stage_centroids = centroids + static_cast<std::size_t>(stage) * table * p;
-    double held[kWidth > 0 ? kWidth : 1];
-    if constexpr (kWidth > 0) {
-#pragma unroll
-        for (int w = 0; w < kWidth; ++w) {
-            held[w] = first + w < end ? static_cast<double>(row[first + w]) : 0.0;
-        }
-    }
     double best = 0.0;
     int best_c = 0;
     for (int c = 0; c < table; ++c) {
-        const float* centroid = stage_centroids + static_cast<std::size_t>(c) * p + first;
-        double sum = 0.0;
-        if constexpr (kWidth > 0) {
-#pragma unroll
-            for (int w = 0; w < kWidth; ++w) {
-                if (first + w < end) {
-                    const double diff = __dsub_rn(held[w], static_cast<double>(__ldg(centroid + w)));
-                    sum = __dadd_rn(sum, __dmul_rn(diff, diff));
-                }
-            }
-        } else {
-            for (int w = 0; w < end - first; ++w) {
-                const double diff =
-                    __dsub_rn(static_cast<double>(row[first + w]), static_cast<double>(__ldg(centroid + w)));
-                sum = __dadd_rn(sum, __dmul_rn(diff, diff));
-            }
-        }
+        const double sum = exact_distance(row + first, stage_centroids + static_cast<std::size_t>(c) * p + first,
+                                          end - first);
         if (c == 0 || sum < best) {
             best = sum;
             best_c = c;
         }
     }
-    ids[static_cast<std::size_t>(i) * codes + static_cast<std::size_t>(stage) * gridDim.y + j] =
-        static_cast<std::uint16_t>(best_c);
-    if (!last) {
-        const float* chosen = stage_centroids + static_cast<std::size_t>(best_c) * p;
-        for (int t = first; t < end; ++t) {
-            row[t] = __fsub_rn(row[t], chosen[t]);
-        }
-    }
+    take_code(row, stage_centroids + static_cast<std::size_t>(best_c) * p, first, end, best_c,
+              static_cast<std::size_t>(i) * codes + static_cast<std::size_t>(stage) * gridDim.y + j, last, ids);
 }
 
 // The widest sub-space of the codebook, for the kernel that holds it in registers.
@@ -154,6 +319,107 @@ std::uint32_t widest_subspace(const std::vector<std::uint32_t>& bounds) {
         widest = std::max(widest, bounds[j + 1] - bounds[j]);
     }
     return widest;
+}
+
+// The screen's register width for sub-spaces of up to `widest` coordinates, or 0 beyond its widest.
+int screen_width(int widest) {
+    for (const int width : {4, 8, 16, 32, 64}) {
+        if (widest <= width) {
+            return width;
+        }
+    }
+    return 0;
+}
+
+template <class T>
+DeviceBuffer<T> uploaded(const T* values, std::size_t count, cudaStream_t stream) {
+    DeviceBuffer<T> out(count);
+    CUDA_CHECK(cudaMemcpyAsync(out.data(), values, count * sizeof(T), cudaMemcpyHostToDevice, stream));
+    return out;
+}
+
+// FastCodes' arrays, owned.
+struct ScreenTables {
+    DeviceBuffer<float> coords;
+    DeviceBuffer<float> norms;
+    DeviceBuffer<float> max_norm;
+    FastCodes view(int padded) const { return FastCodes{coords.data(), norms.data(), max_norm.data(), padded}; }
+};
+
+ScreenTables screen_tables(const ProductCodebook& book, int padded, cudaStream_t stream) {
+    const std::size_t table = book.table();
+    const std::size_t codes = book.codes();
+    std::vector<float> coords(codes * table * static_cast<std::size_t>(padded), 0.0f);
+    std::vector<float> norms(codes * table);
+    std::vector<float> max_norm(codes, 0.0f);
+    for (std::size_t j = 0; j < codes; ++j) {
+        const std::size_t sub = j % book.subspaces();
+        const std::size_t first = book.bounds[sub];
+        const std::size_t width = book.bounds[sub + 1] - first;
+        for (std::size_t c = 0; c < table; ++c) {
+            const float* centroid = book.centroid(j, static_cast<unsigned>(c)) + first;
+            double squares = 0.0;
+            for (std::size_t w = 0; w < width; ++w) {
+                coords[(j * table + c) * padded + w] = centroid[w];
+                squares += static_cast<double>(centroid[w]) * centroid[w];
+            }
+            norms[j * table + c] = static_cast<float>(squares);
+            max_norm[j] = std::max(max_norm[j], norms[j * table + c]);
+        }
+    }
+    ScreenTables tables;
+    tables.coords = uploaded(coords.data(), coords.size(), stream);
+    tables.norms = uploaded(norms.data(), norms.size(), stream);
+    tables.max_norm = uploaded(max_norm.data(), max_norm.size(), stream);
+    // The host vectors go when this returns: the copies must have left them.
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    return tables;
+}
+
+struct NearestArgs {
+    float* u;
+    const float* centroids;
+    FastCodes fast;
+    const std::uint32_t* bounds;
+    int rows;
+    int p;
+    int table;
+    int stage;
+    int codes;
+    bool last;
+    std::uint16_t* ids;
+};
+
+template <int kWidth>
+void launch_screened(const NearestArgs& a, unsigned subspaces, cudaStream_t stream) {
+    const std::size_t per_block = static_cast<std::size_t>(kNearestThreads) * screen_rows(kWidth);
+    const dim3 grid(static_cast<unsigned>(ceil_div(static_cast<std::size_t>(a.rows), per_block)), subspaces);
+    screened_nearest_kernel<kWidth><<<grid, kNearestThreads, 0, stream>>>(
+        a.u, a.centroids, a.fast, a.bounds, a.rows, a.p, a.table, a.stage, a.codes, a.last, a.ids);
+    check_launch("screened_nearest_kernel", stream);
+}
+
+// One stage's codes of a tile's rows: the screen of the register width `screen`, or with 0 the
+// exact scan.
+void launch_nearest(const NearestArgs& a, int screen, unsigned subspaces, cudaStream_t stream) {
+    switch (screen) {
+    case 4:
+        return launch_screened<4>(a, subspaces, stream);
+    case 8:
+        return launch_screened<8>(a, subspaces, stream);
+    case 16:
+        return launch_screened<16>(a, subspaces, stream);
+    case 32:
+        return launch_screened<32>(a, subspaces, stream);
+    case 64:
+        return launch_screened<64>(a, subspaces, stream);
+    default:
+        break;
+    }
+    const dim3 grid(static_cast<unsigned>(ceil_div(static_cast<std::size_t>(a.rows), kNearestThreads)), subspaces);
+    exact_nearest_kernel<<<grid, kNearestThreads, 0, stream>>>(a.u, a.centroids, a.bounds, a.rows, a.p, a.table,
+                                                               a.stage, a.codes, a.last, a.ids);
+    check_launch("exact_nearest_kernel", stream);
 }
 
 void launch_rotate(const float* points, const std::uint32_t* assignments, const float* anchors, const float* rotation,
@@ -170,13 +436,6 @@ std::size_t tile_rows(std::size_t n, std::size_t per_row) {
     return std::min(n, std::max<std::size_t>(kTile, kTileBytes / per_row / kTile * kTile));
 }
 
-template <class T>
-DeviceBuffer<T> uploaded(const T* values, std::size_t count, cudaStream_t stream) {
-    DeviceBuffer<T> out(count);
-    CUDA_CHECK(cudaMemcpyAsync(out.data(), values, count * sizeof(T), cudaMemcpyHostToDevice, stream));
-    return out;
-}
-
 }  // namespace
 
 std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matrix& points, const Matrix& anchors,
@@ -184,47 +443,82 @@ std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matr
     const std::size_t n = points.rows;
     const std::size_t d = points.cols;
     const std::size_t p = book.coded_dims();
-    const std::size_t subspaces = book.subspaces();
     const std::size_t codes = book.codes();
     const std::size_t per_row = (d + p) * sizeof(float) + sizeof(std::uint32_t) + codes * sizeof(std::uint16_t);
-    const std::size_t tile = tile_rows(n, per_row);
+    // Two tiles in flight, each half the bytes of one alone.
+    const std::size_t tile = tile_rows(n, 2 * per_row);
 
     const DeviceBuffer<float> device_anchors = uploaded(anchors.data.data(), anchors.data.size(), stream);
     const DeviceBuffer<float> rotation = uploaded(book.rotation.data.data(), book.rotation.data.size(), stream);
     const DeviceBuffer<float> centroids = uploaded(book.centroids.data.data(), book.centroids.data.size(), stream);
     const DeviceBuffer<std::uint32_t> bounds = uploaded(book.bounds.data(), book.bounds.size(), stream);
-    DeviceBuffer<float> tile_points(tile * d);
-    DeviceBuffer<std::uint32_t> tile_assignments(tile);
-    DeviceBuffer<float> rotated(tile * p);
-    DeviceBuffer<std::uint16_t> tile_ids(tile * codes);
+    const int screen = screen_width(static_cast<int>(widest_subspace(book.bounds)));
+    // screen_tables waits for the stream, so the second slot's stream finds every upload done.
+    const ScreenTables tables = screen > 0 ? screen_tables(book, screen, stream) : ScreenTables{};
+    CUDA_CHECK(cudaStreamSynchronize(stream));
 
+    // Tiles alternate between two slots, each on a stream of its own: while one slot's host rows are
+    // copied in (pageable, so the host waits for it), the other's kernels run. Its ids come back
+    // through pinned memory, which the host reads after waiting for the slot's next turn.
+    Stream second;
+    struct Slot {
+        cudaStream_t stream;
+        DeviceBuffer<float> points;
+        DeviceBuffer<std::uint32_t> assignments;
+        DeviceBuffer<float> rotated;
+        DeviceBuffer<std::uint16_t> ids;
+        PinnedBuffer<std::uint16_t> host_ids;
+        std::size_t first = 0;
+        std::size_t rows = 0;
+    };
+    auto make_slot = [&](cudaStream_t on) {
+        return Slot{on,
+                    DeviceBuffer<float>(tile * d),
+                    DeviceBuffer<std::uint32_t>(tile),
+                    DeviceBuffer<float>(tile * p),
+                    DeviceBuffer<std::uint16_t>(tile * codes),
+                    PinnedBuffer<std::uint16_t>(tile * codes)};
+    };
+    Slot slots[2] = {make_slot(stream), make_slot(second.get())};
     std::vector<std::uint16_t> ids(n * codes);
-    constexpr int kNearestThreads = 128;
-    const std::uint32_t widest = widest_subspace(book.bounds);
-    const auto nearest_kernel = widest <= 16   ? nearest_centroids_kernel<16>
-                                : widest <= 32 ? nearest_centroids_kernel<32>
-                                : widest <= 64 ? nearest_centroids_kernel<64>
-                                               : nearest_centroids_kernel<0>;
-    for (std::size_t first = 0; first < n; first += tile) {
-        const std::size_t rows = std::min(tile, n - first);
-        CUDA_CHECK(cudaMemcpyAsync(tile_points.data(), points.row(first), rows * d * sizeof(float),
-                                   cudaMemcpyHostToDevice, stream));
-        CUDA_CHECK(cudaMemcpyAsync(tile_assignments.data(), assignments.data() + first, rows * sizeof(std::uint32_t),
-                                   cudaMemcpyHostToDevice, stream));
-        launch_rotate(tile_points.data(), tile_assignments.data(), device_anchors.data(), rotation.data(), rows, d, p,
-                      rotated.data(), stream);
-        const dim3 nearest(static_cast<unsigned>(ceil_div(rows, kNearestThreads)), static_cast<unsigned>(subspaces));
+    // Waits for the slot's last tile and moves its ids into place.
+    auto collect = [&](Slot& slot) {
+        CUDA_CHECK(cudaStreamSynchronize(slot.stream));
+        std::copy(slot.host_ids.data(), slot.host_ids.data() + slot.rows * codes, ids.begin() + slot.first * codes);
+        slot.rows = 0;
+    };
+    std::size_t turn = 0;
+    for (std::size_t first = 0; first < n; first += tile, ++turn) {
+        Slot& slot = slots[turn % 2];
+        collect(slot);
+        slot.first = first;
+        slot.rows = std::min(tile, n - first);
+        const std::size_t rows = slot.rows;
+        CUDA_CHECK(cudaMemcpyAsync(slot.points.data(), points.row(first), rows * d * sizeof(float),
+                                   cudaMemcpyHostToDevice, slot.stream));
+        CUDA_CHECK(cudaMemcpyAsync(slot.assignments.data(), assignments.data() + first, rows * sizeof(std::uint32_t),
+                                   cudaMemcpyHostToDevice, slot.stream));
+        launch_rotate(slot.points.data(), slot.assignments.data(), device_anchors.data(), rotation.data(), rows, d, p,
+                      slot.rotated.data(), slot.stream);
         for (std::size_t stage = 0; stage < book.stages; ++stage) {
-            nearest_kernel<<<nearest, kNearestThreads, 0, stream>>>(
-                rotated.data(), centroids.data(), bounds.data(), static_cast<int>(rows), static_cast<int>(p),
-                static_cast<int>(book.table()), static_cast<int>(stage), static_cast<int>(codes),
-                stage + 1 == book.stages, tile_ids.data());
-            check_launch("nearest_centroids_kernel", stream);
+            const NearestArgs args{slot.rotated.data(),
+                                   centroids.data(),
+                                   tables.view(screen),
+                                   bounds.data(),
+                                   static_cast<int>(rows),
+                                   static_cast<int>(p),
+                                   static_cast<int>(book.table()),
+                                   static_cast<int>(stage),
+                                   static_cast<int>(codes),
+                                   stage + 1 == book.stages,
+                                   slot.ids.data()};
+            launch_nearest(args, screen, static_cast<unsigned>(book.subspaces()), slot.stream);
         }
-        CUDA_CHECK(cudaMemcpyAsync(ids.data() + first * codes, tile_ids.data(), rows * codes * sizeof(std::uint16_t),
-                                   cudaMemcpyDeviceToHost, stream));
-        CUDA_CHECK(cudaStreamSynchronize(stream));
+        CUDA_CHECK(cudaMemcpyAsync(slot.host_ids.data(), slot.ids.data(), rows * codes * sizeof(std::uint16_t),
+                                   cudaMemcpyDeviceToHost, slot.stream));
     }
+    collect(slots[0]);
+    collect(slots[1]);
     return pack_product_codes(book, ids, n);
 }
 

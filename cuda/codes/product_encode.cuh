@@ -1,6 +1,7 @@
 // Product codes on the device (encode_product in include/vlattice/product_codes.hpp): the residuals
-// rotated in the CPU's float order, then each sub-space's nearest centroid by distances in double in
-// the CPU's order, so the bytes equal encode_product_on_cpu's.
+// rotated in the CPU's float order, then each sub-space's nearest centroid: a screen of fast float
+// distances, and the candidates it leaves scored in double in the CPU's order, so the bytes equal
+// encode_product_on_cpu's.
 #pragma once
 
 #include "vlattice/product_codes.hpp"
@@ -12,9 +13,10 @@
 
 namespace vlattice::cuda {
 
-// Streams the points through the device in tiles, on `stream`. Device memory: the anchors, the
-// rotation and the centroids once, plus per tile (product_encode_tile_rows rows) its points,
-// assignments, rotated residuals and ids.
+// Streams the points through the device in tiles, two in flight (on `stream` and a second stream of
+// its own), so that copying one tile in overlaps coding the other. Device memory: the anchors, the
+// rotation, the centroids and the screen's padded copy of them once, plus per tile slot its points,
+// assignments, rotated residuals and ids, about 128 MiB a slot.
 std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matrix& points, const Matrix& anchors,
                                          const std::vector<std::uint32_t>& assignments, cudaStream_t stream);
 
