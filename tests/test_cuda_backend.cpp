@@ -312,6 +312,16 @@ TEST_CASE("cuda: k-means++ on the device picks the CPU's anchors for 70001 point
     check_seeding_matches(Case{70001, 17, 256, 0.0}, GENERATE(as<std::size_t>{}, 0, 2048));
 }
 
+TEST_CASE("cuda: k-means++ over many rows of few coordinates (a sub-space fit's shape) matches the CPU",
+          "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    // Rows of up to 32 coordinates take a kernel of their own, one block of threads per block of
+    // weights; 32,768 rows and 2,000 picks put it through many rounds over many blocks.
+    check_seeding_matches(Case{40000, GENERATE(as<std::size_t>{}, 13, 32), 2000, 0.0}, 32768);
+}
+
 TEST_CASE("cuda: k-means++ on points spread over many orders of magnitude matches the CPU", "[gpu][backend][quick]") {
     if (!gpu_usable()) {
         return;

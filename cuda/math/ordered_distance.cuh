@@ -66,6 +66,32 @@ __device__ inline float ordered_dot(const float* __restrict__ a, const float* __
     return detail::ordered_dot(a, detail::StoredRow{b}, d, l);
 }
 
+// ordered_squared_distance by one thread alone, for rows of at most kMax coordinates: the 16 lanes
+// in registers, each adding its coordinates in turn, then the same tree. Coordinate k of the second
+// operand is second(k).
+template <int kMax, class Second>
+__device__ inline float ordered_squared_distance_alone(const float* __restrict__ a, const Second& second, int d) {
+    float lane[kDistanceLanes];
+#pragma unroll
+    for (int l = 0; l < kDistanceLanes; ++l) {
+        lane[l] = 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kMax; ++k) {
+        if (k < d) {
+            lane[k % kDistanceLanes] = __fadd_rn(lane[k % kDistanceLanes], detail::SquaredDifference{}(a[k], second(k)));
+        }
+    }
+#pragma unroll
+    for (int width = kDistanceLanes / 2; width > 0; width /= 2) {
+#pragma unroll
+        for (int l = 0; l < width; ++l) {
+            lane[l] = __fadd_rn(lane[l], lane[l + width]);
+        }
+    }
+    return lane[0];
+}
+
 // work(row, valid, lane) for rows [0, count), one half warp per row: half warp h of `half_warps`
 // takes rows h, h + half_warps, ... Every half warp makes the same number of turns, so both halves
 // of a warp reach the distance's shuffles together; on a turn past the end `valid` is false and the

@@ -169,22 +169,108 @@ __global__ void __launch_bounds__(kThreads) seed_kernel(SeedArgs a) {
     }
 }
 
+// k-means++ for rows of at most kFewDims coordinates (a product code's sub-spaces), on a grid of one
+// block per block of weights (seed_block_count(s) blocks of kSeedBlock threads): each thread keeps its
+// row, its weight and its pick in registers, and each block refreshes its weights' sum itself, only
+// when one of them fell. A round then takes two grid-wide barriers instead of three, on a grid a
+// fraction of the GPU's size, so that the sub-space fits on sibling streams seed side by side. The
+// picks are seed_kernel's: the same distances (ordered_squared_distance_alone adds as the half warps
+// do), skips, sums and walk.
+constexpr int kFewDims = 32;
+static_assert(kThreads == kSeedBlock, "a block of threads per block of weights");
+
+__global__ void __launch_bounds__(kThreads) seed_few_dims_kernel(SeedArgs a) {
+    __shared__ Sums::TempStorage sums_storage;
+    __shared__ Round round;
+    Sums sums(sums_storage);
+    const cg::grid_group grid = cg::this_grid();
+    const std::size_t begin = static_cast<std::size_t>(blockIdx.x) * kSeedBlock;
+    const std::size_t i = begin + threadIdx.x;
+    const bool mine = i < a.s;
+    float row[kFewDims];
+#pragma unroll
+    for (int k = 0; k < kFewDims; ++k) {
+        row[k] = mine && k < a.d ? a.sample[i * a.d + k] : 0.0f;
+    }
+    double nearest = 0.0;
+    std::uint32_t owner = 0;
+    if (threadIdx.x == 0) {
+        round.chosen = *a.chosen;
+        round.degenerate = false;
+    }
+    __syncthreads();
+    const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * kThreads + threadIdx.x;
+    const std::size_t threads = static_cast<std::size_t>(gridDim.x) * kThreads;
+    for (std::size_t j = 0; j < a.m; ++j) {
+        const float* newest = a.sample + static_cast<std::size_t>(round.chosen) * a.d;
+        const detail::StoredRow pick{newest};
+        if (blockIdx.x == 0 && threadIdx.x < a.d) {
+            a.anchors[j * a.d + threadIdx.x] = newest[threadIdx.x];
+        }
+        for (std::size_t p = thread; p < j; p += threads) {
+            a.gap[p] = sqrt(static_cast<double>(ordered_squared_distance_alone<kFewDims>(a.anchors + p * a.d, pick, a.d)));
+        }
+        grid.sync();
+        bool fell = false;
+        if (mine && (j == 0 || a.gap[owner] < 2.0 * sqrt(nearest))) {
+            const double dist = ordered_squared_distance_alone<kFewDims>(row, pick, a.d);
+            if (j == 0 || dist < nearest) {
+                nearest = dist;
+                owner = static_cast<std::uint32_t>(j);
+                a.nearest[i] = dist;
+                fell = true;
+            }
+        }
+        if (j + 1 == a.m) {
+            break;
+        }
+        // The barrier also makes the block's stores to a.nearest visible to its own threads.
+        if (__syncthreads_or(fell)) {
+            const std::size_t count = weights_from(a, begin);
+            const Sums::Bound bound = sums.bound(a.nearest + begin, count, 0.0);
+            const double sum = sums.total(a.nearest + begin, count, 0.0, bound);
+            if (threadIdx.x == 0) {
+                a.block_sums[blockIdx.x] = sum;
+                a.block_lows[blockIdx.x] = bound.low;
+            }
+        }
+        grid.sync();
+        pick_next(a, j, sums, round);
+        if (round.degenerate) {
+            if (blockIdx.x == 0 && threadIdx.x == 0) {
+                *a.degenerate = 1;
+            }
+            return;
+        }
+    }
+}
+
 }  // namespace
 
 void launch_seed_anchors(const SeedArgs& a, cudaStream_t stream) {
     int device = 0;
     int multiprocessors = 0;
-    int per_multiprocessor = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, seed_kernel, kThreads, 0));
-    // Every block must be resident at once for the grid-wide barriers; beyond one row per half warp
-    // more blocks only make the barriers slower.
-    const std::size_t wanted = ceil_div(std::max(a.s, a.m), static_cast<std::size_t>(kRowsPerBlock));
-    const std::size_t resident = static_cast<std::size_t>(multiprocessors) * static_cast<std::size_t>(per_multiprocessor);
-    const dim3 grid(static_cast<unsigned>(std::max<std::size_t>(1, std::min(wanted, resident))));
+    // Every block must be resident at once for the grid-wide barriers.
+    auto resident = [&](auto kernel) {
+        int per_multiprocessor = 0;
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel, kThreads, 0));
+        return static_cast<std::size_t>(multiprocessors) * static_cast<std::size_t>(per_multiprocessor);
+    };
     SeedArgs args = a;
     void* params[] = {&args};
+    const std::size_t weight_blocks = seed_block_count(a.s);
+    if (a.d <= kFewDims && weight_blocks <= resident(seed_few_dims_kernel)) {
+        CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(seed_few_dims_kernel),
+                                               dim3(static_cast<unsigned>(weight_blocks)), dim3(kThreads), params, 0,
+                                               stream));
+        check_launch("seed_few_dims_kernel", stream);
+        return;
+    }
+    // Beyond one row per half warp more blocks only make the barriers slower.
+    const std::size_t wanted = ceil_div(std::max(a.s, a.m), static_cast<std::size_t>(kRowsPerBlock));
+    const dim3 grid(static_cast<unsigned>(std::max<std::size_t>(1, std::min(wanted, resident(seed_kernel)))));
     CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(seed_kernel), grid, dim3(kThreads), params, 0,
                                            stream));
     check_launch("seed_kernel", stream);
