@@ -1086,6 +1086,43 @@ TEST_CASE("cuda: too little shared memory for the portable assign is an error th
                                          Catch::Contains("this GPU gives 40000"));
 }
 
+TEST_CASE("cuda: points or anchors beyond the free GPU memory are refused, and the backend goes on",
+          "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix x = duplicated_points(20000, 64, rng);
+    const Matrix c = anchors_near(x, 4000, rng);
+    auto gpu = make_cuda_backend(0);
+    {
+        // 1 MB counts as free: the points alone are 5 MB.
+        const ScopedVariable limit("VLATTICE_GPU_MEMORY", "1000000");
+        CHECK_THROWS_WITH(gpu->upload_points(x, RunSetup{}),
+                          Catch::Contains("too little memory for 20000 points of dimension 64") &&
+                              Catch::Contains(", 1 MiB of"));
+        CHECK_THROWS_WITH(gpu->assign(), Catch::Contains("before upload_points"));
+    }
+    gpu->upload_points(x, RunSetup{});
+    {
+        const ScopedVariable limit("VLATTICE_GPU_MEMORY", "1000000");
+        CHECK_THROWS_WITH(gpu->upload_anchors(c),
+                          Catch::Contains("too little memory for 4000 anchors of dimension 64 for 20000 points"));
+        CHECK_THROWS_WITH(gpu->assign(), Catch::Contains("before upload_anchors"));
+    }
+    // Nothing of the refused anchors is left half-sized: with the memory back, the same calls work.
+    gpu->upload_anchors(c);
+    gpu->assign();
+    auto cpu = make_cpu_backend(1);
+    cpu->upload_points(x, RunSetup{});
+    cpu->upload_anchors(c);
+    cpu->assign();
+    CHECK(gpu->download_assignments() == cpu->download_assignments());
+    CHECK(gpu->energy() == Approx(cpu->energy()).epsilon(1e-12));
+}
+
 TEST_CASE("cuda: validation catches anchors that differ from the ones the energy came from", "[gpu][anneal]") {
     if (!gpu_usable()) {
         return;

@@ -1,6 +1,7 @@
 #include "backend/stages.hpp"
 
 #include "runtime/cuda_check.hpp"
+#include "runtime/environment_cap.hpp"
 
 #include <string>
 
@@ -83,6 +84,8 @@ void Stages::check_fits(const Footprint& need, const std::string& what) const {
     std::size_t free_bytes = 0;
     std::size_t total_bytes = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    // VLATTICE_GPU_MEMORY (bytes) lowers what counts as free, for tests of the refusal.
+    free_bytes = environment_cap("VLATTICE_GPU_MEMORY", free_bytes);
     if (need.bytes() > free_bytes) {
         throw Error("GPU " + std::to_string(gpu) + " has too little memory for " + what + ": it needs " +
                     mib(need.bytes()) + ", " + mib(free_bytes) + " of " + mib(total_bytes) + " are free");

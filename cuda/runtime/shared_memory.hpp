@@ -2,13 +2,11 @@
 #pragma once
 
 #include "runtime/cuda_check.hpp"
+#include "runtime/environment_cap.hpp"
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstddef>
-#include <cstdlib>
-#include <string>
 
 namespace vlattice::cuda {
 
@@ -19,17 +17,7 @@ namespace vlattice::cuda {
 inline std::size_t block_shared_memory(int device) {
     int bytes = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    const auto limit = static_cast<std::size_t>(bytes);
-    const char* cap = std::getenv("VLATTICE_BLOCK_SHARED_MEMORY");
-    if (cap == nullptr || *cap == '\0') {
-        return limit;
-    }
-    char* end = nullptr;
-    const unsigned long long value = std::strtoull(cap, &end, 10);
-    if (*end != '\0' || *cap == '-') {
-        throw Error(std::string("VLATTICE_BLOCK_SHARED_MEMORY: expected a number of bytes, got '") + cap + "'");
-    }
-    return std::min<std::size_t>(limit, static_cast<std::size_t>(value));
+    return environment_cap("VLATTICE_BLOCK_SHARED_MEMORY", static_cast<std::size_t>(bytes));
 }
 
 }  // namespace vlattice::cuda
