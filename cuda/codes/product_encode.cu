@@ -121,12 +121,11 @@ __device__ void take_code(float* row, const float* centroid, int first, int end,
 }
 
 // What the fast screen reads of a codebook: per code (stage x sub-space) its centroids' coordinates
-// padded with zeros to `padded` values, their squared norms rounded to float, and the largest norm.
+// padded with zeros to the kernel's width, their squared norms rounded to float, and the largest norm.
 struct FastCodes {
-    const float* coords;    // codes x table x padded
+    const float* coords;    // codes x table x the kernel's width
     const float* norms;     // codes x table
     const float* max_norm;  // codes
-    int padded;
 };
 
 constexpr int kNearestThreads = 128;
@@ -146,9 +145,10 @@ __host__ __device__ constexpr int screen_tile(int width) { return 8192 / width; 
 // the double scan over every centroid, at a small share of its conversions and double operations.
 // The centroids come through shared memory in tiles, read by every row of the block at once.
 template <int kWidth>
-__global__ void __launch_bounds__(kNearestThreads) screened_nearest_kernel(
-    float* __restrict__ u, const float* __restrict__ centroids, FastCodes fast, const std::uint32_t* __restrict__ bounds,
-    int rows, int p, int table, int stage, int codes, bool last, std::uint16_t* __restrict__ ids) {
+__global__ void __launch_bounds__(kNearestThreads)
+    screened_nearest_kernel(float* __restrict__ u, const float* __restrict__ centroids, FastCodes fast,
+                            const std::uint32_t* __restrict__ bounds, int rows, int p, int table, int stage,
+                            int codes, bool last, std::uint16_t* __restrict__ ids) {
     constexpr int kRows = screen_rows(kWidth);
     constexpr int kTileCentroids = screen_tile(kWidth);
     constexpr int kVectors = kWidth / 4;
@@ -163,7 +163,8 @@ __global__ void __launch_bounds__(kNearestThreads) screened_nearest_kernel(
     const int width = end - first;
     const float factor = fp32_rounding_factor(width);
     const float* stage_centroids = centroids + static_cast<std::size_t>(stage) * table * p;
-    const float4* code_coords = reinterpret_cast<const float4*>(fast.coords) + static_cast<std::size_t>(code) * table * kVectors;
+    const float4* code_coords =
+        reinterpret_cast<const float4*>(fast.coords) + static_cast<std::size_t>(code) * table * kVectors;
     const float* code_norms = fast.norms + static_cast<std::size_t>(code) * table;
     const float max_norm = fast.max_norm[code];
 
@@ -343,7 +344,7 @@ struct ScreenTables {
     DeviceBuffer<float> coords;
     DeviceBuffer<float> norms;
     DeviceBuffer<float> max_norm;
-    FastCodes view(int padded) const { return FastCodes{coords.data(), norms.data(), max_norm.data(), padded}; }
+    FastCodes view() const { return FastCodes{coords.data(), norms.data(), max_norm.data()}; }
 };
 
 ScreenTables screen_tables(const ProductCodebook& book, int padded, cudaStream_t stream) {
@@ -503,7 +504,7 @@ std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matr
         for (std::size_t stage = 0; stage < book.stages; ++stage) {
             const NearestArgs args{slot.rotated.data(),
                                    centroids.data(),
-                                   tables.view(screen),
+                                   tables.view(),
                                    bounds.data(),
                                    static_cast<int>(rows),
                                    static_cast<int>(p),

@@ -79,7 +79,8 @@ __device__ inline float ordered_squared_distance_alone(const float* __restrict__
 #pragma unroll
     for (int k = 0; k < kMax; ++k) {
         if (k < d) {
-            lane[k % kDistanceLanes] = __fadd_rn(lane[k % kDistanceLanes], detail::SquaredDifference{}(a[k], second(k)));
+            float& sum = lane[k % kDistanceLanes];
+            sum = __fadd_rn(sum, detail::SquaredDifference{}(a[k], second(k)));
         }
     }
 #pragma unroll

@@ -208,7 +208,8 @@ __global__ void __launch_bounds__(kThreads) seed_few_dims_kernel(SeedArgs a) {
             a.anchors[j * a.d + threadIdx.x] = newest[threadIdx.x];
         }
         for (std::size_t p = thread; p < j; p += threads) {
-            a.gap[p] = sqrt(static_cast<double>(ordered_squared_distance_alone<kFewDims>(a.anchors + p * a.d, pick, a.d)));
+            const float dist = ordered_squared_distance_alone<kFewDims>(a.anchors + p * a.d, pick, a.d);
+            a.gap[p] = sqrt(static_cast<double>(dist));
         }
         grid.sync();
         bool fell = false;
