@@ -114,9 +114,10 @@ TEST_CASE("assign is exact at the small dimensions of sub-space fits, near ties 
 TEST_CASE("assigns that keep anchors by their bounds match the double reference after every change",
           "[cpu][backend]") {
     // Up to 12 dimensions an assign keeps a point's anchor without a scan while the bounds from the
-    // last one prove it nearest. Updates of every step size (a full step moves anchors with few
-    // members far), replaced rows and duplicated points (exact ties, which no bound may settle) must
-    // leave every assignment the double argmin, with its exact distance.
+    // last one prove it nearest, and settles the others from their anchor's neighbourhood. Updates of
+    // every step size (a full step moves anchors with few members far), replaced rows, duplicated
+    // points and duplicated anchors (exact ties, which no bound may settle) must leave every
+    // assignment the double argmin, lowest id first, with its exact distance.
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
@@ -145,6 +146,11 @@ TEST_CASE("assigns that keep anchors by their bounds match the double reference 
                         picks.push_back(static_cast<std::uint32_t>(rng() % x.rows));
                     }
                     backend->upload_anchor_rows(select_rows(x, picks), rows);
+                }
+                if (round % 5 == 4) {
+                    // Anchor 1 becomes a copy of the last: the last's members tie, and the lower id wins.
+                    const Matrix anchors = backend->download_anchors();
+                    backend->upload_anchor_rows(select_rows(anchors, {static_cast<std::uint32_t>(m - 1)}), {1});
                 }
             }
         }
