@@ -18,8 +18,9 @@ namespace vlattice::cpu {
 // With `bounds` (exact precision), a point whose last anchor must still be its nearest keeps it
 // without a scan (Hamerly's bounds): the scans up to kDirectDims dimensions leave a lower bound on
 // the distance to every other anchor, and it holds while that bound, less the farthest move since,
-// exceeds the distance to the last anchor plus that anchor's move. `assignment` and `distance` are
-// then the last assign's. The result is the same as without.
+// exceeds the distance to the last anchor plus that anchor's move; the points it cannot keep are
+// scanned against the anchors near their last one (settle_by_neighbours in exact_assign.cpp).
+// `assignment` and `distance` are then the last assign's. The result is the same as without.
 struct AssignBounds {
     // Per anchor, how far it has moved since the last assign at most; +inf when it was replaced.
     const std::vector<double>* moved = nullptr;
