@@ -79,15 +79,15 @@ TEST_CASE("assign is exact where the fast float distances nearly tie", "[cpu][ba
 }
 
 TEST_CASE("assign is exact at the small dimensions of sub-space fits, near ties included", "[cpu][backend]") {
-    // Up to 12 dimensions the fast distances are computed directly, two points at a time and 32
-    // anchors a register block; 13 takes the GEMM. An odd point count and 77 anchors leave tails of
+    // Up to 16 dimensions the fast distances are computed directly, two points at a time and 32
+    // anchors a register block; 17 takes the GEMM. An odd point count and 77 anchors leave tails of
     // both. Three anchors far from the origin nearly tie for every point (the float form loses their
     // difference), one of them duplicated; the rest lie on the other side.
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
     std::uniform_real_distribution<float> jitter(-1e-3f, 1e-3f);
-    for (const std::size_t d : {1, 3, 8, 12, 13}) {
+    for (const std::size_t d : {1, 3, 8, 12, 16, 17}) {
         INFO("d = " << d);
         Matrix x(513, d);
         Matrix c(77, d);
@@ -113,7 +113,7 @@ TEST_CASE("assign is exact at the small dimensions of sub-space fits, near ties 
 
 TEST_CASE("assigns that keep anchors by their bounds match the double reference after every change",
           "[cpu][backend]") {
-    // Up to 12 dimensions an assign keeps a point's anchor without a scan while the bounds from the
+    // Up to 16 dimensions an assign keeps a point's anchor without a scan while the bounds from the
     // last one prove it nearest, and settles the others from their anchor's neighbourhood. Updates of
     // every step size (a full step moves anchors with few members far), replaced rows, duplicated
     // points and duplicated anchors (exact ties, which no bound may settle) must leave every
@@ -122,7 +122,7 @@ TEST_CASE("assigns that keep anchors by their bounds match the double reference 
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
     std::uniform_real_distribution<double> unit(0.0, 1.0);
-    for (const std::size_t d : {2, 6, 12}) {
+    for (const std::size_t d : {2, 6, 12, 16}) {
         for (const std::size_t m : {std::size_t{40}, std::size_t{300}}) {
             INFO("d = " << d << ", m = " << m);
             const Matrix x = d == 6 ? duplicated_points(2001, d, rng) : random_points(2001, d, rng, 30);

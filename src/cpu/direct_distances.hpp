@@ -11,9 +11,9 @@
 
 namespace vlattice::cpu {
 
-// The assign takes the direct distances up to this many dimensions; from about here on the GEMM's
-// kernel is as fast (docs/perf.md has the measurements).
-constexpr std::size_t kDirectDims = 12;
+// The assign takes the direct distances, and with them its bounds and neighbourhoods, up to this
+// many dimensions (docs/perf.md has the measurements); beyond, the GEMM's kernel.
+constexpr std::size_t kDirectDims = 16;
 
 // The anchors' coordinates by dimension: d rows of m values.
 std::vector<float> anchor_columns(const Matrix& anchors);
