@@ -454,8 +454,8 @@ std::vector<std::uint8_t> encode_product(const ProductCodebook& book, const Matr
     const DeviceBuffer<float> centroids = uploaded(book.centroids.data.data(), book.centroids.data.size(), stream);
     const DeviceBuffer<std::uint32_t> bounds = uploaded(book.bounds.data(), book.bounds.size(), stream);
     const int screen = screen_width(static_cast<int>(widest_subspace(book.bounds)));
-    // screen_tables waits for the stream, so the second slot's stream finds every upload done.
     const ScreenTables tables = screen > 0 ? screen_tables(book, screen, stream) : ScreenTables{};
+    // The second slot's stream reads these uploads too: they must be done before it starts.
     CUDA_CHECK(cudaStreamSynchronize(stream));
 
     // Tiles alternate between two slots, each on a stream of its own: while one slot's host rows are
