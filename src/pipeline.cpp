@@ -1,6 +1,8 @@
 #include "vlattice/pipeline.hpp"
 
+#include "fit/init.hpp"
 #include "numeric.hpp"
+#include "random.hpp"
 #include "vlattice/codec.hpp"
 #include "vlattice/half.hpp"
 #include "vlattice/model.hpp"
@@ -8,6 +10,7 @@
 #include "vlattice/rate.hpp"
 #include "vlattice/residual.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -66,12 +69,24 @@ nlohmann::json config_json(const AnnealConfig& c) {
     };
 }
 
+std::vector<std::uint32_t> training_rows(std::size_t n, std::size_t count, std::uint64_t seed) {
+    if (n > std::numeric_limits<std::uint32_t>::max()) {
+        throw Error("a run takes at most 2^32 - 1 vectors, not " + std::to_string(n));
+    }
+    Random random(stream_seed(seed, RandomStream::training_rows));
+    const std::vector<std::size_t> drawn = draw_sample(n, std::min(count, n), random);
+    std::vector<std::uint32_t> rows(drawn.begin(), drawn.end());
+    std::sort(rows.begin(), rows.end());
+    return rows;
+}
+
 nlohmann::json run_metadata(const AnnealConfig& config, const FitResult& result, const RunInput& input) {
     return {
         {"tool", "vlattice"},
         {"tool_version", VLATTICE_VERSION},
         {"input", std::filesystem::path(input.path).filename().string()},
         {"n", input.n},
+        {"train_rows", input.train_rows > 0 ? input.train_rows : input.n},
         {"d", input.d},
         {"metric", metric_name(input.metric)},
         {"m_requested", config.anchors},
@@ -139,6 +154,7 @@ TrainedRun fit_and_train(const Matrix& points, const AnnealConfig& config, const
                     anchor_storage_name(storage));
     }
     CodingSpec coding = spec;
+    coding.file_vectors = input.n;
     std::vector<AnchorCountTrial> trials;
     TrainedRun best;
     double best_error = 0.0;

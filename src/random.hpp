@@ -30,7 +30,7 @@ private:
 // sample: the rows held out to measure codes were the first rows k-means++ drew, which the anchors
 // then sat close to, and measured a fifth lower than the rest. Each further purpose draws from its
 // own stream, seeded by SplitMix64's finaliser of (seed, stream).
-enum class RandomStream : std::uint64_t { held_out = 1, code_training = 2 };
+enum class RandomStream : std::uint64_t { held_out = 1, code_training = 2, training_rows = 3 };
 
 inline std::uint64_t stream_seed(std::uint64_t seed, RandomStream stream) {
     std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * (static_cast<std::uint64_t>(stream) + 1);

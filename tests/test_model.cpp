@@ -6,6 +6,7 @@
 #include "vlattice/coding_plan.hpp"
 #include "vlattice/cpu_backend.hpp"
 #include "vlattice/format.hpp"
+#include "vlattice/io.hpp"
 #include "vlattice/model.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/rate.hpp"
@@ -18,6 +19,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
@@ -446,4 +449,113 @@ TEST_CASE("train then encode write what compress writes; --anchors-from reuses t
     CHECK_THAT(reused.output, Contains("anchors taken from"));
     CHECK(read_vlat(first).anchors.data == read_vlat(second).anchors.data);
     CHECK(code_bytes_per_vector(read_vlat(second)) <= 5.0);
+}
+
+TEST_CASE("a sample of rows is drawn as the whole shuffle would draw it, in memory of its own size",
+          "[model][sample]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{1000}, std::size_t{100003}}) {
+        for (const std::size_t size : {std::size_t{1}, n / 2, n - 1, n, n + 5}) {
+            if (size == 0) {
+                continue;
+            }
+            INFO("n " << n << ", size " << size);
+            // The partial Fisher-Yates over the whole array of indices that draw_sample stands for.
+            Random dense_random(run_seed);
+            std::vector<std::size_t> index(n);
+            std::iota(index.begin(), index.end(), std::size_t{0});
+            const std::size_t drawn_size = std::min(size, n);
+            if (size < n) {
+                for (std::size_t i = 0; i < size; ++i) {
+                    std::swap(index[i], index[i + dense_random.below(n - i)]);
+                }
+            }
+            index.resize(drawn_size);
+            Random random(run_seed);
+            CHECK(draw_sample(n, size, random) == index);
+        }
+    }
+}
+
+TEST_CASE("the rows a run trains on are distinct, in order and fixed by the seed", "[model][sample]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    const std::vector<std::uint32_t> rows = training_rows(50000, 3000, run_seed);
+    REQUIRE(rows.size() == 3000);
+    CHECK(std::adjacent_find(rows.begin(), rows.end(), std::greater_equal<>()) == rows.end());
+    CHECK(rows.back() < 50000);
+    CHECK(training_rows(50000, 3000, run_seed) == rows);
+    CHECK(training_rows(50000, 3000, run_seed + 1) != rows);
+    // Spread over the whole set: about a third of the sample falls in each third of the rows.
+    const auto first_third = std::count_if(rows.begin(), rows.end(), [](std::uint32_t r) { return r < 50000 / 3; });
+    CHECK(first_third > 800);
+    CHECK(first_third < 1200);
+    const std::vector<std::uint32_t> all = training_rows(40, 100, run_seed);
+    REQUIRE(all.size() == 40);
+    for (std::uint32_t r = 0; r < 40; ++r) {
+        CHECK(all[r] == r);
+    }
+}
+
+TEST_CASE("a run trained on a sample of its rows codes every row as encode --model would", "[model][cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const ScratchDir dir;
+    const std::size_t n = 3000;
+    const std::size_t sample = 700;
+    const Matrix points = random_points(n, 24, rng, 10);
+    const std::string input = dir.path("x.fvecs");
+    write_vectors(input, points);
+    const std::string sample_input = dir.path("s.fvecs");
+    write_vectors(sample_input, select_rows(points, training_rows(n, sample, 11)));
+    const std::string run = " -m 32 --iters 8 --device cpu --threads 2 --seed 11 -q";
+    for (const std::string codec : {"pq --target-bytes 9", "scalar --target-bytes 9", "pq --subspaces 4",
+                                    "rq --stages 2 --pq-bits 4"}) {
+        INFO("codec " << codec);
+        const std::string compressed = dir.path("c.vlat");
+        const std::string model = dir.path("m.vlat");
+        const std::string encoded = dir.path("e.vlat");
+        CommandResult done = run_cli("compress " + quote(input) + " -o " + quote(compressed) + run + " --codec " +
+                                     codec + " --train-sample " + std::to_string(sample));
+        INFO(done.output);
+        REQUIRE(done.exit_code == 0);
+        done = run_cli("train " + quote(sample_input) + " -o " + quote(model) + run + " --codec " + codec);
+        INFO(done.output);
+        REQUIRE(done.exit_code == 0);
+        done = run_cli("encode --model " + quote(model) + " " + quote(input) + " -o " + quote(encoded) +
+                       " --device cpu -q");
+        INFO(done.output);
+        REQUIRE(done.exit_code == 0);
+        const VlatFile a = read_vlat(compressed);
+        const VlatFile b = read_vlat(encoded);
+        REQUIRE(a.n == n);
+        CHECK(a.anchors.data == b.anchors.data);
+        CHECK(a.assignments == b.assignments);
+        CHECK(a.codec == b.codec);
+        CHECK(a.residuals.codes == b.residuals.codes);
+        CHECK(a.product.codes == b.product.codes);
+        CHECK(a.product.book.rotation.data == b.product.book.rotation.data);
+        CHECK(a.product.book.centroids.data == b.product.book.centroids.data);
+        const auto metadata = nlohmann::json::parse(a.metadata_json);
+        CHECK(metadata["n"] == n);
+        CHECK(metadata["train_rows"] == sample);
+    }
+
+    // A sample of every row is no sample: the same file as without one.
+    const std::string whole = dir.path("whole.vlat");
+    const std::string all_rows = dir.path("all.vlat");
+    REQUIRE(run_cli("compress " + quote(input) + " -o " + quote(whole) + run + " --target-bytes 9").exit_code == 0);
+    REQUIRE(run_cli("compress " + quote(input) + " -o " + quote(all_rows) + run + " --target-bytes 9 --train-sample " +
+                    std::to_string(n))
+                .exit_code == 0);
+    CHECK(read_file(whole) == read_file(all_rows));
+
+    const std::string refused = dir.path("refused.vlat");
+    const CommandResult small = run_cli("compress " + quote(input) + " -o " + quote(refused) + run +
+                                        " --train-sample 20");
+    CHECK(small.exit_code != 0);
+    CHECK_THAT(small.output, Contains("--train-sample 20 draws fewer rows than the 32 anchors"));
+    CHECK_FALSE(std::filesystem::exists(refused));
 }

@@ -78,6 +78,9 @@ struct CodingSpec {
     ProductCodeConfig product;
     // Rows held out of training to measure the candidates on: at most this many, and a tenth of n.
     std::size_t held_out = 8192;
+    // The vectors the file will code, which its ids and a whole-file budget's side data are sized
+    // for; 0: the points the coding trains on. More when a run trains on a sample (--train-sample).
+    std::size_t file_vectors = 0;
 };
 
 // One coding the budget allowed, with the errors it gave.

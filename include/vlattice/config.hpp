@@ -107,7 +107,8 @@ struct ProductCodeConfig {
     // rest; trimmed, the stages serve the bulk of the rows: on 300-d word vectors, 10 stages gave both
     // a lower error and a higher recall than with plain means.
     double residual_trim = 0.1;
-    // Residuals the rotation and the centroids are trained on (--train-sample); 0 uses every vector.
+    // Residuals the rotation and the centroids are trained on, drawn from the rows the code trains on;
+    // 0 uses every one. (A run's --train-sample is another sample: the rows of the whole training.)
     std::size_t train_sample = 65536;
     // The annealing run of each sub-space's centroids; anchors is set to 2^bits per fit. Fewer
     // iterations than an anchor fit: 2^bits centroids in a few dimensions settle quickly.

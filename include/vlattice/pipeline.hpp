@@ -42,7 +42,14 @@ struct RunInput {
     std::size_t n = 0;
     std::size_t d = 0;
     Metric metric = Metric::l2;
+    // The rows the anchors and the residual code were trained on (--train-sample); 0: all n.
+    std::size_t train_rows = 0;
 };
+
+// The rows a run trains on when it trains on `count` of its n rows (--train-sample): drawn without
+// replacement from the seed's own random stream, in increasing order; all n when count >= n. The
+// draw keeps memory of the sample's size, not of n.
+std::vector<std::uint32_t> training_rows(std::size_t n, std::size_t count, std::uint64_t seed);
 
 // The parameters that decide a run's result; the thread count is left out because it does not.
 nlohmann::json config_json(const AnnealConfig& config);
@@ -81,9 +88,10 @@ struct TrainedRun {
     std::size_t chosen = 0;                // the trial kept
 };
 
-// For each count of `counts` (at least one), fits the anchors (fit_anchors with a copy of `config`
-// whose anchors is the count) and trains the model (train_model, its metadata from `config`, so that
-// m_requested is the caller's); keeps the one whose chosen code had the lowest held-out error (the
+// For each count of `counts` (at least one), fits the anchors on `points` (fit_anchors with a copy
+// of `config` whose anchors is the count) and trains the model on them (train_model, its metadata
+// from `config`, so that m_requested is the caller's), its codes sized for a file of input.n vectors
+// (`points` are those n, or the rows the run trains on); keeps the one whose chosen code had the lowest held-out error (the
 // first on a tie). The metadata records every count tried. Under a whole-file budget (whose anchor
 // storage must be `storage`) the counts after the first that chose a code train only that kind of
 // code and the scalar code (FileBudget::only); it throws Error should the chosen file, with its actual metadata, exceed

@@ -8,6 +8,7 @@
 #include "device_note.hpp"
 #include "anchor_source.hpp"
 #include "input_files.hpp"
+#include "number_options.hpp"
 #include "options.hpp"
 
 #include "vlattice/anneal.hpp"
@@ -71,6 +72,7 @@ struct CompressArgs {
     std::string anchor_storage;
     std::string report;
     std::string anchors_from;
+    long long train_sample = 0;
     bool quiet = false;
 };
 
@@ -93,9 +95,19 @@ void add_options(po::options_description& options, CompressArgs& a) {
         ("anchors-from", po::value(&a.anchors_from)->value_name("FILE.vlat"),
          "take the anchors of this .vlat or model (as it stores them) instead of fitting new ones; "
          "-m and the fit's options are then unused")
+        ("train-sample", whole_number(&a.train_sample, 0LL)->default_value(0)->value_name("N"),
+         "fit the anchors and train the residual code on N rows drawn with --seed, then assign and code every "
+         "row with them; 0 (or N >= the rows): train on every row")
         ("report", po::value(&a.report)->value_name("FILE"),
          "also write a JSON run report: config, every iteration, seconds per phase")
         ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors");
+}
+
+// ", anchors and codes trained on N rows" when the run trained on a sample of its rows, else "".
+std::string trained_on(const RunInput& input) {
+    return input.train_rows > 0 && input.train_rows < input.n
+               ? ", anchors and codes trained on " + std::to_string(input.train_rows) + " rows"
+               : std::string();
 }
 
 // `requested`: -m (or the count the budget's ids allow); `tried`: the counts a whole-file budget fitted.
@@ -106,7 +118,8 @@ void print_summary(const RunInput& input, std::size_t requested, const std::vect
     const double total = context.load_seconds + fit + context.code_seconds + context.write_seconds;
     const auto bytes = static_cast<double>(std::filesystem::file_size(output));
     const double raw = 4.0 * static_cast<double>(input.n) * static_cast<double>(input.d);
-    std::printf("vectors     %zu x %zu (%s)\n", input.n, input.d, metric_name(input.metric));
+    std::printf("vectors     %zu x %zu (%s)%s\n", input.n, input.d, metric_name(input.metric),
+                trained_on(input).c_str());
     const std::string counts = tried.size() > 1 ? " (of " + describe_counts(tried) + " tried)" : "";
     std::printf("anchors     %zu requested, %zu final%s\n", requested, result.anchors.rows, counts.c_str());
     std::printf("iterations  %d (%s)\n", result.iterations, result.stop_reason.c_str());
@@ -126,7 +139,8 @@ void print_summary(const RunInput& input, std::size_t requested, const std::vect
 
 void print_model_summary(const RunInput& input, const FitResult& result, const ReportContext& context,
                          const std::string& output, const VlatFile& model) {
-    std::printf("vectors     %zu x %zu (%s), trained on\n", input.n, input.d, metric_name(input.metric));
+    std::printf("vectors     %zu x %zu (%s), trained on%s\n", input.n, input.d, metric_name(input.metric),
+                trained_on(input).c_str());
     std::printf("iterations  %d (%s)\n", result.iterations, result.stop_reason.c_str());
     const double fit = result.seconds.total + context.other_fits_seconds;
     std::printf("seconds     %.3f (load %.3f, fit %.3f, code %.3f, write %.3f; %s)\n",
@@ -174,12 +188,29 @@ int compress(int argc, char** argv, bool model_only) {
     context.load_seconds = seconds_since(start);
     print_device_note(help.name, choice.note, args.quiet);
     context.input = {args.input, loaded.points.rows, loaded.points.cols, metric};
+    // A sample trains the anchors and the code; every row is then coded with them.
+    const std::size_t n = loaded.points.rows;
+    const bool sampled = args.train_sample > 0 && static_cast<std::size_t>(args.train_sample) < n;
+    const Matrix training =
+        sampled ? during("drawing the --train-sample rows",
+                         [&] {
+                             return select_rows(loaded.points,
+                                                training_rows(n, static_cast<std::size_t>(args.train_sample),
+                                                              config.seed));
+                         })
+                : Matrix{};
+    const Matrix& fitted_points = sampled ? training : loaded.points;
+    context.input.train_rows = fitted_points.rows;
+    if (!args.quiet && sampled) {
+        print_notice(help.name, "note",
+                     "the anchors and the residual code train on " + std::to_string(fitted_points.rows) + " of the " +
+                         std::to_string(n) + " rows (--train-sample); every row is then assigned and coded");
+    }
     CodingSpec coding = coding_spec(values, args.coding, loaded.points.cols, config);
     if (coding.file_budget) {
         coding.file_budget->storage = storage;
     }
     const std::optional<VlatFile> source = anchor_source(args.anchors_from);
-    const std::size_t n = loaded.points.rows;
     const std::size_t wanted = source ? source->anchors.rows : config.anchors;
     const std::vector<std::size_t> counts = anchor_counts(coding, n, loaded.points.cols, wanted);
     if (source && counts.front() != wanted) {
@@ -210,12 +241,16 @@ int compress(int argc, char** argv, bool model_only) {
     if (source || !coding.file_budget) {
         config.anchors = counts.front();
     }
+    if (sampled && !source && counts.front() > fitted_points.rows) {
+        throw Error("--train-sample " + std::to_string(fitted_points.rows) + " draws fewer rows than the " +
+                    std::to_string(counts.front()) + " anchors to fit (-m)");
+    }
     start = std::chrono::steady_clock::now();
     // The fits name their own step inside this one.
     const TrainedRun run = during("training the residual code", [&] {
-        return fit_and_train(loaded.points, config, source ? std::vector<std::size_t>{wanted} : counts, context.input,
+        return fit_and_train(fitted_points, config, source ? std::vector<std::size_t>{wanted} : counts, context.input,
                              storage, coding, *choice.backend, [&](const AnnealConfig& fitted) {
-                                 return fit_or_reuse(source, args.anchors_from, loaded.points, fitted,
+                                 return fit_or_reuse(source, args.anchors_from, fitted_points, fitted,
                                                      *choice.backend, args.quiet);
                              });
     });
@@ -237,8 +272,9 @@ int compress(int argc, char** argv, bool model_only) {
     OutputGroup written;
     const VlatFile& model = run.model;
     // The fit ends with an exact assign to its anchors, which float32 storage keeps as they are: the
-    // points' nearest anchors of the model, as encoding would find them again.
-    const bool nearest_known = config.assign_precision == AssignPrecision::exact && storage == AnchorStorage::f32;
+    // points' nearest anchors of the model, as encoding would find them again (when it fitted them all).
+    const bool nearest_known =
+        !sampled && config.assign_precision == AssignPrecision::exact && storage == AnchorStorage::f32;
     const VlatFile file = model_only ? model : during("coding the vectors", [&] {
         return encode_with_model(model, loaded.points, *choice.backend, model.metadata_json, &context.code_coding,
                                  nearest_known ? &result.assignments : nullptr);

@@ -227,7 +227,9 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
     if (!spec.budget_bytes && !spec.file_budget) {
         return fixed_coding(points, anchors, assignments, spec, backend);
     }
-    const std::size_t n = points.rows;
+    // The file's vectors size the ids and the side data's share; the training rows are held out of.
+    const std::size_t n = std::max(spec.file_vectors, points.rows);
+    const std::size_t training_rows = points.rows;
     const std::size_t d = points.cols;
     const std::size_t m = anchors.rows;
     const double id_bytes = assignment_bytes_per_vector(n, m);
@@ -242,15 +244,16 @@ TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const st
                                       : "a budget of " + std::to_string(*spec.budget_bytes)) +
                     " bytes per vector beside the anchor ids");
     }
-    const HeldOut rows = hold_out(n, spec.held_out, spec.product.kmeans.seed);
+    const HeldOut rows = hold_out(training_rows, spec.held_out, spec.product.kmeans.seed);
     const Sample held_out = sample_of(points, assignments, rows.measured);
     const Sample seen = sample_of(points, assignments, rows.seen);
-    // The file codes the held-out rows with a codebook that never saw them and the training rows
-    // with one that trained on them (or on a sample of them): its error weighs the two by their
-    // counts. The choice goes by the held-out rows alone: what a codebook lowers only on the rows it
-    // trained on, it holds in its own bytes, which the budget does not count.
-    const double held_out_share =
-        rows.split ? static_cast<double>(rows.measured.size()) / static_cast<double>(n) : 0.0;
+    // The file codes the held-out rows, and any rows the run did not train on, with a codebook that
+    // never saw them and the training rows with one that trained on them (or on a sample of them):
+    // its error weighs the two by their counts. The choice goes by the held-out rows alone: what a
+    // codebook lowers only on the rows it trained on, it holds in its own bytes, which the budget
+    // does not count.
+    const double unseen = static_cast<double>((rows.split ? rows.measured.size() : 0) + (n - training_rows));
+    const double held_out_share = rows.split || n > training_rows ? unseen / static_cast<double>(n) : 0.0;
     const auto measure = [&](Trained& t, auto mse_of) {
         t.candidate.seconds.time("measure", [&] {
             t.candidate.held_out_mse = mse_of(held_out);
