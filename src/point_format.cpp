@@ -100,7 +100,7 @@ void check_accepted_range(const Matrix& points, const std::string& source) {
     }
     const AcceptedRange range = accepted_range(d);
     const float largest = largest_magnitude(points);
-    const std::vector<float>& values = points.data;
+    const auto& values = points.data;
     if (!(largest <= range.largest)) {
         const auto beyond = std::find_if(values.begin(), values.end(),
                                          [&](float v) { return !(std::abs(v) <= range.largest); });

@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <omp.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -195,6 +197,51 @@ TEST_CASE(".npy written with np.save, large enough for several read blocks", "[i
     const Matrix points = vlattice::test::random_points(5000, 512, rng);
     run_python(load_in_python(dir, points) + "np.save(" + quoted(dir.path("x.npy")) + ", x.astype('<f2'))\n");
     require_same(read_vectors(dir.path("x.npy")), rounded_to_half(points));
+}
+
+TEST_CASE("a file read on several threads gives the values, the progress and the first bad row of a serial read",
+          "[io]") {
+    INFO("seed " << vlattice::test::seed());
+    auto rng = seeded_rng();
+    ScratchDir dir;
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(4);
+
+    // 24 MB of float16: three read blocks.
+    const Matrix points = vlattice::test::random_points(12000, 1000, rng);
+    run_python(load_in_python(dir, points) + "np.save(" + quoted(dir.path("x.npy")) + ", x.astype('<f2'))\n");
+    vlattice::ReadOptions options;
+    std::vector<vlattice::ReadStatus> seen;
+    options.progress = [&](const vlattice::ReadStatus& status) { seen.push_back(status); };
+    require_same(read_vectors(dir.path("x.npy"), options), rounded_to_half(points));
+    REQUIRE_FALSE(seen.empty());
+    CHECK(seen.back().done == seen.back().total);
+    CHECK(seen.back().total == 12000u * 1000u * 2u);
+    CHECK(seen.back().rows == 12000u);
+    for (std::size_t k = 1; k < seen.size(); ++k) {
+        CHECK(seen[k].done >= seen[k - 1].done);
+    }
+
+    // 300,000 rows of 68 bytes: three read blocks, with rows of another dimension in the second and
+    // the third. The lower one is named, whichever thread met its row first.
+    std::string file;
+    file.reserve(300000 * 68);
+    for (std::int32_t i = 0; i < 300000; ++i) {
+        file += bytes_of(std::int32_t{i == 200000 || i == 280000 ? 15 : 16}) + std::string(64, '\0');
+    }
+    write_file(dir.path("bad.fvecs"), file);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        CHECK_THROWS_WITH(read_vectors(dir.path("bad.fvecs")), Contains("row 200000 has dimension 15"));
+    }
+
+    // float64 beyond float32's range in two blocks: the first is named.
+    run_python("import numpy as np\n"
+               "x = np.zeros((40000, 64))\n"
+               "x[39000, 5] = 1e300\n"
+               "x[21000, 7] = -1e300\n"
+               "np.save(" + quoted(dir.path("wide.npy")) + ", x)\n");
+    CHECK_THROWS_WITH(read_vectors(dir.path("wide.npy")), Contains("row 21000 (0-based), column 7 (0-based)"));
+    omp_set_num_threads(threads);
 }
 
 TEST_CASE("HDF5: the dataset is chosen by name and converted to float32", "[io]") {

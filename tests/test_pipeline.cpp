@@ -25,7 +25,7 @@ namespace {
 
 Matrix matrix(std::size_t rows, std::size_t cols, std::vector<float> values) {
     Matrix m(rows, cols);
-    m.data = std::move(values);
+    m.data.assign(values.begin(), values.end());
     return m;
 }
 
@@ -60,7 +60,7 @@ TEST_CASE("reconstruct puts each vector's anchor in its row", "[pipeline]") {
     const Matrix out = reconstruct(file);
     CHECK(out.rows == 4);
     CHECK(out.cols == 2);
-    CHECK(out.data == std::vector<float>{5, 6, 1, 2, 1, 2, 3, 4});
+    CHECK(out.data == Floats{5, 6, 1, 2, 1, 2, 3, 4});
 
     file.assignments[3] = 3;
     CHECK_THROWS_WITH(reconstruct(file), Contains("vector 3") && Contains("anchor 3"));
@@ -95,7 +95,7 @@ TEST_CASE("load_points normalises rows for the angular metric and counts zero ro
     write_vectors(path, matrix(3, 2, {3, 4, 0, 0, -2, 0}));
 
     const LoadedPoints l2 = load_points(path, {}, Metric::l2);
-    CHECK(l2.points.data == std::vector<float>{3, 4, 0, 0, -2, 0});
+    CHECK(l2.points.data == Floats{3, 4, 0, 0, -2, 0});
     CHECK(l2.zero_rows == 0);
 
     const LoadedPoints angular = load_points(path, {}, Metric::angular);

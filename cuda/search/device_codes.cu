@@ -10,8 +10,8 @@ namespace vlattice::cuda {
 
 namespace {
 
-template <class T>
-void upload(DeviceBuffer<T>& to, const std::vector<T>& from, cudaStream_t stream) {
+template <typename T, typename Allocator>
+void upload(DeviceBuffer<T>& to, const std::vector<T, Allocator>& from, cudaStream_t stream) {
     to = DeviceBuffer<T>(from.size());
     CUDA_CHECK(cudaMemcpyAsync(to.data(), from.data(), to.bytes(), cudaMemcpyHostToDevice, stream));
 }

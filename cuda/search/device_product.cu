@@ -8,8 +8,8 @@ namespace vlattice::cuda {
 
 namespace {
 
-template <class T>
-const T* upload(DeviceBuffer<T>& to, const std::vector<T>& from, cudaStream_t stream) {
+template <typename T, typename Allocator>
+const T* upload(DeviceBuffer<T>& to, const std::vector<T, Allocator>& from, cudaStream_t stream) {
     to = DeviceBuffer<T>(from.size());
     CUDA_CHECK(cudaMemcpyAsync(to.data(), from.data(), to.bytes(), cudaMemcpyHostToDevice, stream));
     return to.data();

@@ -9,15 +9,27 @@
 
 #include "vlattice/types.hpp"
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
 
 namespace vlattice {
 
+// Where a read stands: the bytes of vectors read so far and in all, and the vectors in all.
+struct ReadStatus {
+    std::uint64_t done = 0;
+    std::uint64_t total = 0;
+    std::uint64_t rows = 0;
+};
+// Called now and then while a file is read, from one thread, and once at the end.
+using ReadProgress = std::function<void(const ReadStatus&)>;
+
 struct ReadOptions {
     std::string dataset = "train";  // HDF5 dataset path inside the file
     std::string format = "";         // a format by name (npy) that overrides the path's extension
+    ReadProgress progress = nullptr;  // none by default
 };
 
 // Reads the whole file as float32 rows (narrower element types are widened).

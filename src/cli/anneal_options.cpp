@@ -2,10 +2,13 @@
 
 #include "activity.hpp"
 #include "number_options.hpp"
+#include "progress.hpp"
 
 #include "vlattice/io.hpp"
 
 #include <optional>
+
+#include <unistd.h>
 
 namespace vlattice::cli {
 
@@ -130,7 +133,10 @@ LoadedPoints load_input(const std::string& command, const std::string& path, con
     ReadOptions options;
     options.dataset = args.dataset;
     options.format = args.input_format;
+    ReadProgressLine line(!quiet && ::isatty(STDERR_FILENO), "reading " + path);
+    options.progress = [&](const ReadStatus& status) { line.update(status); };
     LoadedPoints loaded = during("reading INPUT " + path, [&] { return load_points(path, options, metric); });
+    line.finish();
     if (loaded.zero_rows > 0 && !quiet) {
         print_notice(command, "warning",
                      std::to_string(loaded.zero_rows) + " vectors are all zero; with --metric angular they have no "

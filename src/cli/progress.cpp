@@ -1,12 +1,29 @@
 #include "progress.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <utility>
 
 namespace vlattice::cli {
 
 namespace {
 
 constexpr int kBarWidth = 20;
+
+// A rate as 3 significant digits with k, M or G: 12.5M.
+std::string rate_text(double per_second) {
+    const char* unit = "";
+    for (const char* next : {"k", "M", "G"}) {
+        if (per_second < 1000.0) {
+            break;
+        }
+        per_second /= 1000.0;
+        unit = next;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g%s", per_second, unit);
+    return text;
+}
 
 }  // namespace
 
@@ -30,14 +47,57 @@ void ProgressBar::update(const IterationRecord& record) {
     bar[kBarWidth] = '\0';
     const double changed = n_ > 0 ? 100.0 * static_cast<double>(record.changed) / static_cast<double>(n_) : 0.0;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double rows_per_second = static_cast<double>(n_) * done / std::max(elapsed, 1e-9);
+    // The run may stop before its last iteration, so the time left is at most this.
+    const double left = elapsed / done * (max_iters_ - done);
     // "\033[K" clears what a longer previous line left behind.
-    std::fprintf(stderr, "\r[%s] iteration %d/%d  T %.3g  energy %.6g  changed %.2f%%  %.1fs\033[K", bar, done,
-                 max_iters_, record.temperature, record.energy, changed, elapsed);
+    std::fprintf(stderr,
+                 "\r[%s] iteration %d/%d  T %.3g  energy %.6g  changed %.2f%%  %.1fs  %s rows/s  ETA <= %.0fs\033[K",
+                 bar, done, max_iters_, record.temperature, record.energy, changed, elapsed,
+                 rate_text(rows_per_second).c_str(), left);
     std::fflush(stderr);
     drawn_ = true;
 }
 
 void ProgressBar::finish() {
+    if (drawn_) {
+        std::fputc('\n', stderr);
+        std::fflush(stderr);
+        drawn_ = false;
+    }
+}
+
+}  // namespace vlattice::cli
+
+namespace vlattice::cli {
+
+ReadProgressLine::ReadProgressLine(bool enabled, std::string what)
+    : enabled_(enabled), what_(std::move(what)), start_(std::chrono::steady_clock::now()), drawn_at_(start_) {}
+
+ReadProgressLine::~ReadProgressLine() {
+    finish();
+}
+
+void ReadProgressLine::update(const ReadStatus& status) {
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    if (!enabled_ || elapsed < 0.5 || (drawn_ && now - drawn_at_ < std::chrono::milliseconds(100)) ||
+        status.total == 0) {
+        return;
+    }
+    const double share = static_cast<double>(status.done) / static_cast<double>(status.total);
+    const double left = share > 0.0 ? elapsed / share - elapsed : 0.0;
+    std::fprintf(stderr, "\r%s: %sB of %sB (%.0f%%), %sB/s, %s rows/s, ETA %.0fs\033[K", what_.c_str(),
+                 rate_text(static_cast<double>(status.done)).c_str(),
+                 rate_text(static_cast<double>(status.total)).c_str(), 100.0 * share,
+                 rate_text(static_cast<double>(status.done) / elapsed).c_str(),
+                 rate_text(share * static_cast<double>(status.rows) / elapsed).c_str(), left);
+    std::fflush(stderr);
+    drawn_ = true;
+    drawn_at_ = now;
+}
+
+void ReadProgressLine::finish() {
     if (drawn_) {
         std::fputc('\n', stderr);
         std::fflush(stderr);

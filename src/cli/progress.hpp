@@ -1,10 +1,13 @@
-// The one-line progress display of a run: redrawn in place on stderr after every iteration.
+// The one-line progress displays of a run, redrawn in place on stderr: the read of the input, and
+// the fit's iterations.
 #pragma once
 
 #include "vlattice/anneal.hpp"
+#include "vlattice/io.hpp"
 
 #include <chrono>
 #include <cstddef>
+#include <string>
 
 namespace vlattice::cli {
 
@@ -28,6 +31,27 @@ private:
     int max_iters_;
     std::size_t n_;
     std::chrono::steady_clock::time_point start_;
+};
+
+// A long read's line: the bytes read of all, the rate in bytes and vectors per second, and the time
+// left at that rate. Reads that end within half a second draw nothing.
+class ReadProgressLine {
+public:
+    // Draws nothing unless `enabled` (a terminal, as for ProgressBar); `what` names the read.
+    ReadProgressLine(bool enabled, std::string what);
+    ~ReadProgressLine();
+    ReadProgressLine(const ReadProgressLine&) = delete;
+    ReadProgressLine& operator=(const ReadProgressLine&) = delete;
+
+    void update(const ReadStatus& status);
+    void finish();
+
+private:
+    bool enabled_;
+    bool drawn_ = false;
+    std::string what_;
+    std::chrono::steady_clock::time_point start_;
+    std::chrono::steady_clock::time_point drawn_at_;
 };
 
 }  // namespace vlattice::cli

@@ -49,7 +49,8 @@ void decode_vector(const VlatFile& file, std::size_t i, float* out) {
     }
 }
 
-double largest_magnitude(const std::vector<float>& values) {
+template <class Values>
+double largest_magnitude(const Values& values) {
     double largest = 0.0;
     for (const float value : values) {
         largest = std::max(largest, std::abs(static_cast<double>(value)));

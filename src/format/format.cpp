@@ -245,7 +245,7 @@ std::uint16_t half_or_throw(const std::string& path, float value, std::size_t in
 }
 
 Bytes encode_anchors(const std::string& path, const VlatFile& file) {
-    const std::vector<float>& values = file.anchors.data;
+    const auto& values = file.anchors.data;
     Bytes out(values.size() * anchor_element_bytes(file.anchor_storage));
     for (std::size_t i = 0; i < values.size(); ++i) {
         if (file.anchor_storage == AnchorStorage::f16) {

@@ -10,7 +10,7 @@ namespace vlattice::io {
 namespace {
 
 template <typename T>
-Matrix read_bigann(const std::string& path, const char* type_name) {
+Matrix read_bigann(const std::string& path, const char* type_name, const ReadProgress& progress) {
     BinaryFile file(path);
     std::uint32_t header[2] = {0, 0};
     file.read(header, sizeof header, "the header (uint32 n, uint32 d)");
@@ -34,18 +34,18 @@ Matrix read_bigann(const std::string& path, const char* type_name) {
                     " the header promises; is the extension right?");
     }
     Matrix points = allocate_table<Matrix>(path, rows, cols);
-    read_as<T>(file, points.data.size(), points.data.data(), "the vectors");
+    read_as<T>(file, points.data.size(), points.data.data(), "the vectors", progress, rows);
     return points;
 }
 
 }  // namespace
 
-Matrix read_fbin(const std::string& path) {
-    return read_bigann<float>(path, "float32");
+Matrix read_fbin(const std::string& path, const ReadProgress& progress) {
+    return read_bigann<float>(path, "float32", progress);
 }
 
-Matrix read_u8bin(const std::string& path) {
-    return read_bigann<std::uint8_t>(path, "uint8");
+Matrix read_u8bin(const std::string& path, const ReadProgress& progress) {
+    return read_bigann<std::uint8_t>(path, "uint8", progress);
 }
 
 void write_fbin(std::ostream& out, const std::string& name, const Matrix& points) {
@@ -60,8 +60,8 @@ void write_fbin(std::ostream& out, const std::string& name, const Matrix& points
               static_cast<std::streamsize>(points.data.size() * sizeof(float)));
 }
 
-Matrix read_i8bin(const std::string& path) {
-    return read_bigann<std::int8_t>(path, "int8");
+Matrix read_i8bin(const std::string& path, const ReadProgress& progress) {
+    return read_bigann<std::int8_t>(path, "int8", progress);
 }
 
 }  // namespace vlattice::io

@@ -2,6 +2,7 @@
 // uint8 or int8 values, row-major.
 #pragma once
 
+#include "vlattice/io.hpp"
 #include "vlattice/types.hpp"
 
 #include <ostream>
@@ -9,9 +10,9 @@
 
 namespace vlattice::io {
 
-Matrix read_fbin(const std::string& path);
-Matrix read_u8bin(const std::string& path);
-Matrix read_i8bin(const std::string& path);
+Matrix read_fbin(const std::string& path, const ReadProgress& progress = {});
+Matrix read_u8bin(const std::string& path, const ReadProgress& progress = {});
+Matrix read_i8bin(const std::string& path, const ReadProgress& progress = {});
 
 // Writes float32 .fbin; `name` names the output in the Error for a shape that does not fit the header.
 void write_fbin(std::ostream& out, const std::string& name, const Matrix& points);

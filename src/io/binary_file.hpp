@@ -41,7 +41,10 @@ public:
     // Reads exactly `bytes` at the current position; `what` names the content for the Error a short
     // file gets ("header", "row 7").
     void read(void* destination, std::size_t bytes, const std::string& what);
-    // Reads exactly `bytes` at `offset` without moving the current position.
+    // Moves the current position `bytes` on, past data read with read_at.
+    void skip(std::uint64_t bytes) { position_ += bytes; }
+    // Reads exactly `bytes` at `offset` without moving the current position; safe to call from
+    // several threads at once (pread).
     void read_at(std::uint64_t offset, void* destination, std::size_t bytes, const std::string& what);
 
 private:

@@ -1,21 +1,26 @@
 // The element types vector files store, and reading them into float32 rows (or int64 ids). Widening is a plain
-// loop the compiler vectorises, narrowing float64 one that also checks the range; the staging buffer
-// keeps memory at the matrix plus a few MiB.
+// loop the compiler vectorises, narrowing float64 one that also checks the range; a staging buffer
+// per thread keeps memory at the matrix plus a few MiB a thread.
 #pragma once
 
 #include "io/binary_file.hpp"
 #include "vlattice/half.hpp"
+#include "vlattice/io.hpp"
 #include "vlattice/memory.hpp"
 #include "vlattice/types.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include <omp.h>
 
 namespace vlattice::io {
 
@@ -30,15 +35,21 @@ inline float to_float(std::int8_t value) { return static_cast<float>(value); }
 inline float to_float(std::int32_t value) { return static_cast<float>(value); }
 inline float to_float(Half value) { return half_to_float(value.bits); }
 
-// A zeroed rows x cols Table (Matrix, or IdMatrix for ids), once it is known to fit the memory a run
-// can have: a header or a compressed dataset may promise far more than the file's size.
+// A rows x cols Table (Matrix, or IdMatrix for ids), once it is known to fit the memory a run can
+// have: a header or a compressed dataset may promise far more than the file's size. A Matrix comes
+// with its values unset, for the reader to write every one (from several threads, each touching its
+// own pages first); ids come zeroed.
 template <class Table>
 Table allocate_table(const std::string& where, std::uint64_t rows, std::uint64_t cols) {
     using Value = typename decltype(Table::data)::value_type;
     const char* type = std::is_same_v<Value, float> ? "float32" : "int64 ids";
     check_memory(where + ": " + count_text(rows) + " x " + count_text(cols) + " " + type,
                  table_bytes(rows, cols, sizeof(Value)));
-    return Table(rows, cols);
+    if constexpr (std::is_same_v<Table, Matrix>) {
+        return Matrix::unset(rows, cols);
+    } else {
+        return Table(rows, cols);
+    }
 }
 
 template <typename T>
@@ -47,6 +58,9 @@ void widen(const T* source, std::size_t count, float* destination) {
         destination[i] = to_float(source[i]);
     }
 }
+
+// float16 through F16C where the CPU has it (the same values: the conversion is exact).
+void widen(const Half* source, std::size_t count, float* destination);
 
 // Integers as vector ids. A uint64 beyond int64 wraps negative, which the id checks then refuse.
 template <typename T>
@@ -80,32 +94,87 @@ inline void narrow(const double* source, std::size_t count, std::uint64_t first,
 
 constexpr std::size_t kStagingBytes = std::size_t{8} << 20;
 
-// Reads `count` values of T from the file's current position through a staging buffer of a few MiB;
-// convert(values, how_many, index_of_the_first) turns each block into float32 in place.
-template <typename T, typename Convert>
-void read_converted(BinaryFile& file, std::size_t count, const std::string& what, Convert convert) {
-    const std::size_t block = kStagingBytes / sizeof(T);
-    std::vector<T> staging(std::min(block, count));
-    std::size_t done = 0;
-    while (done < count) {
-        const std::size_t now = std::min(staging.size(), count - done);
-        file.read(staging.data(), now * sizeof(T), what);
-        convert(staging.data(), now, done);
-        done += now;
+// Reads `rows` rows of `row_bytes` bytes each, the first at byte `offset` of the file, in blocks of
+// about kStagingBytes on the OpenMP threads: each thread reads its blocks with pread into a staging
+// buffer of its own and hands them to take(raw, first_row, count), which must only write the rows
+// it is given. Reading and converting so overlap, and a file in the page cache is read at memory
+// speed rather than at one core's conversion speed. An Error from take or from the read is
+// rethrown for the lowest block that raised one, so the message names the first bad row as a
+// serial read would. progress, when set, is called from one thread only; it counts `vectors`
+// vectors in all (the rows here may be blocks of values rather than vectors).
+template <typename Take>
+void read_row_blocks(BinaryFile& file, std::uint64_t offset, std::size_t rows, std::size_t row_bytes,
+                     const std::string& what, const ReadProgress& progress, std::uint64_t vectors, Take take) {
+    const std::size_t rows_per_block = std::max<std::size_t>(1, kStagingBytes / row_bytes);
+    const std::size_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+    const std::uint64_t total = static_cast<std::uint64_t>(rows) * row_bytes;
+    std::vector<std::exception_ptr> failures(blocks);
+    std::atomic<bool> failed{false};
+    std::atomic<std::uint64_t> done{0};
+#pragma omp parallel if (blocks > 1)
+    {
+        std::vector<char> staging;
+#pragma omp for schedule(dynamic, 1)
+        for (std::size_t b = 0; b < blocks; ++b) {
+            if (failed.load(std::memory_order_relaxed)) {
+                continue;
+            }
+            try {
+                const std::size_t first = b * rows_per_block;
+                const std::size_t count = std::min(rows_per_block, rows - first);
+                staging.resize(rows_per_block * row_bytes);
+                file.read_at(offset + static_cast<std::uint64_t>(first) * row_bytes, staging.data(), count * row_bytes,
+                             what + " from row " + std::to_string(first));
+                take(staging.data(), first, count);
+                const std::uint64_t now = done.fetch_add(count * row_bytes) + count * row_bytes;
+                if (progress && omp_get_thread_num() == 0) {
+                    progress({now, total, vectors});
+                }
+            } catch (...) {
+                failures[b] = std::current_exception();
+                failed.store(true, std::memory_order_relaxed);
+            }
+        }
+    }
+    for (const std::exception_ptr& failure : failures) {
+        if (failure) {
+            std::rethrow_exception(failure);
+        }
+    }
+    if (progress) {
+        progress({total, total, vectors});
     }
 }
 
-// Reads `count` values of T from the file's current position into `destination`: float32 for vectors,
-// int64 for ids.
+// Reads `count` values of T, contiguous from the file's current position, into `destination`:
+// float32 for vectors, int64 for ids (through widen). The position moves past them.
 template <typename T, typename Out>
-void read_as(BinaryFile& file, std::size_t count, Out* destination, const std::string& what) {
-    if constexpr (std::is_same_v<T, Out>) {
-        file.read(destination, count * sizeof(Out), what);
-    } else {
-        read_converted<T>(file, count, what, [&](const T* values, std::size_t now, std::size_t first) {
-            widen(values, now, destination + first);
-        });
+void read_as(BinaryFile& file, std::size_t count, Out* destination, const std::string& what,
+             const ReadProgress& progress, std::uint64_t vectors) {
+    // Blocks of whole values: a "row" here is kValues values, the last block's shorter.
+    constexpr std::size_t kValues = 1024;
+    const std::size_t whole = count / kValues;
+    const std::uint64_t start = file.position();
+    const std::uint64_t all = static_cast<std::uint64_t>(count) * sizeof(T);
+    ReadProgress blocks;
+    if (progress) {
+        blocks = [&](const ReadStatus& status) { progress({status.done, all, vectors}); };
     }
+    read_row_blocks(file, start, whole, kValues * sizeof(T), what, blocks, vectors,
+                    [&](const char* raw, std::size_t first, std::size_t rows) {
+                        widen(reinterpret_cast<const T*>(raw), rows * kValues, destination + first * kValues);
+                    });
+    const std::size_t rest = count - whole * kValues;
+    if (rest > 0) {
+        std::vector<T> tail(rest);
+        file.read_at(start + static_cast<std::uint64_t>(whole) * kValues * sizeof(T), tail.data(), rest * sizeof(T),
+                     what);
+        widen(tail.data(), rest, destination + whole * kValues);
+    }
+    if (progress) {
+        progress({all, all, vectors});
+    }
+    file.skip(all);
 }
 
 }  // namespace vlattice::io

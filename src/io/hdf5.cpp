@@ -99,8 +99,8 @@ std::string holding_file(const std::string& where, hid_t dataset) {
     return name;
 }
 
-// Rows per block where float64 data is narrowed here: a few MiB of them, but whole chunks of a chunked
-// dataset, so that no chunk is decompressed twice.
+// Rows per block of a read: a few MiB of them, but whole chunks of a chunked dataset, so that no
+// chunk is decompressed twice.
 hsize_t rows_per_block(hid_t dataset, const hsize_t* dims) {
     hsize_t rows = std::max<hsize_t>(1, kStagingBytes / (dims[1] * sizeof(double)));
     const Hdf5Handle plist(H5Dget_create_plist(dataset), H5Pclose);
@@ -111,20 +111,29 @@ hsize_t rows_per_block(hid_t dataset, const hsize_t* dims) {
     return std::min(rows, dims[0]);
 }
 
-// float64 is narrowed here rather than by libhdf5, which turns a value beyond float32's range into
-// Inf without saying where it was.
-void read_narrowed(hid_t dataset, hid_t space, const hsize_t* dims, Matrix& points, const std::string& where) {
+// Reads the dataset into `points` a block of rows at a time, so that a long read reports its
+// progress (the bytes as stored). float64 is narrowed here rather than by libhdf5, which turns a
+// value beyond float32's range into Inf without saying where it was; other types libhdf5 converts.
+void read_blocks(hid_t dataset, hid_t space, const hsize_t* dims, bool narrowed, std::size_t stored_bytes,
+                 Matrix& points, const std::string& where, const ReadProgress& progress) {
     const hsize_t block = rows_per_block(dataset, dims);
-    std::vector<double> staging(block * dims[1]);
+    std::vector<double> staging(narrowed ? block * dims[1] : 0);
+    const std::uint64_t total = static_cast<std::uint64_t>(dims[0]) * dims[1] * stored_bytes;
     for (hsize_t first = 0; first < dims[0]; first += block) {
         const hsize_t start[2] = {first, 0};
         const hsize_t count[2] = {std::min(block, dims[0] - first), dims[1]};
         const Hdf5Handle memory(H5Screate_simple(2, count, nullptr), H5Sclose);
         if (H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
-            H5Dread(dataset, H5T_NATIVE_DOUBLE, memory.get(), space, H5P_DEFAULT, staging.data()) < 0) {
+            H5Dread(dataset, narrowed ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT, memory.get(), space, H5P_DEFAULT,
+                    narrowed ? static_cast<void*>(staging.data()) : static_cast<void*>(points.row(first))) < 0) {
             throw Error(where + ": read failed" + hdf5_reason());
         }
-        narrow(staging.data(), count[0] * count[1], first * dims[1], dims[1], points.row(first), where);
+        if (narrowed) {
+            narrow(staging.data(), count[0] * count[1], first * dims[1], dims[1], points.row(first), where);
+        }
+        if (progress) {
+            progress({(first + count[0]) * dims[1] * stored_bytes, total, dims[0]});
+        }
     }
 }
 
@@ -137,14 +146,12 @@ struct MatrixDataset {
     std::string where;    // "FILE: dataset 'NAME'", for errors
 };
 
-Matrix read_floats(const MatrixDataset& d) {
+Matrix read_floats(const MatrixDataset& d, const ReadProgress& progress) {
     Matrix points = allocate_table<Matrix>(d.where, d.dims[0], d.dims[1]);
     const Hdf5Handle type(H5Dget_type(d.data), H5Tclose);
-    if (d.type_class == H5T_FLOAT && H5Tget_size(type.get()) > sizeof(float)) {
-        read_narrowed(d.data, d.space, d.dims, points, d.where);
-    } else if (H5Dread(d.data, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, points.data.data()) < 0) {
-        throw Error(d.where + ": read failed" + hdf5_reason());
-    }
+    const std::size_t stored_bytes = H5Tget_size(type.get());
+    read_blocks(d.data, d.space, d.dims, d.type_class == H5T_FLOAT && stored_bytes > sizeof(float), stored_bytes,
+                points, d.where, progress);
     return points;
 }
 
@@ -208,9 +215,9 @@ void read_matrix_dataset(const std::string& path, const std::string& dataset,
 
 }  // namespace
 
-Matrix read_hdf5(const std::string& path, const std::string& dataset) {
+Matrix read_hdf5(const std::string& path, const std::string& dataset, const ReadProgress& progress) {
     Matrix points;
-    read_matrix_dataset(path, dataset, [&](const MatrixDataset& d) { points = read_floats(d); });
+    read_matrix_dataset(path, dataset, [&](const MatrixDataset& d) { points = read_floats(d, progress); });
     return points;
 }
 
@@ -218,7 +225,7 @@ IdMatrix read_hdf5_ids(const std::string& path, const std::string& dataset) {
     IdMatrix ids;
     read_matrix_dataset(path, dataset, [&](const MatrixDataset& d) {
         if (d.type_class != H5T_INTEGER) {
-            ids = whole_ids(read_floats(d), d.where);
+            ids = whole_ids(read_floats(d, {}), d.where);
             return;
         }
         ids = allocate_table<IdMatrix>(d.where, d.dims[0], d.dims[1]);

@@ -2,13 +2,14 @@
 // "test"), converted to float32 by libhdf5 whatever its stored type.
 #pragma once
 
+#include "vlattice/io.hpp"
 #include "vlattice/types.hpp"
 
 #include <string>
 
 namespace vlattice::io {
 
-Matrix read_hdf5(const std::string& path, const std::string& dataset);
+Matrix read_hdf5(const std::string& path, const std::string& dataset, const ReadProgress& progress = {});
 
 // Vector ids: an integer dataset read exactly, a floating-point one when its values are whole numbers.
 IdMatrix read_hdf5_ids(const std::string& path, const std::string& dataset);

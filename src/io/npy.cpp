@@ -68,18 +68,20 @@ Table sized_table(BinaryFile& file, const NpyHeader& header, const char* type_na
 }
 
 template <typename T, typename Table = Matrix>
-Table read_data(BinaryFile& file, const NpyHeader& header, const char* type_name) {
+Table read_data(BinaryFile& file, const NpyHeader& header, const char* type_name, const ReadProgress& progress) {
     Table table = sized_table<T, Table>(file, header, type_name);
-    read_as<T>(file, table.data.size(), table.data.data(), "the array data");
+    read_as<T>(file, table.data.size(), table.data.data(), "the array data", progress, table.rows);
     return table;
 }
 
-Matrix read_float64(BinaryFile& file, const NpyHeader& header) {
+Matrix read_float64(BinaryFile& file, const NpyHeader& header, const ReadProgress& progress) {
     Matrix points = sized_table<double>(file, header, "float64");
-    read_converted<double>(file, points.data.size(), "the array data",
-                           [&](const double* values, std::size_t count, std::size_t first) {
-                               narrow(values, count, first, points.cols, points.data.data() + first, file.path());
-                           });
+    const std::size_t cols = points.cols;
+    read_row_blocks(file, file.position(), points.rows, cols * sizeof(double), "the array data", progress, points.rows,
+                    [&](const char* raw, std::size_t first, std::size_t rows) {
+                        narrow(reinterpret_cast<const double*>(raw), rows * cols, first * cols, cols,
+                               points.row(first), file.path());
+                    });
     return points;
 }
 
@@ -100,22 +102,22 @@ void check_layout(const std::string& path, const NpyHeader& header) {
     }
 }
 
-Matrix read_values(BinaryFile& file, const NpyHeader& header) {
+Matrix read_values(BinaryFile& file, const NpyHeader& header, const ReadProgress& progress) {
     const std::string& path = file.path();
     if (header.descr == "<f4") {
-        return read_data<float>(file, header, "float32");
+        return read_data<float>(file, header, "float32", progress);
     }
     if (header.descr == "<f8") {
-        return read_float64(file, header);
+        return read_float64(file, header, progress);
     }
     if (header.descr == "<f2") {
-        return read_data<Half>(file, header, "float16");
+        return read_data<Half>(file, header, "float16", progress);
     }
     if (header.descr == "|u1" || header.descr == "<u1") {
-        return read_data<std::uint8_t>(file, header, "uint8");
+        return read_data<std::uint8_t>(file, header, "uint8", progress);
     }
     if (header.descr == "|i1" || header.descr == "<i1") {
-        return read_data<std::int8_t>(file, header, "int8");
+        return read_data<std::int8_t>(file, header, "int8", progress);
     }
     const bool ids = header.descr == "<i4" || header.descr == "<i8" || header.descr == "<u4" || header.descr == "<u8";
     throw Error(path + ": .npy header field 'descr' is '" + header.descr + "'; supported: " + kSupportedDescr +
@@ -124,11 +126,11 @@ Matrix read_values(BinaryFile& file, const NpyHeader& header) {
 
 }  // namespace
 
-Matrix read_npy(const std::string& path) {
+Matrix read_npy(const std::string& path, const ReadProgress& progress) {
     BinaryFile file(path);
     const NpyHeader header = parse_npy_header(path, read_header_text(file));
     check_layout(path, header);
-    return read_values(file, header);
+    return read_values(file, header, progress);
 }
 
 IdMatrix read_npy_ids(const std::string& path) {
@@ -136,18 +138,18 @@ IdMatrix read_npy_ids(const std::string& path) {
     const NpyHeader header = parse_npy_header(path, read_header_text(file));
     check_layout(path, header);
     if (header.descr == "<i4") {
-        return read_data<std::int32_t, IdMatrix>(file, header, "int32");
+        return read_data<std::int32_t, IdMatrix>(file, header, "int32", {});
     }
     if (header.descr == "<i8") {
-        return read_data<std::int64_t, IdMatrix>(file, header, "int64");
+        return read_data<std::int64_t, IdMatrix>(file, header, "int64", {});
     }
     if (header.descr == "<u4") {
-        return read_data<std::uint32_t, IdMatrix>(file, header, "uint32");
+        return read_data<std::uint32_t, IdMatrix>(file, header, "uint32", {});
     }
     if (header.descr == "<u8") {
-        return read_data<std::uint64_t, IdMatrix>(file, header, "uint64");
+        return read_data<std::uint64_t, IdMatrix>(file, header, "uint64", {});
     }
-    return whole_ids(read_values(file, header), path);
+    return whole_ids(read_values(file, header, {}), path);
 }
 
 void write_npy(std::ostream& out, const Matrix& points) {

@@ -2,6 +2,7 @@
 // to float32, refused beyond its range), float16, uint8 or int8.
 #pragma once
 
+#include "vlattice/io.hpp"
 #include "vlattice/types.hpp"
 
 #include <ostream>
@@ -9,7 +10,7 @@
 
 namespace vlattice::io {
 
-Matrix read_npy(const std::string& path);
+Matrix read_npy(const std::string& path, const ReadProgress& progress = {});
 
 // Vector ids: int32, int64, uint32 or uint64 read exactly; the types read_npy reads when every value
 // is a whole number.

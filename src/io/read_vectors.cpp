@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 
 namespace vlattice {
@@ -114,28 +116,28 @@ bool is_hdf5_path(const std::string& path) {
 Matrix read_vectors(const std::string& path, const ReadOptions& options) {
     const std::string extension = extension_of(path, options.format);
     if (extension == ".fvecs") {
-        return io::read_fvecs(path);
+        return io::read_fvecs(path, options.progress);
     }
     if (extension == ".bvecs") {
-        return io::read_bvecs(path);
+        return io::read_bvecs(path, options.progress);
     }
     if (extension == ".ivecs") {
-        return io::read_ivecs(path);
+        return io::read_ivecs(path, options.progress);
     }
     if (extension == ".fbin") {
-        return io::read_fbin(path);
+        return io::read_fbin(path, options.progress);
     }
     if (extension == ".u8bin") {
-        return io::read_u8bin(path);
+        return io::read_u8bin(path, options.progress);
     }
     if (extension == ".i8bin") {
-        return io::read_i8bin(path);
+        return io::read_i8bin(path, options.progress);
     }
     if (extension == ".npy") {
-        return io::read_npy(path);
+        return io::read_npy(path, options.progress);
     }
     if (is_hdf5_extension(extension)) {
-        return io::read_hdf5(path, options.dataset);
+        return io::read_hdf5(path, options.dataset, options.progress);
     }
     throw_unsupported(path, options.format, kReadable);
 }
@@ -192,6 +194,20 @@ std::optional<Metric> input_metric(const std::string& path, const std::string& f
 }
 
 void check_finite(const Matrix& points, const std::string& path) {
+    // An all-ones exponent is Inf or NaN. Flags or-ed together vectorise, and the threads share the
+    // scan; only a set that holds one is searched again, in order, for the first.
+    const float* values = points.data.data();
+    const std::size_t count = points.data.size();
+    std::uint32_t found = 0;
+#pragma omp parallel for schedule(static) reduction(| : found) if (count >= (std::size_t{1} << 20))
+    for (std::size_t e = 0; e < count; ++e) {
+        std::uint32_t bits;
+        std::memcpy(&bits, &values[e], sizeof bits);
+        found |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    if (found == 0) {
+        return;
+    }
     for (std::size_t i = 0; i < points.rows; ++i) {
         const float* row = points.row(i);
         for (std::size_t k = 0; k < points.cols; ++k) {

@@ -46,7 +46,7 @@ void throw_truncated_or_mismatch(BinaryFile& file, Dimension dim, std::uint64_t 
 
 // Table is Matrix (vectors) or IdMatrix (ids).
 template <typename T, typename Table = Matrix>
-Table read_texmex(const std::string& path) {
+Table read_texmex(const std::string& path, const ReadProgress& progress) {
     BinaryFile file(path);
     Dimension dim = 0;
     file.read_at(0, &dim, sizeof dim, "row 0's dimension");
@@ -62,44 +62,40 @@ Table read_texmex(const std::string& path) {
     const std::size_t cols = static_cast<std::size_t>(dim);
 
     Table points = allocate_table<Table>(path, rows, cols);
-    const std::size_t rows_per_block = std::max<std::size_t>(1, kStagingBytes / row_bytes);
-    std::vector<char> staging(std::min(rows_per_block, rows) * row_bytes);
-    // Values sit 4 bytes into each row, so they are copied out rather than read in place.
-    std::vector<T> values(cols);
-    for (std::size_t first = 0; first < rows;) {
-        const std::size_t count = std::min(rows_per_block, rows - first);
-        file.read(staging.data(), count * row_bytes, "row " + std::to_string(first));
-        for (std::size_t i = 0; i < count; ++i) {
-            const char* raw = staging.data() + i * row_bytes;
-            Dimension got = 0;
-            std::memcpy(&got, raw, sizeof got);
-            if (got != dim) {
-                throw_dimension_mismatch(path, first + i, got, dim);
-            }
-            std::memcpy(values.data(), raw + sizeof(Dimension), cols * sizeof(T));
-            widen(values.data(), cols, points.row(first + i));
-        }
-        first += count;
-    }
+    read_row_blocks(file, 0, rows, row_bytes, "the rows", progress, rows,
+                    [&](const char* raw_rows, std::size_t first, std::size_t count) {
+                        // Values sit 4 bytes into each row, so they are copied out rather than read in place.
+                        std::vector<T> values(cols);
+                        for (std::size_t i = 0; i < count; ++i) {
+                            const char* raw = raw_rows + i * row_bytes;
+                            Dimension got = 0;
+                            std::memcpy(&got, raw, sizeof got);
+                            if (got != dim) {
+                                throw_dimension_mismatch(path, first + i, got, dim);
+                            }
+                            std::memcpy(values.data(), raw + sizeof(Dimension), cols * sizeof(T));
+                            widen(values.data(), cols, points.row(first + i));
+                        }
+                    });
     return points;
 }
 
 }  // namespace
 
-Matrix read_fvecs(const std::string& path) {
-    return read_texmex<float>(path);
+Matrix read_fvecs(const std::string& path, const ReadProgress& progress) {
+    return read_texmex<float>(path, progress);
 }
 
-Matrix read_bvecs(const std::string& path) {
-    return read_texmex<std::uint8_t>(path);
+Matrix read_bvecs(const std::string& path, const ReadProgress& progress) {
+    return read_texmex<std::uint8_t>(path, progress);
 }
 
-Matrix read_ivecs(const std::string& path) {
-    return read_texmex<std::int32_t>(path);
+Matrix read_ivecs(const std::string& path, const ReadProgress& progress) {
+    return read_texmex<std::int32_t>(path, progress);
 }
 
 IdMatrix read_ivecs_ids(const std::string& path) {
-    return read_texmex<std::int32_t, IdMatrix>(path);
+    return read_texmex<std::int32_t, IdMatrix>(path, {});
 }
 
 void write_fvecs(std::ostream& out, const std::string& name, const Matrix& points) {

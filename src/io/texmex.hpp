@@ -2,6 +2,7 @@
 // float32, uint8 or int32 values.
 #pragma once
 
+#include "vlattice/io.hpp"
 #include "vlattice/types.hpp"
 
 #include <ostream>
@@ -9,9 +10,9 @@
 
 namespace vlattice::io {
 
-Matrix read_fvecs(const std::string& path);
-Matrix read_bvecs(const std::string& path);
-Matrix read_ivecs(const std::string& path);
+Matrix read_fvecs(const std::string& path, const ReadProgress& progress = {});
+Matrix read_bvecs(const std::string& path, const ReadProgress& progress = {});
+Matrix read_ivecs(const std::string& path, const ReadProgress& progress = {});
 // An .ivecs file of vector ids (a ground truth), read exactly.
 IdMatrix read_ivecs_ids(const std::string& path);
 
