@@ -45,6 +45,24 @@ void round_values(float* values, std::size_t count, bool f16, float up, float do
     }
 }
 
+// Whether round_values would change any value, without writing: the same rounding, compared bit for
+// bit with each value.
+VLATTICE_ALSO_FOR_X86_64_V3
+bool rounding_changes(const float* values, std::size_t count, bool f16, float up, float down) {
+    std::uint32_t changed = 0;
+#pragma omp parallel for schedule(static) reduction(| : changed) if (count >= kParallelValues)
+    for (std::size_t i = 0; i < count; ++i) {
+        const float scaled = values[i] * up;
+        const float rounded = (f16 ? half_to_float(float_to_half(scaled)) : round_to_bf16(scaled)) * down;
+        std::uint32_t before;
+        std::uint32_t after;
+        std::memcpy(&before, &values[i], sizeof before);
+        std::memcpy(&after, &rounded, sizeof after);
+        changed |= static_cast<std::uint32_t>(before != after);
+    }
+    return changed != 0;
+}
+
 // The largest |value|'s bit pattern. With the sign cleared, the patterns of finite values and
 // infinity are ordered as their magnitudes and every NaN's lies above them; integer maxima vectorise
 // where float ones (which must skip NaNs) did not: a 10,000 x 128 scan took 2.5 ms on the GPU
@@ -143,6 +161,12 @@ void round_to_format(Matrix& points, const PointFormat& format) {
     // rounds exactly as ldexp does, at a fraction of its cost.
     round_values(points.data.data(), points.data.size(), format.storage == PointStorage::f16,
                  std::ldexp(1.0f, format.exponent), std::ldexp(1.0f, -format.exponent));
+}
+
+bool holds_exactly(const Matrix& points, const PointFormat& format) {
+    return format.storage == PointStorage::f32 ||
+           !rounding_changes(points.data.data(), points.data.size(), format.storage == PointStorage::f16,
+                             std::ldexp(1.0f, format.exponent), std::ldexp(1.0f, -format.exponent));
 }
 
 const char* storage_name(PointStorage storage) {

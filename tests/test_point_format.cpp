@@ -27,7 +27,7 @@ std::uint32_t bits_of(float value) {
 
 Matrix one_row(std::vector<float> values) {
     Matrix x(1, values.size());
-    x.data = std::move(values);
+    x.data.assign(values.begin(), values.end());
     return x;
 }
 
@@ -73,10 +73,10 @@ TEST_CASE("points round to the nearest value of the storage format, ties to even
     Matrix x = one_row({1.0f + 0x1p-11f, 1.0f + 0x3p-11f, 1.0f + 0x1p-8f, 1.0f + 0x3p-8f, 2049.0f, -1.5f});
     Matrix f16 = x;
     round_to_format(f16, {PointStorage::f16, 0});
-    CHECK(f16.data == std::vector<float>{1.0f, 1.0f + 0x4p-11f, 1.0f + 0x1p-8f, 1.0f + 0x3p-8f, 2048.0f, -1.5f});
+    CHECK(f16.data == Floats{1.0f, 1.0f + 0x4p-11f, 1.0f + 0x1p-8f, 1.0f + 0x3p-8f, 2048.0f, -1.5f});
     Matrix bf16 = x;
     round_to_format(bf16, {PointStorage::bf16, 0});
-    CHECK(bf16.data == std::vector<float>{1.0f, 1.0f, 1.0f, 1.0f + 0x4p-8f, 2048.0f, -1.5f});
+    CHECK(bf16.data == Floats{1.0f, 1.0f, 1.0f, 1.0f + 0x4p-8f, 2048.0f, -1.5f});
     Matrix f32 = x;
     round_to_format(f32, {PointStorage::f32, 0});
     CHECK(f32.data == x.data);
@@ -109,7 +109,21 @@ TEST_CASE("rounding uses the scale, is exact in the format and idempotent", "[st
         Matrix twice = once;
         round_to_format(twice, point_format(once, storage));
         CHECK(twice.data == once.data);
+        // What the format holds is used as given; one value it does not hold is enough to round.
+        CHECK(holds_exactly(once, point_format(once, storage)));
+        CHECK_FALSE(holds_exactly(x, format));
+        Matrix almost = once;
+        almost.data[almost.data.size() / 2] = std::nextafter(almost.data[almost.data.size() / 2], 1e9f);
+        CHECK_FALSE(holds_exactly(almost, point_format(almost, storage)));
     }
+    CHECK(holds_exactly(x, point_format(x, PointStorage::f32)));
+    // Pixels: whole numbers 0-255 are held by float16 and by bfloat16.
+    Matrix pixels(300, 784);
+    for (std::size_t e = 0; e < pixels.data.size(); ++e) {
+        pixels.data[e] = static_cast<float>(rng() % 256);
+    }
+    CHECK(holds_exactly(pixels, point_format(pixels, PointStorage::f16)));
+    CHECK(holds_exactly(pixels, point_format(pixels, PointStorage::bf16)));
 }
 
 TEST_CASE("rounding gives the software conversion's bits over float16's whole range", "[storage]") {

@@ -53,6 +53,11 @@ void check_accepted_range(const Matrix& points, const std::string& source);
 // x <- 2^-e half(2^e x). f32 leaves the points as they are.
 void round_to_format(Matrix& points, const PointFormat& format);
 
+// Whether round_to_format would leave every coordinate as it is, bit for bit: always under f32, and
+// under f16 for data float16 holds (float16 or 8-bit inputs, pixels). A fit then uses the points as
+// given instead of a rounded copy of them.
+bool holds_exactly(const Matrix& points, const PointFormat& format);
+
 const char* storage_name(PointStorage storage);
 // Throws Error naming the bad value.
 PointStorage parse_storage(const std::string& name);

@@ -118,14 +118,17 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
     const auto start = std::chrono::steady_clock::now();
     const std::size_t n = input.rows;
     FitResult result;
-    // Under a 16-bit storage the fit, the validation included, sees the points as stored.
+    // Under a 16-bit storage the fit, the validation included, sees the points as stored: a rounded
+    // copy, unless the format holds them already (a float16 input under f16 would double the
+    // process's memory for a copy equal to it).
     Matrix rounded;
     const RunSetup setup{point_format(input, config.storage), config.assign_precision};
-    if (config.storage != PointStorage::f32) {
+    const bool as_given = holds_exactly(input, setup.format);
+    if (!as_given) {
         rounded = input;
         round_to_format(rounded, setup.format);
     }
-    const Matrix& points = config.storage == PointStorage::f32 ? input : rounded;
+    const Matrix& points = as_given ? input : rounded;
     {
         Stopwatch watch(result.seconds.init);
         backend.upload_points(points, setup);
