@@ -36,6 +36,7 @@ nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, c
     report["seconds"] = {
         {"load", context.load_seconds},
         {"init", fit.init},
+        {"init_upload", fit.init_upload},  // part of init
         {"assign", fit.assign},
         {"reduce", fit.reduce},
         {"update", fit.update},

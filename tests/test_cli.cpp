@@ -271,13 +271,15 @@ TEST_CASE("compress --report writes the energy, every iteration and the phase se
     CHECK(report["validation"]["checks"] == report["iterations"].get<int>() / 2 + 1);
     CHECK(report["validation"]["relative_difference"].get<double>() <= 1e-5);
     CHECK(report["validation"]["cpu_recomputed_energy"] == report["energy"]);
-    for (const char* phase : {"load", "init", "assign", "reduce", "update", "maintenance", "maintenance_nearest",
-                              "maintenance_members", "energy", "validation", "write", "fit", "total"}) {
+    for (const char* phase : {"load", "init", "init_upload", "assign", "reduce", "update", "maintenance",
+                              "maintenance_nearest", "maintenance_members", "energy", "validation", "write", "fit",
+                              "total"}) {
         INFO(phase);
         CHECK(report["seconds"][phase].get<double>() >= 0.0);
     }
     CHECK(report["seconds"]["maintenance_nearest"].get<double>() + report["seconds"]["maintenance_members"].get<double>() <=
           report["seconds"]["maintenance"].get<double>());
+    CHECK(report["seconds"]["init_upload"].get<double>() <= report["seconds"]["init"].get<double>());
 }
 
 TEST_CASE("every command's --help lists its options and their defaults", "[cli]") {

@@ -38,6 +38,9 @@ struct PhaseSeconds {
     // Parts of maintenance: finding each anchor's nearest anchor, and splitting anchors (gathering
     // their members and the 2-means, Backend::split_members); the rest is moving the anchors.
     double maintenance_nearest = 0, maintenance_members = 0;
+    // Part of init: handing the points to the backend (on the GPU, their upload); the rest is
+    // k-means++.
+    double init_upload = 0;
 };
 
 // The CPU's double-precision recomputation of a backend's energy.

@@ -131,7 +131,10 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
     const Matrix& points = as_given ? input : rounded;
     {
         Stopwatch watch(result.seconds.init);
-        backend.upload_points(points, setup);
+        {
+            Stopwatch upload(result.seconds.init_upload);
+            backend.upload_points(points, setup);
+        }
         backend.seed_anchors(points, config.anchors, init_sample_size(config, n), config.seed);
     }
 
