@@ -5,7 +5,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
 
@@ -79,6 +81,18 @@ void check_memory(const std::string& what, std::uint64_t bytes) {
     if (bytes > limit.bytes) {
         throw Error(what + " needs " + byte_size_text(bytes) + " of memory, more than " + limit.source + " allows (" +
                     scaled_text(limit.bytes) + ")");
+    }
+}
+
+void copy_in_parallel(void* to, const void* from, std::size_t bytes) {
+    constexpr std::size_t kShare = std::size_t{1} << 20;
+    const std::size_t shares = (bytes + kShare - 1) / kShare;
+    auto* out = static_cast<char*>(to);
+    const auto* in = static_cast<const char*>(from);
+#pragma omp parallel for schedule(static) if (shares > 1)
+    for (std::size_t k = 0; k < shares; ++k) {
+        const std::size_t first = k * kShare;
+        std::memcpy(out + first, in + first, std::min(kShare, bytes - first));
     }
 }
 

@@ -4,6 +4,8 @@
 #include "runtime/cuda_check.hpp"
 #include "runtime/stream.hpp"
 
+#include "vlattice/memory.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -62,7 +64,7 @@ void DevicePoints::copy_up(const Matrix& points, cudaStream_t stream, Land land,
         if (part >= 2) {
             drained[half].synchronize();
         }
-        std::memcpy(buffer, points.row(first), rows * d * sizeof(float));
+        copy_in_parallel(buffer, points.row(first), rows * d * sizeof(float));
         float* to = land(first);
         CUDA_CHECK(cudaMemcpyAsync(to, buffer, rows * d * sizeof(float), cudaMemcpyHostToDevice, stream));
         drained[half].record(stream);
