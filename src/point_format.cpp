@@ -111,10 +111,10 @@ AcceptedRange accepted_range(std::size_t d) {
     return range;
 }
 
-void check_accepted_range(const Matrix& points, const std::string& source) {
+float check_accepted_range(const Matrix& points, const std::string& source) {
     const std::size_t d = points.cols;
     if (points.data.empty()) {
-        return;
+        return 0.0f;
     }
     const AcceptedRange range = accepted_range(d);
     const float largest = largest_magnitude(points);
@@ -140,10 +140,14 @@ void check_accepted_range(const Matrix& points, const std::string& source) {
                     "), the smallest scale vlattice fits: its 16-bit operands would round such data to zero; "
                     "scale the data up");
     }
+    return largest;
 }
 
 PointFormat point_format(const Matrix& points, PointStorage storage) {
-    const float largest = largest_magnitude(points);
+    return point_format(largest_magnitude(points), storage);
+}
+
+PointFormat point_format(float largest, PointStorage storage) {
     PointFormat format;
     format.storage = storage;
     // A NaN anywhere comes out as the largest pattern, and leaves the default exponent as infinity does.

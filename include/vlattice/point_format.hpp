@@ -31,6 +31,8 @@ struct PointFormat {
 
 // The format of `storage` for these points (their largest |coordinate| sets the exponent).
 PointFormat point_format(const Matrix& points, PointStorage storage);
+// The same from their largest |coordinate|, as check_accepted_range returns it (a pass less).
+PointFormat point_format(float largest, PointStorage storage);
 
 // The magnitudes a fit accepts in d dimensions. Every coordinate must be finite with |x| <= largest,
 // so that the squared distance from any point to an anchor, at most (2 largest)^2 d, stays within
@@ -47,7 +49,8 @@ AcceptedRange accepted_range(std::size_t d);
 
 // Throws Error naming `source`, the row and the column of the first coordinate beyond
 // accepted_range (or that is not finite), or of the largest one when the data's scale is below it.
-void check_accepted_range(const Matrix& points, const std::string& source);
+// Returns the largest |coordinate| (0 for no points).
+float check_accepted_range(const Matrix& points, const std::string& source);
 
 // Rounds every coordinate to the nearest value the format holds (ties to even), in place:
 // x <- 2^-e half(2^e x). f32 leaves the points as they are.

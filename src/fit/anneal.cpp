@@ -114,7 +114,7 @@ double eta_at(double temperature) {
 FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
               const IterationCallback& on_iteration) {
     validate(config, input.rows);
-    check_accepted_range(input, "the points");
+    const float largest = check_accepted_range(input, "the points");
     const auto start = std::chrono::steady_clock::now();
     const std::size_t n = input.rows;
     FitResult result;
@@ -122,7 +122,7 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
     // copy, unless the format holds them already (a float16 input under f16 would double the
     // process's memory for a copy equal to it).
     Matrix rounded;
-    const RunSetup setup{point_format(input, config.storage), config.assign_precision};
+    const RunSetup setup{point_format(largest, config.storage), config.assign_precision};
     const bool as_given = holds_exactly(input, setup.format);
     if (!as_given) {
         rounded = input;
