@@ -191,4 +191,22 @@ TEST_CASE("a budget's candidates trained at once on the GPU are the CPU's, one a
     }
 }
 
+TEST_CASE("nearest anchors in tiles on the GPU are the CPU's in one pass", "[gpu][codes]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix points = random_points(5003, 40, rng, 12);
+    const Matrix anchors = select_rows(points, training_rows(points.rows, 97, run_seed));
+    const std::unique_ptr<Backend> cpu = make_cpu_backend(0);
+    const std::unique_ptr<Backend> gpu = make_cuda_backend(0);
+    const std::vector<std::uint32_t> whole = nearest_anchors(points, anchors, *cpu);
+    CHECK(nearest_anchors(points, anchors, *gpu) == whole);
+    std::size_t last = 0;
+    CHECK(nearest_anchors(points, anchors, *gpu, [&](std::size_t done, std::size_t) { last = done; }, 1000) == whole);
+    CHECK(last == points.rows);
+}
+
 #endif

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <set>
@@ -558,4 +559,45 @@ TEST_CASE("a run trained on a sample of its rows codes every row as encode --mod
     CHECK(small.exit_code != 0);
     CHECK_THAT(small.output, Contains("--train-sample 20 draws fewer rows than the 32 anchors"));
     CHECK_FALSE(std::filesystem::exists(refused));
+}
+
+TEST_CASE("nearest anchors found a tile at a time are those of one pass, the exact argmin", "[model]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const Matrix points = random_points(2503, 17, rng, 9);
+    // Anchors copied from rows, and one row twice, so that exact ties go to the lower id.
+    Matrix anchors = select_rows(points, training_rows(points.rows, 40, run_seed));
+    std::copy(anchors.row(3), anchors.row(3) + anchors.cols, anchors.row(30));
+    const std::unique_ptr<Backend> backend = make_cpu_backend(2);
+    std::vector<std::uint32_t> argmin(points.rows);
+    for (std::size_t i = 0; i < points.rows; ++i) {
+        double best = std::numeric_limits<double>::infinity();
+        for (std::size_t j = 0; j < anchors.rows; ++j) {
+            double sum = 0.0;
+            for (std::size_t k = 0; k < points.cols; ++k) {
+                const double gap = static_cast<double>(points.row(i)[k]) - anchors.row(j)[k];
+                sum += gap * gap;
+            }
+            if (sum < best) {
+                best = sum;
+                argmin[i] = static_cast<std::uint32_t>(j);
+            }
+        }
+    }
+    CHECK(nearest_anchors(points, anchors, *backend) == argmin);
+    for (const std::size_t tile : {std::size_t{1}, std::size_t{500}, std::size_t{2502}, std::size_t{2503}}) {
+        INFO("tile " << tile);
+        std::vector<std::size_t> seen;
+        CHECK(nearest_anchors(points, anchors, *backend,
+                              [&](std::size_t done, std::size_t total) {
+                                  CHECK(total == points.rows);
+                                  seen.push_back(done);
+                              },
+                              tile) == argmin);
+        REQUIRE_FALSE(seen.empty());
+        CHECK(seen.back() == points.rows);
+        CHECK(std::is_sorted(seen.begin(), seen.end()));
+        CHECK(seen.size() == (points.rows + tile - 1) / tile);
+    }
 }

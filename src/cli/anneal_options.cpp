@@ -133,8 +133,8 @@ LoadedPoints load_input(const std::string& command, const std::string& path, con
     ReadOptions options;
     options.dataset = args.dataset;
     options.format = args.input_format;
-    ReadProgressLine line(!quiet && ::isatty(STDERR_FILENO), "reading " + path);
-    options.progress = [&](const ReadStatus& status) { line.update(status); };
+    PassLine line(!quiet && ::isatty(STDERR_FILENO), "reading " + path);
+    options.progress = [&](const ReadStatus& status) { line.bytes(status); };
     LoadedPoints loaded = during("reading INPUT " + path, [&] { return load_points(path, options, metric); });
     line.finish();
     if (loaded.zero_rows > 0 && !quiet) {

@@ -10,6 +10,7 @@
 #include "input_files.hpp"
 #include "number_options.hpp"
 #include "options.hpp"
+#include "progress.hpp"
 
 #include "vlattice/anneal.hpp"
 #include "vlattice/atomic_file.hpp"
@@ -24,6 +25,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+
+#include <unistd.h>
 
 namespace vlattice::cli {
 
@@ -276,8 +279,10 @@ int compress(int argc, char** argv, bool model_only) {
     const bool nearest_known =
         !sampled && config.assign_precision == AssignPrecision::exact && storage == AnchorStorage::f32;
     const VlatFile file = model_only ? model : during("coding the vectors", [&] {
+        PassLine line(!args.quiet && ::isatty(STDERR_FILENO), "assigning every row to its anchor");
         return encode_with_model(model, loaded.points, *choice.backend, model.metadata_json, &context.code_coding,
-                                 nearest_known ? &result.assignments : nullptr);
+                                 nearest_known ? &result.assignments : nullptr,
+                                 [&](std::size_t done, std::size_t total) { line.rows(done, total); });
     });
     context.code_seconds = trained_seconds - result.seconds.total - context.other_fits_seconds + seconds_since(start);
     if (!args.quiet) {

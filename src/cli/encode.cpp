@@ -8,6 +8,7 @@
 #include "input_files.hpp"
 #include "number_options.hpp"
 #include "options.hpp"
+#include "progress.hpp"
 
 #include "vlattice/atomic_file.hpp"
 #include "vlattice/codec.hpp"
@@ -21,6 +22,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+
+#include <unistd.h>
 
 namespace vlattice::cli {
 
@@ -100,7 +103,9 @@ int encode(int argc, char** argv) {
     metadata["encoded"] = {{"input", std::filesystem::path(args.input).filename().string()},
                            {"n", loaded.points.rows}};
     VlatFile file = during("coding the vectors", [&] {
-        return encode_with_model(model, loaded.points, *choice.backend, metadata.dump());
+        PassLine line(!args.quiet && ::isatty(STDERR_FILENO), "assigning every row to its anchor");
+        return encode_with_model(model, loaded.points, *choice.backend, metadata.dump(), nullptr, nullptr,
+                                 [&](std::size_t done, std::size_t total) { line.rows(done, total); });
     });
     if (!args.append_to.empty()) {
         const VlatFile base = during("reading --append-to " + args.append_to, [&] { return read_vlat(args.append_to); });

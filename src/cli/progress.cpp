@@ -71,33 +71,58 @@ void ProgressBar::finish() {
 
 namespace vlattice::cli {
 
-ReadProgressLine::ReadProgressLine(bool enabled, std::string what)
+PassLine::PassLine(bool enabled, std::string what)
     : enabled_(enabled), what_(std::move(what)), start_(std::chrono::steady_clock::now()), drawn_at_(start_) {}
 
-ReadProgressLine::~ReadProgressLine() {
+PassLine::~PassLine() {
     finish();
 }
 
-void ReadProgressLine::update(const ReadStatus& status) {
-    const auto now = std::chrono::steady_clock::now();
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    if (!enabled_ || elapsed < 0.5 || (drawn_ && now - drawn_at_ < std::chrono::milliseconds(100)) ||
-        status.total == 0) {
-        return;
-    }
-    const double share = static_cast<double>(status.done) / static_cast<double>(status.total);
-    const double left = share > 0.0 ? elapsed / share - elapsed : 0.0;
-    std::fprintf(stderr, "\r%s: %sB of %sB (%.0f%%), %sB/s, %s rows/s, ETA %.0fs\033[K", what_.c_str(),
-                 rate_text(static_cast<double>(status.done)).c_str(),
-                 rate_text(static_cast<double>(status.total)).c_str(), 100.0 * share,
-                 rate_text(static_cast<double>(status.done) / elapsed).c_str(),
-                 rate_text(share * static_cast<double>(status.rows) / elapsed).c_str(), left);
+bool PassLine::due(std::chrono::steady_clock::time_point now) const {
+    return enabled_ && now - start_ >= std::chrono::milliseconds(500) &&
+           (!drawn_ || now - drawn_at_ >= std::chrono::milliseconds(100));
+}
+
+void PassLine::draw(std::chrono::steady_clock::time_point now, const std::string& text) {
+    std::fprintf(stderr, "\r%s: %s\033[K", what_.c_str(), text.c_str());
     std::fflush(stderr);
     drawn_ = true;
     drawn_at_ = now;
 }
 
-void ReadProgressLine::finish() {
+void PassLine::bytes(const ReadStatus& status) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!due(now) || status.total == 0) {
+        return;
+    }
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double share = static_cast<double>(status.done) / static_cast<double>(status.total);
+    char text[160];
+    std::snprintf(text, sizeof text, "%sB of %sB (%.0f%%), %sB/s, %s rows/s, ETA %.0fs",
+                  rate_text(static_cast<double>(status.done)).c_str(),
+                  rate_text(static_cast<double>(status.total)).c_str(), 100.0 * share,
+                  rate_text(static_cast<double>(status.done) / elapsed).c_str(),
+                  rate_text(share * static_cast<double>(status.rows) / elapsed).c_str(),
+                  share > 0.0 ? elapsed / share - elapsed : 0.0);
+    draw(now, text);
+}
+
+void PassLine::rows(std::size_t done, std::size_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!due(now) || total == 0) {
+        return;
+    }
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double share = static_cast<double>(done) / static_cast<double>(total);
+    char text[160];
+    std::snprintf(text, sizeof text, "%s of %s rows (%.0f%%), %s rows/s, ETA %.0fs",
+                  rate_text(static_cast<double>(done)).c_str(), rate_text(static_cast<double>(total)).c_str(),
+                  100.0 * share, rate_text(static_cast<double>(done) / elapsed).c_str(),
+                  share > 0.0 ? elapsed / share - elapsed : 0.0);
+    draw(now, text);
+}
+
+void PassLine::finish() {
     if (drawn_) {
         std::fputc('\n', stderr);
         std::fflush(stderr);

@@ -33,20 +33,27 @@ private:
     std::chrono::steady_clock::time_point start_;
 };
 
-// A long read's line: the bytes read of all, the rate in bytes and vectors per second, and the time
-// left at that rate. Reads that end within half a second draw nothing.
-class ReadProgressLine {
+// A long pass's line: how much of it is done (bytes or rows), the rates, and the time left at that
+// rate. Passes that end within half a second draw nothing.
+class PassLine {
 public:
-    // Draws nothing unless `enabled` (a terminal, as for ProgressBar); `what` names the read.
-    ReadProgressLine(bool enabled, std::string what);
-    ~ReadProgressLine();
-    ReadProgressLine(const ReadProgressLine&) = delete;
-    ReadProgressLine& operator=(const ReadProgressLine&) = delete;
+    // Draws nothing unless `enabled` (a terminal, as for ProgressBar); `what` names the pass.
+    PassLine(bool enabled, std::string what);
+    ~PassLine();
+    PassLine(const PassLine&) = delete;
+    PassLine& operator=(const PassLine&) = delete;
 
-    void update(const ReadStatus& status);
+    // A read: bytes read of all, of status.rows rows.
+    void bytes(const ReadStatus& status);
+    // A pass over rows: `done` of `total`.
+    void rows(std::size_t done, std::size_t total);
     void finish();
 
 private:
+    // Whether to draw now: enabled, past half a second, and a tenth of a second after the last line.
+    bool due(std::chrono::steady_clock::time_point now) const;
+    void draw(std::chrono::steady_clock::time_point now, const std::string& text);
+
     bool enabled_;
     bool drawn_ = false;
     std::string what_;

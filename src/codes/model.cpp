@@ -2,6 +2,7 @@
 #include "vlattice/model.hpp"
 
 #include "vlattice/half.hpp"
+#include "vlattice/memory.hpp"
 #include "vlattice/point_format.hpp"
 
 #include <algorithm>
@@ -20,14 +21,40 @@ Matrix stored_anchors(const Matrix& anchors, AnchorStorage storage) {
     return out;
 }
 
-std::vector<std::uint32_t> nearest_anchors(const Matrix& points, const Matrix& anchors, Backend& backend) {
-    if (points.rows == 0) {
-        return {};
+std::vector<std::uint32_t> nearest_anchors(const Matrix& points, const Matrix& anchors, Backend& backend,
+                                           const RowProgress& progress, std::size_t tile_rows) {
+    const std::size_t n = points.rows;
+    if (tile_rows == 0) {
+        tile_rows = std::max<std::size_t>(1, kNearestTileBytes / (std::max<std::size_t>(1, points.cols) * sizeof(float)));
     }
-    backend.upload_points(points, RunSetup{point_format(points, PointStorage::f32), AssignPrecision::exact});
-    backend.upload_anchors(anchors);
-    backend.assign();
-    return backend.download_assignments();
+    const auto assign = [&](const Matrix& rows) {
+        backend.upload_points(rows, RunSetup{point_format(rows, PointStorage::f32), AssignPrecision::exact});
+        backend.upload_anchors(anchors);
+        backend.assign();
+        return backend.download_assignments();
+    };
+    if (n <= tile_rows) {
+        std::vector<std::uint32_t> out = n == 0 ? std::vector<std::uint32_t>{} : assign(points);
+        if (progress) {
+            progress(n, n);
+        }
+        return out;
+    }
+    std::vector<std::uint32_t> out;
+    out.reserve(n);
+    Matrix tile = Matrix::unset(tile_rows, points.cols);
+    for (std::size_t first = 0; first < n; first += tile_rows) {
+        const std::size_t count = std::min(tile_rows, n - first);
+        tile.rows = count;
+        tile.data.resize(count * points.cols);  // the last tile's is shorter
+        copy_in_parallel(tile.data.data(), points.row(first), count * points.cols * sizeof(float));
+        const std::vector<std::uint32_t> part = assign(tile);
+        out.insert(out.end(), part.begin(), part.end());
+        if (progress) {
+            progress(first + count, n);
+        }
+    }
+    return out;
 }
 
 VlatFile make_model(const Matrix& stored, AnchorStorage storage, Metric metric, const TrainedCoding& coding,
@@ -80,7 +107,7 @@ VlatFile model_of(const VlatFile& file) {
 
 VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend& backend,
                            const std::string& metadata_json, StageSeconds* seconds,
-                           const std::vector<std::uint32_t>* nearest) {
+                           const std::vector<std::uint32_t>* nearest, const RowProgress& progress) {
     if (points.cols != model.d) {
         throw Error("the vectors have dimension " + std::to_string(points.cols) + ", the model " +
                     std::to_string(model.d));
@@ -95,7 +122,7 @@ VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend&
     file.n = points.rows;
     file.metadata_json = metadata_json;
     file.assignments = nearest ? *nearest : timed(seconds, "anchors", [&] {
-        return nearest_anchors(points, model.anchors, backend);
+        return nearest_anchors(points, model.anchors, backend, progress);
     });
     if (model.codec == ResidualCodec::scalar) {
         timed(seconds, "codes", [&] { encode_with_ranges(file.residuals, points, file.anchors, file.assignments); });
