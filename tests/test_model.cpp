@@ -363,6 +363,26 @@ TEST_CASE("vectors encoded in two parts and appended equal the two parts encoded
         // that do not fit the vectors or the model are refused.
         CHECK(encode_with_model(model, f.points, backend, "{}", nullptr, &whole.assignments).product.codes ==
               whole.product.codes);
+        // A tile at a time, with or without the nearest anchors given: the same file, and the
+        // progress after each tile.
+        for (const std::vector<std::uint32_t>* given : {static_cast<const std::vector<std::uint32_t>*>(nullptr),
+                                                        &whole.assignments}) {
+            std::vector<std::size_t> seen;
+            const VlatFile tiled = encode_with_model(
+                model, f.points, backend, "{}", nullptr, given,
+                [&](std::size_t done, std::size_t total) {
+                    CHECK(total == 900);
+                    seen.push_back(done);
+                },
+                128);
+            CHECK(tiled.n == 900);
+            CHECK(tiled.assignments == whole.assignments);
+            CHECK(tiled.residuals.codes == whole.residuals.codes);
+            CHECK(tiled.product.codes == whole.product.codes);
+            REQUIRE(seen.size() >= 8);
+            CHECK(seen[0] == 128);
+            CHECK(seen.back() == 900);
+        }
         const std::vector<std::uint32_t> short_list(899, 0);
         CHECK_THROWS_WITH(encode_with_model(model, f.points, backend, "{}", nullptr, &short_list),
                           Contains("899 ids for 900 vectors"));

@@ -24,11 +24,13 @@ Matrix stored_anchors(const Matrix& anchors, AnchorStorage storage);
 // Where a pass over the rows stands: rows done and in all; called after each tile and at the end.
 using RowProgress = std::function<void(std::size_t done, std::size_t total)>;
 
-// The float32 bytes of points nearest_anchors hands the backend at once by default.
-inline constexpr std::size_t kNearestTileBytes = std::size_t{1} << 30;
+// The float32 bytes of rows a pass over every vector (nearest_anchors, encode_with_model) hands on at
+// once, and the rows they hold in d dimensions.
+inline constexpr std::size_t kPassTileBytes = std::size_t{1} << 30;
+std::size_t pass_tile_rows(std::size_t d);
 
 // Each point's nearest anchor, exact (ties to the lowest id), by the backend's assign, a tile of at
-// most `tile_rows` rows at a time (0: as many as kNearestTileBytes hold), so that the backend holds
+// most `tile_rows` rows at a time (0: pass_tile_rows), so that the backend holds
 // one tile of the points, not all of them: a run that trained on a sample (--train-sample) then
 // never has every row on the GPU. Each row gets the anchor it would get in one pass. The backend's
 // points are then the last tile's, gone once this returns (the CPU backend keeps a reference to
@@ -42,11 +44,13 @@ VlatFile make_model(const Matrix& stored, AnchorStorage storage, Metric metric, 
 
 // Codes `points` with `model` (a file read or made by make_model; its n is ignored): each point's
 // nearest anchor (`nearest` when the caller has them, as nearest_anchors gives them), then its
-// residual code. The result holds n = points.rows vectors. `seconds`, when given, receives the time
-// of each stage (anchors, then the code's); `progress` that of the search for the nearest anchors.
+// residual code, a tile of `tile_rows` rows at a time (0: pass_tile_rows), each as in one pass. The result
+// holds n = points.rows vectors. `seconds`, when given, receives the time of each stage (anchors,
+// then the code's); `progress` the rows coded after each tile.
 VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend& backend,
                            const std::string& metadata_json, StageSeconds* seconds = nullptr,
-                           const std::vector<std::uint32_t>* nearest = nullptr, const RowProgress& progress = {});
+                           const std::vector<std::uint32_t>* nearest = nullptr, const RowProgress& progress = {},
+                           std::size_t tile_rows = 0);
 
 // `tail` appended to `base`: both must hold the same model (metric, anchors, codec and its
 // parameters, bit for bit); throws Error naming what differs.

@@ -52,6 +52,10 @@ ResidualCodes learn_residual_ranges(const Matrix& points, const Matrix& anchors,
 // the one whose decoded value (decode_row, exactly) is nearest the vector, clamped to the range.
 void encode_with_ranges(ResidualCodes& codes, const Matrix& points, const Matrix& anchors,
                         const std::vector<std::uint32_t>& assignments);
+// The same codes appended to `out` (codes.layout.code_bytes a row), codes.codes left as it is: for a
+// pass that codes the rows a tile at a time.
+void append_with_ranges(const ResidualCodes& codes, const Matrix& points, const Matrix& anchors,
+                        const std::vector<std::uint32_t>& assignments, std::vector<std::uint8_t>& out);
 
 // learn_residual_ranges from these points, then encode_with_ranges of the same points.
 ResidualCodes encode_residuals(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,

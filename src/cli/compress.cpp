@@ -279,7 +279,7 @@ int compress(int argc, char** argv, bool model_only) {
     const bool nearest_known =
         !sampled && config.assign_precision == AssignPrecision::exact && storage == AnchorStorage::f32;
     const VlatFile file = model_only ? model : during("coding the vectors", [&] {
-        PassLine line(!args.quiet && ::isatty(STDERR_FILENO), "assigning every row to its anchor");
+        PassLine line(!args.quiet && ::isatty(STDERR_FILENO), "coding every row");
         return encode_with_model(model, loaded.points, *choice.backend, model.metadata_json, &context.code_coding,
                                  nearest_known ? &result.assignments : nullptr,
                                  [&](std::size_t done, std::size_t total) { line.rows(done, total); });

@@ -103,7 +103,7 @@ int encode(int argc, char** argv) {
     metadata["encoded"] = {{"input", std::filesystem::path(args.input).filename().string()},
                            {"n", loaded.points.rows}};
     VlatFile file = during("coding the vectors", [&] {
-        PassLine line(!args.quiet && ::isatty(STDERR_FILENO), "assigning every row to its anchor");
+        PassLine line(!args.quiet && ::isatty(STDERR_FILENO), "coding every row");
         return encode_with_model(model, loaded.points, *choice.backend, metadata.dump(), nullptr, nullptr,
                                  [&](std::size_t done, std::size_t total) { line.rows(done, total); });
     });

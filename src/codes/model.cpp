@@ -21,11 +21,15 @@ Matrix stored_anchors(const Matrix& anchors, AnchorStorage storage) {
     return out;
 }
 
+std::size_t pass_tile_rows(std::size_t d) {
+    return std::max<std::size_t>(1, kPassTileBytes / (std::max<std::size_t>(1, d) * sizeof(float)));
+}
+
 std::vector<std::uint32_t> nearest_anchors(const Matrix& points, const Matrix& anchors, Backend& backend,
                                            const RowProgress& progress, std::size_t tile_rows) {
     const std::size_t n = points.rows;
     if (tile_rows == 0) {
-        tile_rows = std::max<std::size_t>(1, kNearestTileBytes / (std::max<std::size_t>(1, points.cols) * sizeof(float)));
+        tile_rows = pass_tile_rows(points.cols);
     }
     const auto assign = [&](const Matrix& rows) {
         backend.upload_points(rows, RunSetup{point_format(rows, PointStorage::f32), AssignPrecision::exact});
@@ -107,7 +111,8 @@ VlatFile model_of(const VlatFile& file) {
 
 VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend& backend,
                            const std::string& metadata_json, StageSeconds* seconds,
-                           const std::vector<std::uint32_t>* nearest, const RowProgress& progress) {
+                           const std::vector<std::uint32_t>* nearest, const RowProgress& progress,
+                           std::size_t tile_rows) {
     if (points.cols != model.d) {
         throw Error("the vectors have dimension " + std::to_string(points.cols) + ", the model " +
                     std::to_string(model.d));
@@ -121,14 +126,46 @@ VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend&
     VlatFile file = model_of(model);
     file.n = points.rows;
     file.metadata_json = metadata_json;
-    file.assignments = nearest ? *nearest : timed(seconds, "anchors", [&] {
-        return nearest_anchors(points, model.anchors, backend, progress);
-    });
-    if (model.codec == ResidualCodec::scalar) {
-        timed(seconds, "codes", [&] { encode_with_ranges(file.residuals, points, file.anchors, file.assignments); });
-    } else if (model.codec == ResidualCodec::product) {
-        file.product.codes =
-            encode_product(model.product.book, points, file.anchors, file.assignments, backend, seconds);
+    // Each tile's rows take their nearest anchors, then their codes: one pass in which a backend
+    // (and the product code's rotated residuals) holds a tile of the rows, not all of them.
+    const auto code_rows = [&](const Matrix& rows, std::size_t first) {
+        std::vector<std::uint32_t> assigned =
+            nearest ? std::vector<std::uint32_t>(nearest->begin() + static_cast<std::ptrdiff_t>(first),
+                                                 nearest->begin() + static_cast<std::ptrdiff_t>(first + rows.rows))
+                    : timed(seconds, "anchors", [&] { return nearest_anchors(rows, model.anchors, backend); });
+        if (model.codec == ResidualCodec::scalar) {
+            timed(seconds, "codes", [&] {
+                append_with_ranges(file.residuals, rows, file.anchors, assigned, file.residuals.codes);
+            });
+        } else if (model.codec == ResidualCodec::product) {
+            const std::vector<std::uint8_t> codes =
+                encode_product(model.product.book, rows, file.anchors, assigned, backend, seconds);
+            file.product.codes.insert(file.product.codes.end(), codes.begin(), codes.end());
+        }
+        file.assignments.insert(file.assignments.end(), assigned.begin(), assigned.end());
+    };
+    const std::size_t n = points.rows;
+    if (tile_rows == 0) {
+        tile_rows = pass_tile_rows(points.cols);
+    }
+    if (n <= tile_rows) {
+        code_rows(points, 0);
+    } else {
+        file.assignments.reserve(n);
+        Matrix tile = Matrix::unset(tile_rows, points.cols);
+        for (std::size_t first = 0; first < n; first += tile_rows) {
+            const std::size_t count = std::min(tile_rows, n - first);
+            tile.rows = count;
+            tile.data.resize(count * points.cols);  // the last tile's is shorter
+            copy_in_parallel(tile.data.data(), points.row(first), count * points.cols * sizeof(float));
+            code_rows(tile, first);
+            if (progress) {
+                progress(first + count, n);
+            }
+        }
+    }
+    if (progress) {
+        progress(n, n);
     }
     return file;
 }

@@ -94,8 +94,8 @@ ResidualCodes learn_residual_ranges(const Matrix& points, const Matrix& anchors,
     return out;
 }
 
-void encode_with_ranges(ResidualCodes& codes, const Matrix& points, const Matrix& anchors,
-                        const std::vector<std::uint32_t>& assignments) {
+void append_with_ranges(const ResidualCodes& codes, const Matrix& points, const Matrix& anchors,
+                        const std::vector<std::uint32_t>& assignments, std::vector<std::uint8_t>& out) {
     const std::size_t d = anchors.cols;
     const CodeLayout& layout = codes.layout;
     if (points.cols != d || layout.bits.size() != d || assignments.size() != points.rows ||
@@ -105,13 +105,14 @@ void encode_with_ranges(ResidualCodes& codes, const Matrix& points, const Matrix
                     std::to_string(codes.offset.rows) + " anchors of dimension " + std::to_string(d) +
                     " do not fit together");
     }
-    codes.codes.assign(points.rows * layout.code_bytes, 0);
+    const std::size_t start = out.size();
+    out.resize(start + points.rows * layout.code_bytes, 0);
     const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(points.rows);
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t ii = 0; ii < n; ++ii) {
         const auto i = static_cast<std::size_t>(ii);
         const std::uint32_t j = assignments[i];
-        std::uint8_t* code = codes.codes.data() + i * layout.code_bytes;
+        std::uint8_t* code = out.data() + start + i * layout.code_bytes;
         for (std::size_t k = 0; k < d; ++k) {
             if (layout.bits[k] == 0) {
                 continue;
@@ -121,6 +122,12 @@ void encode_with_ranges(ResidualCodes& codes, const Matrix& points, const Matrix
             code[layout.byte[k]] |= static_cast<std::uint8_t>(value << layout.shift[k]);
         }
     }
+}
+
+void encode_with_ranges(ResidualCodes& codes, const Matrix& points, const Matrix& anchors,
+                        const std::vector<std::uint32_t>& assignments) {
+    codes.codes.clear();
+    append_with_ranges(codes, points, anchors, assignments, codes.codes);
 }
 
 ResidualCodes encode_residuals(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
