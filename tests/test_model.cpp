@@ -379,9 +379,15 @@ TEST_CASE("vectors encoded in two parts and appended equal the two parts encoded
             CHECK(tiled.assignments == whole.assignments);
             CHECK(tiled.residuals.codes == whole.residuals.codes);
             CHECK(tiled.product.codes == whole.product.codes);
-            REQUIRE(seen.size() >= 8);
-            CHECK(seen[0] == 128);
+            REQUIRE_FALSE(seen.empty());
             CHECK(seen.back() == 900);
+            // The scalar code with its anchors given holds nothing per row: no tiles to copy.
+            if (given == nullptr || family == CodecFamily::product) {
+                REQUIRE(seen.size() >= 8);
+                CHECK(seen[0] == 128);
+            } else {
+                CHECK(seen.size() == 1);
+            }
         }
         const std::vector<std::uint32_t> short_list(899, 0);
         CHECK_THROWS_WITH(encode_with_model(model, f.points, backend, "{}", nullptr, &short_list),

@@ -148,7 +148,11 @@ VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend&
     if (tile_rows == 0) {
         tile_rows = pass_tile_rows(points.cols);
     }
-    if (n <= tile_rows) {
+    // Tiles bound what a search for the nearest anchors and a product code hold; with the anchors
+    // known, the scalar code and the ids alone hold nothing per row, and copying tiles would only
+    // add one.
+    const bool tiled = !nearest || model.codec == ResidualCodec::product;
+    if (n <= tile_rows || !tiled) {
         code_rows(points, 0);
     } else {
         file.assignments.reserve(n);
