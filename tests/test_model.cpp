@@ -570,6 +570,17 @@ TEST_CASE("a run trained on a sample of its rows codes every row as encode --mod
         CHECK(metadata["train_rows"] == sample);
     }
 
+    // The summary and the model's say how many rows trained.
+    const std::string said = dir.path("said.vlat");
+    const std::string loud = " -m 32 --iters 8 --device cpu --threads 2 --seed 11 --train-sample 700";
+    CommandResult shown = run_cli("compress " + quote(input) + " -o " + quote(said) + loud);
+    REQUIRE(shown.exit_code == 0);
+    CHECK_THAT(shown.output, Contains("3000 x 24 (l2), anchors and codes trained on 700 rows"));
+    CHECK_THAT(shown.output, Contains("train on 700 of the 3000 rows (--train-sample)"));
+    shown = run_cli("train " + quote(input) + " -o " + quote(said) + loud);
+    REQUIRE(shown.exit_code == 0);
+    CHECK_THAT(shown.output, Contains("3000 x 24 (l2), 700 of them trained on"));
+
     // A sample of every row is no sample: the same file as without one.
     const std::string whole = dir.path("whole.vlat");
     const std::string all_rows = dir.path("all.vlat");

@@ -142,8 +142,9 @@ void print_summary(const RunInput& input, std::size_t requested, const std::vect
 
 void print_model_summary(const RunInput& input, const FitResult& result, const ReportContext& context,
                          const std::string& output, const VlatFile& model) {
-    std::printf("vectors     %zu x %zu (%s), trained on%s\n", input.n, input.d, metric_name(input.metric),
-                trained_on(input).c_str());
+    const bool sampled = input.train_rows > 0 && input.train_rows < input.n;
+    std::printf("vectors     %zu x %zu (%s), %s trained on\n", input.n, input.d, metric_name(input.metric),
+                sampled ? (std::to_string(input.train_rows) + " of them").c_str() : "all");
     std::printf("iterations  %d (%s)\n", result.iterations, result.stop_reason.c_str());
     const double fit = result.seconds.total + context.other_fits_seconds;
     std::printf("seconds     %.3f (load %.3f, fit %.3f, code %.3f, write %.3f; %s)\n",
