@@ -123,8 +123,8 @@ void read_row_blocks(BinaryFile& file, std::uint64_t offset, std::size_t rows, s
                 const std::size_t first = b * rows_per_block;
                 const std::size_t count = std::min(rows_per_block, rows - first);
                 staging.resize(rows_per_block * row_bytes);
-                file.read_at(offset + static_cast<std::uint64_t>(first) * row_bytes, staging.data(), count * row_bytes,
-                             what + " from row " + std::to_string(first));
+                const std::uint64_t at = offset + static_cast<std::uint64_t>(first) * row_bytes;
+                file.read_at(at, staging.data(), count * row_bytes, what + " at byte " + std::to_string(at));
                 take(staging.data(), first, count);
                 const std::uint64_t now = done.fetch_add(count * row_bytes) + count * row_bytes;
                 if (progress && omp_get_thread_num() == 0) {
