@@ -7,11 +7,12 @@ bytes do not depend on the number of worker processes.
   big_mixture.py N D OUT.npy|OUT.u8bin [--clusters C] [--seed S] [--workers W]
 Needs only numpy (any python3 with numpy: the GPU machine's too). Memory: a few blocks per worker.
 """
-import argparse
 import multiprocessing
 import os
 
 import numpy as np
+
+from mixture import arguments
 
 BLOCK_ROWS = 1 << 20
 
@@ -58,13 +59,7 @@ def write_block(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(prog="big_mixture.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("n", type=int)
-    parser.add_argument("d", type=int)
-    parser.add_argument("out")
-    parser.add_argument("--clusters", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = arguments("big_mixture.py", __doc__)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     a = parser.parse_args()
     if a.n < 1 or a.d < 1 or (a.n >= 1 << 32 and a.out.endswith(".u8bin")):

@@ -25,15 +25,19 @@ def write_fvecs(path, rows):
     words.tofile(path)
 
 
-def main():
-    parser = argparse.ArgumentParser(prog="mixture.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(prog, doc):
+    """The options every mixture script takes: N D OUT [--clusters C] [--seed S]."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("n", type=int)
     parser.add_argument("d", type=int)
     parser.add_argument("out")
     parser.add_argument("--clusters", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    return parser
+
+
+def main():
+    args = arguments("mixture.py", __doc__).parse_args()
     write_fvecs(args.out, gaussian_mixture(args.n, args.d, args.clusters, args.seed))
 
 

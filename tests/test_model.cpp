@@ -48,6 +48,24 @@ Fitted fitted(std::size_t n, std::size_t d, std::size_t m, std::mt19937_64& rng)
     return out;
 }
 
+// Runs the CLI and requires it to succeed, showing what it printed where it did not.
+void require_run(const std::string& arguments) {
+    const CommandResult done = run_cli(arguments);
+    INFO(done.output);
+    REQUIRE(done.exit_code == 0);
+}
+
+// Two files' anchors, assignments and codes, and the codebooks they were coded with, bit for bit.
+void check_same_coding(const VlatFile& a, const VlatFile& b) {
+    CHECK(a.anchors.data == b.anchors.data);
+    CHECK(a.assignments == b.assignments);
+    CHECK(a.codec == b.codec);
+    CHECK(a.residuals.codes == b.residuals.codes);
+    CHECK(a.product.codes == b.product.codes);
+    CHECK(a.product.book.rotation.data == b.product.book.rotation.data);
+    CHECK(a.product.book.centroids.data == b.product.book.centroids.data);
+}
+
 Matrix rows(const Matrix& points, std::size_t first, std::size_t count) {
     Matrix out(count, points.cols);
     std::copy(points.row(first), points.row(first) + count * points.cols, out.data.begin());
@@ -440,26 +458,13 @@ TEST_CASE("train then encode write what compress writes; --anchors-from reuses t
         const std::string compressed = dir.path("c.vlat");
         const std::string model = dir.path("m.vlat");
         const std::string encoded = dir.path("e.vlat");
-        CommandResult done = run_cli("compress " + quote(input) + " -o " + quote(compressed) + run + " --codec " + codec);
-        INFO(done.output);
-        REQUIRE(done.exit_code == 0);
-        done = run_cli("train " + quote(input) + " -o " + quote(model) + run + " --codec " + codec);
-        INFO(done.output);
-        REQUIRE(done.exit_code == 0);
-        done = run_cli("encode --model " + quote(model) + " " + quote(input) + " -o " + quote(encoded) +
-                       " --device cpu -q");
-        INFO(done.output);
-        REQUIRE(done.exit_code == 0);
+        require_run("compress " + quote(input) + " -o " + quote(compressed) + run + " --codec " + codec);
+        require_run("train " + quote(input) + " -o " + quote(model) + run + " --codec " + codec);
+        require_run("encode --model " + quote(model) + " " + quote(input) + " -o " + quote(encoded) + " --device cpu -q");
         const VlatFile a = read_vlat(compressed);
         const VlatFile b = read_vlat(encoded);
         CHECK(read_vlat(model).n == 0);
-        CHECK(a.anchors.data == b.anchors.data);
-        CHECK(a.assignments == b.assignments);
-        CHECK(a.codec == b.codec);
-        CHECK(a.residuals.codes == b.residuals.codes);
-        CHECK(a.product.codes == b.product.codes);
-        CHECK(a.product.book.rotation.data == b.product.book.rotation.data);
-        CHECK(a.product.book.centroids.data == b.product.book.centroids.data);
+        check_same_coding(a, b);
         if (codec.rfind("rq", 0) == 0) {
             CHECK(a.product.book.subspaces() == 1);
             CHECK(a.product.book.stages == (codec == "rq --target-bytes 9" ? 8 : 3));
@@ -544,27 +549,14 @@ TEST_CASE("a run trained on a sample of its rows codes every row as encode --mod
         const std::string compressed = dir.path("c.vlat");
         const std::string model = dir.path("m.vlat");
         const std::string encoded = dir.path("e.vlat");
-        CommandResult done = run_cli("compress " + quote(input) + " -o " + quote(compressed) + run + " --codec " +
-                                     codec + " --train-sample " + std::to_string(sample));
-        INFO(done.output);
-        REQUIRE(done.exit_code == 0);
-        done = run_cli("train " + quote(sample_input) + " -o " + quote(model) + run + " --codec " + codec);
-        INFO(done.output);
-        REQUIRE(done.exit_code == 0);
-        done = run_cli("encode --model " + quote(model) + " " + quote(input) + " -o " + quote(encoded) +
-                       " --device cpu -q");
-        INFO(done.output);
-        REQUIRE(done.exit_code == 0);
+        require_run("compress " + quote(input) + " -o " + quote(compressed) + run + " --codec " + codec +
+                    " --train-sample " + std::to_string(sample));
+        require_run("train " + quote(sample_input) + " -o " + quote(model) + run + " --codec " + codec);
+        require_run("encode --model " + quote(model) + " " + quote(input) + " -o " + quote(encoded) + " --device cpu -q");
         const VlatFile a = read_vlat(compressed);
         const VlatFile b = read_vlat(encoded);
         REQUIRE(a.n == n);
-        CHECK(a.anchors.data == b.anchors.data);
-        CHECK(a.assignments == b.assignments);
-        CHECK(a.codec == b.codec);
-        CHECK(a.residuals.codes == b.residuals.codes);
-        CHECK(a.product.codes == b.product.codes);
-        CHECK(a.product.book.rotation.data == b.product.book.rotation.data);
-        CHECK(a.product.book.centroids.data == b.product.book.centroids.data);
+        check_same_coding(a, b);
         const auto metadata = nlohmann::json::parse(a.metadata_json);
         CHECK(metadata["n"] == n);
         CHECK(metadata["train_rows"] == sample);

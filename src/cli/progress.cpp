@@ -25,6 +25,15 @@ std::string rate_text(double per_second) {
     return text;
 }
 
+// Ends a line that was drawn, so that what follows starts on a line of its own.
+void end_line(bool& drawn) {
+    if (drawn) {
+        std::fputc('\n', stderr);
+        std::fflush(stderr);
+        drawn = false;
+    }
+}
+
 }  // namespace
 
 ProgressBar::ProgressBar(bool enabled, int max_iters, std::size_t n)
@@ -60,16 +69,8 @@ void ProgressBar::update(const IterationRecord& record) {
 }
 
 void ProgressBar::finish() {
-    if (drawn_) {
-        std::fputc('\n', stderr);
-        std::fflush(stderr);
-        drawn_ = false;
-    }
+    end_line(drawn_);
 }
-
-}  // namespace vlattice::cli
-
-namespace vlattice::cli {
 
 PassLine::PassLine(bool enabled, std::string what)
     : enabled_(enabled), what_(std::move(what)), start_(std::chrono::steady_clock::now()), drawn_at_(start_) {}
@@ -123,11 +124,7 @@ void PassLine::rows(std::size_t done, std::size_t total) {
 }
 
 void PassLine::finish() {
-    if (drawn_) {
-        std::fputc('\n', stderr);
-        std::fflush(stderr);
-        drawn_ = false;
-    }
+    end_line(drawn_);
 }
 
 }  // namespace vlattice::cli

@@ -21,6 +21,28 @@ Matrix stored_anchors(const Matrix& anchors, AnchorStorage storage) {
     return out;
 }
 
+namespace {
+
+// visit(tile, first) for the rows of `points` a tile of `tile_rows` at a time, in order, each a copy
+// in one buffer, then progress(rows done, n).
+template <class Visit>
+void for_each_tile(const Matrix& points, std::size_t tile_rows, const RowProgress& progress, Visit visit) {
+    const std::size_t n = points.rows;
+    Matrix tile = Matrix::unset(std::min(tile_rows, n), points.cols);
+    for (std::size_t first = 0; first < n; first += tile_rows) {
+        const std::size_t count = std::min(tile_rows, n - first);
+        tile.rows = count;
+        tile.data.resize(count * points.cols);  // the last tile's is shorter
+        copy_in_parallel(tile.data.data(), points.row(first), count * points.cols * sizeof(float));
+        visit(tile, first);
+        if (progress) {
+            progress(first + count, n);
+        }
+    }
+}
+
+}  // namespace
+
 std::size_t pass_tile_rows(std::size_t d) {
     return std::max<std::size_t>(1, kPassTileBytes / (std::max<std::size_t>(1, d) * sizeof(float)));
 }
@@ -46,18 +68,10 @@ std::vector<std::uint32_t> nearest_anchors(const Matrix& points, const Matrix& a
     }
     std::vector<std::uint32_t> out;
     out.reserve(n);
-    Matrix tile = Matrix::unset(tile_rows, points.cols);
-    for (std::size_t first = 0; first < n; first += tile_rows) {
-        const std::size_t count = std::min(tile_rows, n - first);
-        tile.rows = count;
-        tile.data.resize(count * points.cols);  // the last tile's is shorter
-        copy_in_parallel(tile.data.data(), points.row(first), count * points.cols * sizeof(float));
+    for_each_tile(points, tile_rows, progress, [&](const Matrix& tile, std::size_t) {
         const std::vector<std::uint32_t> part = assign(tile);
         out.insert(out.end(), part.begin(), part.end());
-        if (progress) {
-            progress(first + count, n);
-        }
-    }
+    });
     return out;
 }
 
@@ -156,17 +170,7 @@ VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend&
         code_rows(points, 0);
     } else {
         file.assignments.reserve(n);
-        Matrix tile = Matrix::unset(tile_rows, points.cols);
-        for (std::size_t first = 0; first < n; first += tile_rows) {
-            const std::size_t count = std::min(tile_rows, n - first);
-            tile.rows = count;
-            tile.data.resize(count * points.cols);  // the last tile's is shorter
-            copy_in_parallel(tile.data.data(), points.row(first), count * points.cols * sizeof(float));
-            code_rows(tile, first);
-            if (progress) {
-                progress(first + count, n);
-            }
-        }
+        for_each_tile(points, tile_rows, progress, code_rows);
     }
     if (progress) {
         progress(n, n);
