@@ -30,6 +30,29 @@ LoadedPoints load_points(const std::string& path, const ReadOptions& options, Me
     return loaded;
 }
 
+std::size_t prepare_rows(Matrix& rows, const std::string& path, Metric metric, std::size_t first_row) {
+    check_finite(rows, path, first_row);
+    const std::size_t zero_rows = metric == Metric::angular ? normalize_rows(rows) : 0;
+    if (!(largest_magnitude(rows) <= accepted_range(rows.cols).largest)) {
+        check_accepted_range(rows, path, first_row);  // throws, naming the row and the column
+    }
+    return zero_rows;
+}
+
+std::size_t prepare_selected_rows(Matrix& rows, const std::string& path, Metric metric,
+                                  const std::vector<std::uint32_t>& ids) {
+    try {
+        return prepare_rows(rows, path, metric, 0);
+    } catch (const Error&) {
+        // Found again row by row, to name the row of the file rather than of the selection.
+        for (std::size_t s = 0; s < rows.rows; ++s) {
+            Matrix one = select_rows(rows, {static_cast<std::uint32_t>(s)});
+            prepare_rows(one, path, Metric::l2, ids[s]);
+        }
+        throw;
+    }
+}
+
 std::size_t normalize_rows(Matrix& points) {
     std::size_t zero_rows = 0;
 #pragma omp parallel for schedule(static) reduction(+ : zero_rows)

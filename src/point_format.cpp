@@ -79,13 +79,6 @@ std::uint32_t largest_magnitude_bits(const float* values, std::size_t count) {
     return largest;
 }
 
-float largest_magnitude(const Matrix& points) {
-    const std::uint32_t bits = largest_magnitude_bits(points.data.data(), points.data.size());
-    float largest;
-    std::memcpy(&largest, &bits, sizeof largest);
-    return largest;
-}
-
 // Down to `digits` significant digits, so that a limit printed with %.{digits}g is the one applied.
 double round_down(double value, int digits) {
     const double unit = std::pow(10.0, std::floor(std::log10(value)) - (digits - 1));
@@ -98,8 +91,9 @@ std::string printed(double value) {
     return text;
 }
 
-std::string position(std::size_t index, std::size_t d) {
-    return "row " + std::to_string(index / d) + " (0-based), column " + std::to_string(index % d) + " (0-based)";
+std::string position(std::size_t index, std::size_t d, std::size_t first_row) {
+    return "row " + std::to_string(first_row + index / d) + " (0-based), column " + std::to_string(index % d) +
+           " (0-based)";
 }
 
 }  // namespace
@@ -111,7 +105,14 @@ AcceptedRange accepted_range(std::size_t d) {
     return range;
 }
 
-float check_accepted_range(const Matrix& points, const std::string& source) {
+float largest_magnitude(const Matrix& points) {
+    const std::uint32_t bits = largest_magnitude_bits(points.data.data(), points.data.size());
+    float largest;
+    std::memcpy(&largest, &bits, sizeof largest);
+    return largest;
+}
+
+float check_accepted_range(const Matrix& points, const std::string& source, std::size_t first_row) {
     const std::size_t d = points.cols;
     if (points.data.empty()) {
         return 0.0f;
@@ -122,7 +123,7 @@ float check_accepted_range(const Matrix& points, const std::string& source) {
     if (!(largest <= range.largest)) {
         const auto beyond = std::find_if(values.begin(), values.end(),
                                          [&](float v) { return !(std::abs(v) <= range.largest); });
-        const std::string where = source + ": " + position(static_cast<std::size_t>(beyond - values.begin()), d);
+        const std::string where = source + ": " + position(static_cast<std::size_t>(beyond - values.begin()), d, first_row);
         if (!std::isfinite(*beyond)) {
             throw Error(where + " is " + printed(*beyond) + "; vectors must be finite");
         }
@@ -135,7 +136,7 @@ float check_accepted_range(const Matrix& points, const std::string& source) {
         const auto at = static_cast<std::size_t>(
             std::find_if(values.begin(), values.end(), [&](float v) { return std::abs(v) == largest; }) -
             values.begin());
-        throw Error(source + ": the largest |value|, " + printed(values[at]) + " at " + position(at, d) +
+        throw Error(source + ": the largest |value|, " + printed(values[at]) + " at " + position(at, d, first_row) +
                     ", is below " + printed(range.smallest_scale) + " (2^" + std::to_string(14 - kMaxExponent) +
                     "), the smallest scale vlattice fits: its 16-bit operands would round such data to zero; "
                     "scale the data up");

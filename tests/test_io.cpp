@@ -244,6 +244,40 @@ TEST_CASE("a file read on several threads gives the values, the progress and the
     omp_set_num_threads(threads);
 }
 
+TEST_CASE("a file read by rows gives the rows a whole read gives", "[io]") {
+    INFO("seed " << vlattice::test::seed());
+    auto rng = seeded_rng();
+    ScratchDir dir;
+    const Matrix points = vlattice::test::random_points(3001, 40, rng);
+    run_python(load_in_python(dir, points) + "np.save(" + quoted(dir.path("h.npy")) + ", x.astype('<f2'))\n" +
+               "np.save(" + quoted(dir.path("d.npy")) + ", x.astype('<f8'))\n" +
+               "with open(" + quoted(dir.path("b.u8bin")) + ", 'wb') as f:\n"
+               "    np.array(x.shape, dtype='<u4').tofile(f)\n"
+               "    np.clip(np.abs(x) * 10, 0, 255).astype('u1').tofile(f)\n");
+    for (const std::string name : {"h.npy", "d.npy", "b.u8bin"}) {
+        INFO(name);
+        const std::string path = dir.path(name);
+        const Matrix whole = read_vectors(path);
+        const std::unique_ptr<vlattice::VectorRows> rows = vlattice::open_vector_rows(path);
+        REQUIRE(rows != nullptr);
+        CHECK(rows->rows() == 3001);
+        CHECK(rows->cols() == 40);
+        Matrix part;
+        rows->read_range(1000, 1500, part);
+        REQUIRE(part.rows == 1500);
+        CHECK(std::equal(part.data.begin(), part.data.end(), whole.row(1000)));
+        const std::vector<std::uint32_t> picked = {0, 5, 6, 2999, 3000};
+        const Matrix chosen = rows->selection(picked);
+        for (std::size_t s = 0; s < picked.size(); ++s) {
+            CHECK(std::equal(chosen.row(s), chosen.row(s) + 40, whole.row(picked[s])));
+        }
+        CHECK_THROWS_WITH(rows->read_range(3000, 2, part), Contains("rows 3000 to 3002 asked of 3001"));
+        CHECK_THROWS_WITH(rows->selection({4, 3}), Contains("increasing"));
+    }
+    write_file(dir.path("x.fvecs"), bytes_of(std::int32_t{2}) + bytes_of(1.0f) + bytes_of(2.0f));
+    CHECK(vlattice::open_vector_rows(dir.path("x.fvecs")) == nullptr);
+}
+
 TEST_CASE("HDF5: the dataset is chosen by name and converted to float32", "[io]") {
     INFO("seed " << vlattice::test::seed());
     auto rng = seeded_rng();

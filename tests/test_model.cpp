@@ -630,3 +630,66 @@ TEST_CASE("nearest anchors found a tile at a time are those of one pass, the exa
         CHECK(seen.size() == (points.rows + tile - 1) / tile);
     }
 }
+
+TEST_CASE("a run trained on a sample of a file read by rows codes what one that read it whole codes",
+          "[model][cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const ScratchDir dir;
+    Matrix points = random_points(2600, 20, rng, 10);
+    for (const std::size_t zero : {std::size_t{7}, std::size_t{1900}}) {
+        std::fill(points.row(zero), points.row(zero) + points.cols, 0.0f);
+    }
+    // .npy and .fbin are read by rows (the sample, then a tile at a time); .fvecs is read whole.
+    const std::string whole = dir.path("x.fvecs");
+    write_vectors(whole, points);
+    const std::string npy = dir.path("x.npy");
+    write_vectors(npy, points);
+    const std::string fbin = dir.path("x.fbin");
+    write_vectors(fbin, points);
+    for (const std::string options : {" --codec pq --target-bytes 8", " --codec scalar --target-bytes 8",
+                                      " --metric angular --target-bytes 8", ""}) {
+        INFO("options" << options);
+        const std::string run = " -m 24 --iters 6 --device cpu --threads 2 --seed 5 --train-sample 900" + options;
+        const CommandResult read_whole = run_cli("compress " + quote(whole) + " -o " + quote(dir.path("w.vlat")) + run);
+        INFO(read_whole.output);
+        REQUIRE(read_whole.exit_code == 0);
+        for (const std::string& by_rows : {npy, fbin}) {
+            INFO(by_rows);
+            const CommandResult streamed =
+                run_cli("compress " + quote(by_rows) + " -o " + quote(dir.path("s.vlat")) + run);
+            INFO(streamed.output);
+            REQUIRE(streamed.exit_code == 0);
+            check_same_coding(read_vlat(dir.path("w.vlat")), read_vlat(dir.path("s.vlat")));
+            CHECK((streamed.output.find("2 vectors are all zero") != std::string::npos) ==
+                  (options.find("angular") != std::string::npos));
+        }
+    }
+}
+
+TEST_CASE("a bad value in a file read by rows is named by its row, in the sample or out of it", "[model][cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const ScratchDir dir;
+    const std::size_t n = 3000;
+    const std::vector<std::uint32_t> sampled = training_rows(n, 400, 5);
+    std::uint32_t outside = 0;
+    while (std::binary_search(sampled.begin(), sampled.end(), outside)) {
+        ++outside;
+    }
+    for (const std::uint32_t bad : {sampled[123], outside}) {
+        INFO("bad row " << bad);
+        Matrix points = random_points(n, 12, rng, 6);
+        points.row(bad)[4] = std::numeric_limits<float>::quiet_NaN();
+        const std::string path = dir.path("x.npy");
+        write_vectors(path, points);
+        const std::string out = dir.path("out.vlat");
+        const CommandResult done = run_cli("compress " + quote(path) + " -o " + quote(out) +
+                                           " -m 16 --iters 4 --device cpu --threads 2 --seed 5 --train-sample 400");
+        CHECK(done.exit_code != 0);
+        CHECK_THAT(done.output, Contains("x.npy: row " + std::to_string(bad) + " (0-based), column 4 (0-based) is NaN"));
+        CHECK_FALSE(std::filesystem::exists(out));
+    }
+}

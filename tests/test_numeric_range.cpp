@@ -41,14 +41,6 @@ Matrix scaled(Matrix x, int power_of_two) {
     return x;
 }
 
-float largest_magnitude(const Matrix& x) {
-    float largest = 0.0f;
-    for (float v : x.data) {
-        largest = std::max(largest, std::abs(v));
-    }
-    return largest;
-}
-
 AnnealConfig small_config(PointStorage storage = PointStorage::f32,
                           AssignPrecision precision = AssignPrecision::exact) {
     AnnealConfig config;

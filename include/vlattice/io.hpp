@@ -11,9 +11,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace vlattice {
 
@@ -34,6 +36,24 @@ struct ReadOptions {
 
 // Reads the whole file as float32 rows (narrower element types are widened).
 Matrix read_vectors(const std::string& path, const ReadOptions& options = {});
+
+// A vector file read a range or a selection of its rows at a time, without reading the rest: .npy
+// and the big-ann formats (.fbin .u8bin .i8bin), whose rows lie at fixed places. Values are widened
+// to float32 as read_vectors widens them; errors name the file, the row and the column.
+class VectorRows {
+public:
+    virtual ~VectorRows() = default;
+    virtual std::size_t rows() const = 0;
+    virtual std::size_t cols() const = 0;
+    // Rows [first, first + count) into `into`, whose storage is reused where it is large enough.
+    virtual void read_range(std::size_t first, std::size_t count, Matrix& into) const = 0;
+    // The listed rows (increasing, each below rows()), in that order.
+    virtual Matrix selection(const std::vector<std::uint32_t>& rows) const = 0;
+};
+
+// The file opened for reading by rows, its header and sizes checked as read_vectors checks them; no
+// reader (nullptr) for the formats read whole (TEXMEX, HDF5).
+std::unique_ptr<VectorRows> open_vector_rows(const std::string& path, const ReadOptions& options = {});
 
 // Throws Error naming `path` unless it is a regular, non-empty file: the check every reader makes
 // before it opens one (a named pipe would block the open), for a command to make before any work.
@@ -69,8 +89,9 @@ std::string standard_input_file(const std::string& format);
 // vlattice does not handle. `format`, when given, says the file is HDF5 instead of its extension.
 std::optional<Metric> input_metric(const std::string& path, const std::string& format = {});
 
-// Throws Error naming the file, the row and the column of the first NaN or Inf.
-void check_finite(const Matrix& points, const std::string& path);
+// Throws Error naming the file, the row (counted from `first_row`, for a part of a file) and the
+// column of the first NaN or Inf.
+void check_finite(const Matrix& points, const std::string& path, std::size_t first_row = 0);
 
 // Whether the path names an HDF5 file (.h5 or .hdf5, any case).
 bool is_hdf5_path(const std::string& path);

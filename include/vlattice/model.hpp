@@ -52,6 +52,20 @@ VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend&
                            const std::vector<std::uint32_t>* nearest = nullptr, const RowProgress& progress = {},
                            std::size_t tile_rows = 0);
 
+// Rows handed out a tile at a time: `rows` of `cols` values in all; fetch(first, count, tile) puts
+// rows [first, first + count) into `tile`, reusing its storage.
+struct RowSource {
+    std::size_t rows = 0;
+    std::size_t cols = 0;
+    std::function<void(std::size_t first, std::size_t count, Matrix& tile)> fetch;
+};
+
+// encode_with_model of rows that a source hands out (a file read a tile at a time): the same file as
+// encode_with_model of all of them at once, the anchors always searched for.
+VlatFile encode_with_model(const VlatFile& model, const RowSource& source, Backend& backend,
+                           const std::string& metadata_json, StageSeconds* seconds = nullptr,
+                           const RowProgress& progress = {}, std::size_t tile_rows = 0);
+
 // `tail` appended to `base`: both must hold the same model (metric, anchors, codec and its
 // parameters, bit for bit); throws Error naming what differs.
 VlatFile append_vectors(const VlatFile& base, const VlatFile& tail);

@@ -29,6 +29,9 @@ struct PointFormat {
     int exponent = 0;
 };
 
+// The largest |coordinate|; NaN or infinity where the points hold one.
+float largest_magnitude(const Matrix& points);
+
 // The format of `storage` for these points (their largest |coordinate| sets the exponent).
 PointFormat point_format(const Matrix& points, PointStorage storage);
 // The same from their largest |coordinate|, as check_accepted_range returns it (a pass less).
@@ -49,8 +52,9 @@ AcceptedRange accepted_range(std::size_t d);
 
 // Throws Error naming `source`, the row and the column of the first coordinate beyond
 // accepted_range (or that is not finite), or of the largest one when the data's scale is below it.
-// Returns the largest |coordinate| (0 for no points).
-float check_accepted_range(const Matrix& points, const std::string& source);
+// Returns the largest |coordinate| (0 for no points). Rows are named from `first_row` on, for a
+// part of a file.
+float check_accepted_range(const Matrix& points, const std::string& source, std::size_t first_row = 0);
 
 // Rounds every coordinate to the nearest value the format holds (ties to even), in place:
 // x <- 2^-e half(2^e x). f32 leaves the points as they are.

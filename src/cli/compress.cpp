@@ -113,6 +113,38 @@ std::string trained_on(const RunInput& input) {
                : std::string();
 }
 
+// Codes every row of `rows` with `model`, a tile at a time from the file, each tile checked and
+// prepared as load_points would (its zero rows under angular warned about once at the end, as
+// compress warns when it reads a whole file); the file's scale is checked once every tile is seen.
+VlatFile encode_streamed(const VlatFile& model, const VectorRows& rows, const std::string& path, Metric metric,
+                         Backend& backend, StageSeconds* seconds, const RowProgress& progress,
+                         const std::string& command, bool quiet) {
+    std::size_t zero_rows = 0;
+    float largest = 0.0f;
+    std::size_t largest_at = 0;
+    const RowSource source{rows.rows(), rows.cols(), [&](std::size_t first, std::size_t count, Matrix& tile) {
+                               rows.read_range(first, count, tile);
+                               zero_rows += prepare_rows(tile, path, metric, first);
+                               if (const float top = largest_magnitude(tile); top > largest) {
+                                   largest = top;
+                                   largest_at = first;
+                               }
+                           }};
+    VlatFile file = encode_with_model(model, source, backend, model.metadata_json, seconds, progress);
+    if (largest > 0.0f && largest < accepted_range(rows.cols()).smallest_scale) {
+        Matrix tile;
+        rows.read_range(largest_at, std::min(pass_tile_rows(rows.cols()), rows.rows() - largest_at), tile);
+        prepare_rows(tile, path, metric, largest_at);
+        check_accepted_range(tile, path, largest_at);  // throws, naming where the largest is
+    }
+    if (zero_rows > 0 && !quiet) {
+        print_notice(command, "warning",
+                     std::to_string(zero_rows) + " vectors are all zero; with --metric angular they have no "
+                     "direction and stay zero");
+    }
+    return file;
+}
+
 // `requested`: -m (or the count the budget's ids allow); `tried`: the counts a whole-file budget fitted.
 void print_summary(const RunInput& input, std::size_t requested, const std::vector<std::size_t>& tried,
                    const FitResult& result, const ReportContext& context, const std::string& output,
@@ -188,21 +220,35 @@ int compress(int argc, char** argv, bool model_only) {
     ReportContext context;
     context.backend = choice.backend->name();
     auto start = std::chrono::steady_clock::now();
-    const LoadedPoints loaded = load_input(help.name, args.input, args.anneal, metric, args.quiet);
+    // A sample trains the anchors and the code; every row is then coded with them. From a file read
+    // by rows, only the sample is read for the fit, and the coding reads the rest a tile at a time.
+    const auto sample = static_cast<std::size_t>(args.train_sample);
+    const std::unique_ptr<VectorRows> by_rows =
+        sample > 0 ? open_vector_rows(args.input, ReadOptions{args.anneal.dataset, args.anneal.input_format})
+                   : nullptr;
+    const bool streamed = by_rows && sample < by_rows->rows();
+    LoadedPoints loaded;
+    Matrix training;
+    if (streamed) {
+        const std::vector<std::uint32_t> rows = training_rows(by_rows->rows(), sample, config.seed);
+        training = during("reading the --train-sample rows of INPUT " + args.input, [&] {
+            Matrix read = by_rows->selection(rows);
+            prepare_selected_rows(read, args.input, metric, rows);  // its zero rows are warned of with the rest
+            return read;
+        });
+    } else {
+        loaded = load_input(help.name, args.input, args.anneal, metric, args.quiet);
+    }
     context.load_seconds = seconds_since(start);
     print_device_note(help.name, choice.note, args.quiet);
-    context.input = {args.input, loaded.points.rows, loaded.points.cols, metric};
-    // A sample trains the anchors and the code; every row is then coded with them.
-    const std::size_t n = loaded.points.rows;
-    const bool sampled = args.train_sample > 0 && static_cast<std::size_t>(args.train_sample) < n;
-    const Matrix training =
-        sampled ? during("drawing the --train-sample rows",
-                         [&] {
-                             return select_rows(loaded.points,
-                                                training_rows(n, static_cast<std::size_t>(args.train_sample),
-                                                              config.seed));
-                         })
-                : Matrix{};
+    const std::size_t n = streamed ? by_rows->rows() : loaded.points.rows;
+    const std::size_t d = streamed ? by_rows->cols() : loaded.points.cols;
+    context.input = {args.input, n, d, metric};
+    const bool sampled = sample > 0 && sample < n;
+    if (sampled && !streamed) {
+        training = during("drawing the --train-sample rows",
+                          [&] { return select_rows(loaded.points, training_rows(n, sample, config.seed)); });
+    }
     const Matrix& fitted_points = sampled ? training : loaded.points;
     context.input.train_rows = fitted_points.rows;
     if (!args.quiet && sampled) {
@@ -210,13 +256,13 @@ int compress(int argc, char** argv, bool model_only) {
                      "the anchors and the residual code train on " + std::to_string(fitted_points.rows) + " of the " +
                          std::to_string(n) + " rows (--train-sample); every row is then assigned and coded");
     }
-    CodingSpec coding = coding_spec(values, args.coding, loaded.points.cols, config);
+    CodingSpec coding = coding_spec(values, args.coding, d, config);
     if (coding.file_budget) {
         coding.file_budget->storage = storage;
     }
     const std::optional<VlatFile> source = anchor_source(args.anchors_from);
     const std::size_t wanted = source ? source->anchors.rows : config.anchors;
-    const std::vector<std::size_t> counts = anchor_counts(coding, n, loaded.points.cols, wanted);
+    const std::vector<std::size_t> counts = anchor_counts(coding, n, d, wanted);
     if (source && counts.front() != wanted) {
         throw Error("--anchors-from " + args.anchors_from + ": " +
                     (coding.file_budget ? "the whole-file budget of " + show(coding.file_budget->bytes_per_vector) +
@@ -235,7 +281,7 @@ int compress(int argc, char** argv, bool model_only) {
                                             " bytes per vector tries " + describe_counts(counts) +
                                             (counts.size() == 1 && counts[0] == 1 ? " anchor" : " anchors"));
     }
-    if (const std::string note = budget_note(coding, n, counts.front(), loaded.points.cols);
+    if (const std::string note = budget_note(coding, n, counts.front(), d);
         !note.empty() && !args.quiet) {
         print_notice(help.name, "note", note);
     }
@@ -281,9 +327,13 @@ int compress(int argc, char** argv, bool model_only) {
         !sampled && config.assign_precision == AssignPrecision::exact && storage == AnchorStorage::f32;
     const VlatFile file = model_only ? model : during("coding the vectors", [&] {
         PassLine line(!args.quiet && ::isatty(STDERR_FILENO), "coding every row");
+        const RowProgress progress = [&](std::size_t done, std::size_t total) { line.rows(done, total); };
+        if (streamed) {
+            return encode_streamed(model, *by_rows, args.input, metric, *choice.backend, &context.code_coding,
+                                   progress, help.name, args.quiet);
+        }
         return encode_with_model(model, loaded.points, *choice.backend, model.metadata_json, &context.code_coding,
-                                 nearest_known ? &result.assignments : nullptr,
-                                 [&](std::size_t done, std::size_t total) { line.rows(done, total); });
+                                 nearest_known ? &result.assignments : nullptr, progress);
     });
     context.code_seconds = trained_seconds - result.seconds.total - context.other_fits_seconds + seconds_since(start);
     if (!args.quiet) {

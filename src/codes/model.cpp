@@ -23,17 +23,25 @@ Matrix stored_anchors(const Matrix& anchors, AnchorStorage storage) {
 
 namespace {
 
-// visit(tile, first) for the rows of `points` a tile of `tile_rows` at a time, in order, each a copy
-// in one buffer, then progress(rows done, n).
+// The rows of `points`, handed out as copies.
+RowSource rows_of(const Matrix& points) {
+    return {points.rows, points.cols, [&points](std::size_t first, std::size_t count, Matrix& tile) {
+                tile.rows = count;
+                tile.cols = points.cols;
+                tile.data.resize(count * points.cols);
+                copy_in_parallel(tile.data.data(), points.row(first), count * points.cols * sizeof(float));
+            }};
+}
+
+// visit(tile, first) for the rows of `source` a tile of `tile_rows` at a time, in order, each in one
+// buffer, then progress(rows done, all).
 template <class Visit>
-void for_each_tile(const Matrix& points, std::size_t tile_rows, const RowProgress& progress, Visit visit) {
-    const std::size_t n = points.rows;
-    Matrix tile = Matrix::unset(std::min(tile_rows, n), points.cols);
+void for_each_tile(const RowSource& source, std::size_t tile_rows, const RowProgress& progress, Visit visit) {
+    const std::size_t n = source.rows;
+    Matrix tile = Matrix::unset(std::min(tile_rows, n), source.cols);
     for (std::size_t first = 0; first < n; first += tile_rows) {
         const std::size_t count = std::min(tile_rows, n - first);
-        tile.rows = count;
-        tile.data.resize(count * points.cols);  // the last tile's is shorter
-        copy_in_parallel(tile.data.data(), points.row(first), count * points.cols * sizeof(float));
+        source.fetch(first, count, tile);
         visit(tile, first);
         if (progress) {
             progress(first + count, n);
@@ -68,7 +76,7 @@ std::vector<std::uint32_t> nearest_anchors(const Matrix& points, const Matrix& a
     }
     std::vector<std::uint32_t> out;
     out.reserve(n);
-    for_each_tile(points, tile_rows, progress, [&](const Matrix& tile, std::size_t) {
+    for_each_tile(rows_of(points), tile_rows, progress, [&](const Matrix& tile, std::size_t) {
         const std::vector<std::uint32_t> part = assign(tile);
         out.insert(out.end(), part.begin(), part.end());
     });
@@ -123,22 +131,25 @@ VlatFile model_of(const VlatFile& file) {
     return model;
 }
 
-VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend& backend,
-                           const std::string& metadata_json, StageSeconds* seconds,
-                           const std::vector<std::uint32_t>* nearest, const RowProgress& progress,
-                           std::size_t tile_rows) {
-    if (points.cols != model.d) {
-        throw Error("the vectors have dimension " + std::to_string(points.cols) + ", the model " +
+namespace {
+
+// encode_with_model of the rows of `source`, which are `whole` where the caller holds them all.
+VlatFile encode_rows(const VlatFile& model, const RowSource& source, const Matrix* whole, Backend& backend,
+                     const std::string& metadata_json, StageSeconds* seconds,
+                     const std::vector<std::uint32_t>* nearest, const RowProgress& progress, std::size_t tile_rows) {
+    const std::size_t n = source.rows;
+    if (source.cols != model.d) {
+        throw Error("the vectors have dimension " + std::to_string(source.cols) + ", the model " +
                     std::to_string(model.d));
     }
     const auto outside = [&](std::uint32_t anchor) { return anchor >= model.anchors.rows; };
-    if (nearest && (nearest->size() != points.rows || std::any_of(nearest->begin(), nearest->end(), outside))) {
+    if (nearest && (nearest->size() != n || std::any_of(nearest->begin(), nearest->end(), outside))) {
         throw Error("encode_with_model: the nearest anchors given are " + std::to_string(nearest->size()) +
-                    " ids for " + std::to_string(points.rows) + " vectors, each below the model's " +
+                    " ids for " + std::to_string(n) + " vectors, each below the model's " +
                     std::to_string(model.anchors.rows) + " anchors");
     }
     VlatFile file = model_of(model);
-    file.n = points.rows;
+    file.n = n;
     file.metadata_json = metadata_json;
     // Each tile's rows take their nearest anchors, then their codes: one pass in which a backend
     // (and the product code's rotated residuals) holds a tile of the rows, not all of them.
@@ -158,24 +169,39 @@ VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend&
         }
         file.assignments.insert(file.assignments.end(), assigned.begin(), assigned.end());
     };
-    const std::size_t n = points.rows;
     if (tile_rows == 0) {
-        tile_rows = pass_tile_rows(points.cols);
+        tile_rows = pass_tile_rows(source.cols);
     }
     // Tiles bound what a search for the nearest anchors and a product code hold; with the anchors
     // known, the scalar code and the ids alone hold nothing per row, and copying tiles would only
     // add one.
     const bool tiled = !nearest || model.codec == ResidualCodec::product;
-    if (n <= tile_rows || !tiled) {
-        code_rows(points, 0);
+    if (whole != nullptr && (n <= tile_rows || !tiled)) {
+        code_rows(*whole, 0);
     } else {
         file.assignments.reserve(n);
-        for_each_tile(points, tile_rows, progress, code_rows);
+        for_each_tile(source, tile_rows, progress, code_rows);
     }
     if (progress) {
         progress(n, n);
     }
     return file;
+}
+
+}  // namespace
+
+VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend& backend,
+                           const std::string& metadata_json, StageSeconds* seconds,
+                           const std::vector<std::uint32_t>* nearest, const RowProgress& progress,
+                           std::size_t tile_rows) {
+    return encode_rows(model, rows_of(points), &points, backend, metadata_json, seconds, nearest, progress,
+                       tile_rows);
+}
+
+VlatFile encode_with_model(const VlatFile& model, const RowSource& source, Backend& backend,
+                           const std::string& metadata_json, StageSeconds* seconds, const RowProgress& progress,
+                           std::size_t tile_rows) {
+    return encode_rows(model, source, nullptr, backend, metadata_json, seconds, nullptr, progress, tile_rows);
 }
 
 namespace {

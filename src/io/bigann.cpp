@@ -9,11 +9,24 @@ namespace vlattice::io {
 
 namespace {
 
-template <typename T>
-Matrix read_bigann(const std::string& path, const char* type_name, const ReadProgress& progress) {
+const char* type_name(ElementType type) {
+    return type == ElementType::f32 ? "float32" : type == ElementType::u8 ? "uint8" : "int8";
+}
+
+Matrix read_bigann(const std::string& path, ElementType type, const ReadProgress& progress) {
     BinaryFile file(path);
+    const ArrayLayout layout = bigann_layout(file, type);
+    Matrix points = allocate_table<Matrix>(path, layout.rows, layout.cols);
+    read_array_rows(file, layout, 0, layout.rows, points.data.data(), progress);
+    return points;
+}
+
+}  // namespace
+
+ArrayLayout bigann_layout(BinaryFile& file, ElementType type) {
+    const std::string& path = file.path();
     std::uint32_t header[2] = {0, 0};
-    file.read(header, sizeof header, "the header (uint32 n, uint32 d)");
+    file.read_at(0, header, sizeof header, "the header (uint32 n, uint32 d)");
     const std::uint64_t rows = header[0];
     const std::uint64_t cols = header[1];
     if (rows == 0) {
@@ -22,8 +35,8 @@ Matrix read_bigann(const std::string& path, const char* type_name, const ReadPro
     if (cols == 0) {
         throw Error(path + ": the header says dimension d = 0");
     }
-    const std::uint64_t expected = sizeof header + checked_multiply(path, rows * cols, sizeof(T));
-    const std::string promise = std::to_string(rows) + " x " + std::to_string(cols) + " " + type_name + " (" +
+    const std::uint64_t expected = sizeof header + checked_multiply(path, rows * cols, element_bytes(type));
+    const std::string promise = std::to_string(rows) + " x " + std::to_string(cols) + " " + type_name(type) + " (" +
                                 std::to_string(expected) + " bytes with the header)";
     if (file.size() < expected) {
         throw Error(path + ": truncated: the header promises " + promise + " but the file has only " +
@@ -33,19 +46,15 @@ Matrix read_bigann(const std::string& path, const char* type_name, const ReadPro
         throw Error(path + ": " + std::to_string(file.size() - expected) + " bytes after the " + promise +
                     " the header promises; is the extension right?");
     }
-    Matrix points = allocate_table<Matrix>(path, rows, cols);
-    read_as<T>(file, points.data.size(), points.data.data(), "the vectors", progress, rows);
-    return points;
+    return {sizeof header, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), type};
 }
 
-}  // namespace
-
 Matrix read_fbin(const std::string& path, const ReadProgress& progress) {
-    return read_bigann<float>(path, "float32", progress);
+    return read_bigann(path, ElementType::f32, progress);
 }
 
 Matrix read_u8bin(const std::string& path, const ReadProgress& progress) {
-    return read_bigann<std::uint8_t>(path, "uint8", progress);
+    return read_bigann(path, ElementType::u8, progress);
 }
 
 void write_fbin(std::ostream& out, const std::string& name, const Matrix& points) {
@@ -61,7 +70,7 @@ void write_fbin(std::ostream& out, const std::string& name, const Matrix& points
 }
 
 Matrix read_i8bin(const std::string& path, const ReadProgress& progress) {
-    return read_bigann<std::int8_t>(path, "int8", progress);
+    return read_bigann(path, ElementType::i8, progress);
 }
 
 }  // namespace vlattice::io

@@ -96,7 +96,7 @@ void BinaryFile::read(void* destination, std::size_t bytes, const std::string& w
     position_ += bytes;
 }
 
-void BinaryFile::read_at(std::uint64_t offset, void* destination, std::size_t bytes, const std::string& what) {
+void BinaryFile::read_at(std::uint64_t offset, void* destination, std::size_t bytes, const std::string& what) const {
     auto* out = static_cast<char*>(destination);
     std::size_t done = 0;
     // pread returns less than asked for reads above 2 GiB and on signals, so loop until done.

@@ -45,7 +45,7 @@ public:
     void skip(std::uint64_t bytes) { position_ += bytes; }
     // Reads exactly `bytes` at `offset` without moving the current position; safe to call from
     // several threads at once (pread).
-    void read_at(std::uint64_t offset, void* destination, std::size_t bytes, const std::string& what);
+    void read_at(std::uint64_t offset, void* destination, std::size_t bytes, const std::string& what) const;
 
 private:
     std::string path_;

@@ -14,3 +14,93 @@ void widen(const Half* source, std::size_t count, float* destination) {
 }
 
 }  // namespace vlattice::io
+
+namespace vlattice::io {
+
+namespace {
+
+// f(T{}) for the C++ type of `type`.
+template <class F>
+void with_element(ElementType type, F f) {
+    switch (type) {
+    case ElementType::f32:
+        return f(float{});
+    case ElementType::f64:
+        return f(double{});
+    case ElementType::f16:
+        return f(Half{});
+    case ElementType::u8:
+        return f(std::uint8_t{});
+    case ElementType::i8:
+        return f(std::int8_t{});
+    }
+}
+
+// `count` values of T from `raw` as float32, the first the value at `index` of the array (for the
+// position a narrowing error names).
+template <class T>
+void convert(const char* raw, std::size_t count, std::uint64_t index, std::size_t cols, float* out,
+             const std::string& path) {
+    if constexpr (std::is_same_v<T, double>) {
+        narrow(reinterpret_cast<const double*>(raw), count, index, cols, out, path);
+    } else {
+        widen(reinterpret_cast<const T*>(raw), count, out);
+    }
+}
+
+}  // namespace
+
+std::size_t element_bytes(ElementType type) {
+    std::size_t bytes = 0;
+    with_element(type, [&](auto value) { bytes = sizeof value; });
+    return bytes;
+}
+
+void read_array_rows(const BinaryFile& file, const ArrayLayout& layout, std::size_t first, std::size_t count, float* out,
+                     const ReadProgress& progress) {
+    const std::size_t cols = layout.cols;
+    with_element(layout.type, [&](auto value) {
+        using T = decltype(value);
+        const std::size_t row_bytes = cols * sizeof(T);
+        read_row_blocks(file, layout.offset + static_cast<std::uint64_t>(first) * row_bytes, count, row_bytes,
+                        "the vectors", progress, count, [&](const char* raw, std::size_t r, std::size_t rows) {
+                            convert<T>(raw, rows * cols, (first + r) * cols, cols, out + r * cols, file.path());
+                        });
+    });
+}
+
+void read_array_selection(const BinaryFile& file, const ArrayLayout& layout, const std::vector<std::uint32_t>& rows,
+                          float* out) {
+    const std::size_t cols = layout.cols;
+    with_element(layout.type, [&](auto value) {
+        using T = decltype(value);
+        const std::size_t row_bytes = cols * sizeof(T);
+        constexpr std::size_t kRowsPerBlock = 4096;
+        const std::size_t blocks = (rows.size() + kRowsPerBlock - 1) / kRowsPerBlock;
+        std::vector<std::exception_ptr> failures(blocks);
+#pragma omp parallel if (blocks > 1)
+        {
+            std::vector<T> staging(cols);
+#pragma omp for schedule(dynamic, 1)
+            for (std::size_t b = 0; b < blocks; ++b) {
+                try {
+                    for (std::size_t s = b * kRowsPerBlock; s < std::min(rows.size(), (b + 1) * kRowsPerBlock); ++s) {
+                        const std::uint64_t at = layout.offset + static_cast<std::uint64_t>(rows[s]) * row_bytes;
+                        file.read_at(at, staging.data(), row_bytes, "row " + std::to_string(rows[s]));
+                        convert<T>(reinterpret_cast<const char*>(staging.data()), cols,
+                                   static_cast<std::uint64_t>(rows[s]) * cols, cols, out + s * cols, file.path());
+                    }
+                } catch (...) {
+                    failures[b] = std::current_exception();
+                }
+            }
+        }
+        for (const std::exception_ptr& failure : failures) {
+            if (failure) {
+                std::rethrow_exception(failure);
+            }
+        }
+    });
+}
+
+}  // namespace vlattice::io

@@ -103,7 +103,7 @@ constexpr std::size_t kStagingBytes = std::size_t{8} << 20;
 // serial read would. progress, when set, is called from one thread only; it counts `vectors`
 // vectors in all (the rows here may be blocks of values rather than vectors).
 template <typename Take>
-void read_row_blocks(BinaryFile& file, std::uint64_t offset, std::size_t rows, std::size_t row_bytes,
+void read_row_blocks(const BinaryFile& file, std::uint64_t offset, std::size_t rows, std::size_t row_bytes,
                      const std::string& what, const ReadProgress& progress, std::uint64_t vectors, Take take) {
     const std::size_t rows_per_block = std::max<std::size_t>(1, kStagingBytes / row_bytes);
     const std::size_t blocks = (rows + rows_per_block - 1) / rows_per_block;
@@ -176,5 +176,30 @@ void read_as(BinaryFile& file, std::size_t count, Out* destination, const std::s
     }
     file.skip(all);
 }
+
+// The element types of the vector arrays read by rows.
+enum class ElementType { f32, f64, f16, u8, i8 };
+
+// Where an array of vectors lies in a file (.npy, big-ann): rows of cols values of `type`, one after
+// the other from byte `offset`, their sizes already checked against the file's.
+struct ArrayLayout {
+    std::uint64_t offset = 0;
+    std::size_t rows = 0;
+    std::size_t cols = 0;
+    ElementType type = ElementType::f32;
+};
+
+std::size_t element_bytes(ElementType type);
+
+// Rows [first, first + count) of the array as float32 into `out` (count x cols), in blocks on the
+// threads (read_row_blocks). float64 is narrowed, naming the row and the column of a value beyond
+// float32's range.
+void read_array_rows(const BinaryFile& file, const ArrayLayout& layout, std::size_t first, std::size_t count, float* out,
+                     const ReadProgress& progress);
+
+// The listed rows (increasing) of the array as float32 into `out` (rows.size() x cols), each read on
+// its own, on the threads: a sample of a file without reading the rest.
+void read_array_selection(const BinaryFile& file, const ArrayLayout& layout, const std::vector<std::uint32_t>& rows,
+                          float* out);
 
 }  // namespace vlattice::io

@@ -47,13 +47,8 @@ std::string read_header_text(BinaryFile& file) {
     return text;
 }
 
-// Checks that the data after the header is exactly the header's shape of T, then allocates the table
-// (Matrix for vectors, IdMatrix for ids).
-template <typename T, typename Table = Matrix>
-Table sized_table(BinaryFile& file, const NpyHeader& header, const char* type_name) {
-    const std::uint64_t rows = header.shape[0];
-    const std::uint64_t cols = header.shape[1];
-    const std::uint64_t data_bytes = checked_multiply(file.path(), checked_multiply(file.path(), rows, cols), sizeof(T));
+// Throws Error unless the data after the header is exactly `data_bytes`, the header's shape of `type_name`.
+void check_data_size(const BinaryFile& file, const NpyHeader& header, const char* type_name, std::uint64_t data_bytes) {
     const std::uint64_t available = file.size() - file.position();
     const std::string promise = "shape " + shape_text(header.shape) + " of " + type_name + " needs " +
                                 std::to_string(data_bytes) + " data bytes";
@@ -64,25 +59,23 @@ Table sized_table(BinaryFile& file, const NpyHeader& header, const char* type_na
         throw Error(file.path() + ": " + std::to_string(available - data_bytes) + " bytes after the data (" + promise +
                     "); the file is corrupt");
     }
+}
+
+// Checks the data's size, then allocates the table (Matrix for vectors, IdMatrix for ids).
+template <typename T, typename Table>
+Table sized_table(BinaryFile& file, const NpyHeader& header, const char* type_name) {
+    const std::uint64_t rows = header.shape[0];
+    const std::uint64_t cols = header.shape[1];
+    check_data_size(file, header, type_name,
+                    checked_multiply(file.path(), checked_multiply(file.path(), rows, cols), sizeof(T)));
     return allocate_table<Table>(file.path(), rows, cols);
 }
 
-template <typename T, typename Table = Matrix>
-Table read_data(BinaryFile& file, const NpyHeader& header, const char* type_name, const ReadProgress& progress) {
-    Table table = sized_table<T, Table>(file, header, type_name);
-    read_as<T>(file, table.data.size(), table.data.data(), "the array data", progress, table.rows);
+template <typename T>
+IdMatrix read_ids_data(BinaryFile& file, const NpyHeader& header, const char* type_name) {
+    IdMatrix table = sized_table<T, IdMatrix>(file, header, type_name);
+    read_as<T>(file, table.data.size(), table.data.data(), "the array data", {}, table.rows);
     return table;
-}
-
-Matrix read_float64(BinaryFile& file, const NpyHeader& header, const ReadProgress& progress) {
-    Matrix points = sized_table<double>(file, header, "float64");
-    const std::size_t cols = points.cols;
-    read_row_blocks(file, file.position(), points.rows, cols * sizeof(double), "the array data", progress, points.rows,
-                    [&](const char* raw, std::size_t first, std::size_t rows) {
-                        narrow(reinterpret_cast<const double*>(raw), rows * cols, first * cols, cols,
-                               points.row(first), file.path());
-                    });
-    return points;
 }
 
 void check_layout(const std::string& path, const NpyHeader& header) {
@@ -102,35 +95,52 @@ void check_layout(const std::string& path, const NpyHeader& header) {
     }
 }
 
-Matrix read_values(BinaryFile& file, const NpyHeader& header, const ReadProgress& progress) {
+// The vectors' element type and place, once the data is exactly the header's shape of it.
+ArrayLayout vector_layout(BinaryFile& file, const NpyHeader& header) {
     const std::string& path = file.path();
-    if (header.descr == "<f4") {
-        return read_data<float>(file, header, "float32", progress);
-    }
-    if (header.descr == "<f8") {
-        return read_float64(file, header, progress);
-    }
-    if (header.descr == "<f2") {
-        return read_data<Half>(file, header, "float16", progress);
-    }
-    if (header.descr == "|u1" || header.descr == "<u1") {
-        return read_data<std::uint8_t>(file, header, "uint8", progress);
-    }
-    if (header.descr == "|i1" || header.descr == "<i1") {
-        return read_data<std::int8_t>(file, header, "int8", progress);
+    struct Known {
+        const char* descr;
+        ElementType type;
+        const char* name;
+    };
+    for (const Known known : {Known{"<f4", ElementType::f32, "float32"}, Known{"<f8", ElementType::f64, "float64"},
+                              Known{"<f2", ElementType::f16, "float16"}, Known{"|u1", ElementType::u8, "uint8"},
+                              Known{"<u1", ElementType::u8, "uint8"}, Known{"|i1", ElementType::i8, "int8"},
+                              Known{"<i1", ElementType::i8, "int8"}}) {
+        if (header.descr == known.descr) {
+            const std::uint64_t data_bytes = checked_multiply(
+                path, checked_multiply(path, header.shape[0], header.shape[1]), element_bytes(known.type));
+            check_data_size(file, header, known.name, data_bytes);
+            return {file.position(), static_cast<std::size_t>(header.shape[0]), static_cast<std::size_t>(header.shape[1]),
+                    known.type};
+        }
     }
     const bool ids = header.descr == "<i4" || header.descr == "<i8" || header.descr == "<u4" || header.descr == "<u8";
     throw Error(path + ": .npy header field 'descr' is '" + header.descr + "'; supported: " + kSupportedDescr +
                 (ids ? " (32- and 64-bit integers are read as neighbour ids, as query --ground-truth)" : ""));
 }
 
+ArrayLayout opened_layout(BinaryFile& file) {
+    const NpyHeader header = parse_npy_header(file.path(), read_header_text(file));
+    check_layout(file.path(), header);
+    return vector_layout(file, header);
+}
+
+Matrix read_vector_rows(BinaryFile& file, const ArrayLayout& layout, const ReadProgress& progress) {
+    Matrix points = allocate_table<Matrix>(file.path(), layout.rows, layout.cols);
+    read_array_rows(file, layout, 0, layout.rows, points.data.data(), progress);
+    return points;
+}
+
 }  // namespace
 
 Matrix read_npy(const std::string& path, const ReadProgress& progress) {
     BinaryFile file(path);
-    const NpyHeader header = parse_npy_header(path, read_header_text(file));
-    check_layout(path, header);
-    return read_values(file, header, progress);
+    return read_vector_rows(file, opened_layout(file), progress);
+}
+
+ArrayLayout npy_layout(BinaryFile& file) {
+    return opened_layout(file);
 }
 
 IdMatrix read_npy_ids(const std::string& path) {
@@ -138,18 +148,18 @@ IdMatrix read_npy_ids(const std::string& path) {
     const NpyHeader header = parse_npy_header(path, read_header_text(file));
     check_layout(path, header);
     if (header.descr == "<i4") {
-        return read_data<std::int32_t, IdMatrix>(file, header, "int32", {});
+        return read_ids_data<std::int32_t>(file, header, "int32");
     }
     if (header.descr == "<i8") {
-        return read_data<std::int64_t, IdMatrix>(file, header, "int64", {});
+        return read_ids_data<std::int64_t>(file, header, "int64");
     }
     if (header.descr == "<u4") {
-        return read_data<std::uint32_t, IdMatrix>(file, header, "uint32", {});
+        return read_ids_data<std::uint32_t>(file, header, "uint32");
     }
     if (header.descr == "<u8") {
-        return read_data<std::uint64_t, IdMatrix>(file, header, "uint64", {});
+        return read_ids_data<std::uint64_t>(file, header, "uint64");
     }
-    return whole_ids(read_values(file, header, {}), path);
+    return whole_ids(read_vector_rows(file, vector_layout(file, header), {}), path);
 }
 
 void write_npy(std::ostream& out, const Matrix& points) {

@@ -3,6 +3,7 @@
 #include "vlattice/io.hpp"
 
 #include "io/bigann.hpp"
+#include "io/elements.hpp"
 #include "io/binary_file.hpp"
 #include "io/hdf5.hpp"
 #include "io/hdf5_writer.hpp"
@@ -109,6 +110,60 @@ void write_stream(WrittenFormat format, std::ostream& out, const std::string& na
 
 }  // namespace
 
+namespace {
+
+class ArrayRows final : public VectorRows {
+public:
+    ArrayRows(const std::string& path, const std::string& extension) : file_(path) {
+        if (extension == ".npy") {
+            layout_ = io::npy_layout(file_);
+        } else {
+            const io::ElementType type = extension == ".fbin"    ? io::ElementType::f32
+                                         : extension == ".u8bin" ? io::ElementType::u8
+                                                                 : io::ElementType::i8;
+            layout_ = io::bigann_layout(file_, type);
+        }
+    }
+
+    std::size_t rows() const override { return layout_.rows; }
+    std::size_t cols() const override { return layout_.cols; }
+
+    void read_range(std::size_t first, std::size_t count, Matrix& into) const override {
+        if (first > layout_.rows || count > layout_.rows - first) {
+            throw Error(file_.path() + ": rows " + std::to_string(first) + " to " + std::to_string(first + count) +
+                        " asked of " + std::to_string(layout_.rows));
+        }
+        into.rows = count;
+        into.cols = layout_.cols;
+        into.data.resize(count * layout_.cols);
+        io::read_array_rows(file_, layout_, first, count, into.data.data(), {});
+    }
+
+    Matrix selection(const std::vector<std::uint32_t>& rows) const override {
+        if (!std::is_sorted(rows.begin(), rows.end()) || (!rows.empty() && rows.back() >= layout_.rows)) {
+            throw Error(file_.path() + ": a selection of rows must be increasing and below " +
+                        std::to_string(layout_.rows));
+        }
+        Matrix out = io::allocate_table<Matrix>(file_.path(), rows.size(), layout_.cols);
+        io::read_array_selection(file_, layout_, rows, out.data.data());
+        return out;
+    }
+
+private:
+    io::BinaryFile file_;
+    io::ArrayLayout layout_;
+};
+
+}  // namespace
+
+std::unique_ptr<VectorRows> open_vector_rows(const std::string& path, const ReadOptions& options) {
+    const std::string extension = extension_of(path, options.format);
+    if (extension == ".npy" || extension == ".fbin" || extension == ".u8bin" || extension == ".i8bin") {
+        return std::make_unique<ArrayRows>(path, extension);
+    }
+    return nullptr;
+}
+
 bool is_hdf5_path(const std::string& path) {
     return is_hdf5_extension(extension_of(path));
 }
@@ -193,7 +248,7 @@ std::optional<Metric> input_metric(const std::string& path, const std::string& f
                 "'; vlattice handles euclidean, angular and ip or dot (choose one with --metric)");
 }
 
-void check_finite(const Matrix& points, const std::string& path) {
+void check_finite(const Matrix& points, const std::string& path, std::size_t first_row) {
     // An all-ones exponent is Inf or NaN. Flags or-ed together vectorise, and the threads share the
     // scan; only a set that holds one is searched again, in order, for the first.
     const float* values = points.data.data();
@@ -213,7 +268,7 @@ void check_finite(const Matrix& points, const std::string& path) {
         for (std::size_t k = 0; k < points.cols; ++k) {
             if (!std::isfinite(row[k])) {
                 const char* what = std::isnan(row[k]) ? "NaN" : row[k] > 0 ? "Inf" : "-Inf";
-                throw Error(path + ": row " + std::to_string(i) + " (0-based), column " + std::to_string(k) +
+                throw Error(path + ": row " + std::to_string(first_row + i) + " (0-based), column " + std::to_string(k) +
                             " (0-based) is " + what + "; vectors must be finite");
             }
         }
