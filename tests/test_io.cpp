@@ -253,8 +253,10 @@ TEST_CASE("a file read by rows gives the rows a whole read gives", "[io]") {
                "np.save(" + quoted(dir.path("d.npy")) + ", x.astype('<f8'))\n" +
                "with open(" + quoted(dir.path("b.u8bin")) + ", 'wb') as f:\n"
                "    np.array(x.shape, dtype='<u4').tofile(f)\n"
-               "    np.clip(np.abs(x) * 10, 0, 255).astype('u1').tofile(f)\n");
-    for (const std::string name : {"h.npy", "d.npy", "b.u8bin"}) {
+               "    np.clip(np.abs(x) * 10, 0, 255).astype('u1').tofile(f)\n" + kWriteTexmex +
+               "write_texmex(" + quoted(dir.path("t.bvecs")) + ", np.clip(np.abs(x) * 10, 0, 255), 'u1')\n" +
+               "write_texmex(" + quoted(dir.path("t.fvecs")) + ", x, '<f4')\n");
+    for (const std::string name : {"h.npy", "d.npy", "b.u8bin", "t.bvecs", "t.fvecs"}) {
         INFO(name);
         const std::string path = dir.path(name);
         const Matrix whole = read_vectors(path);
@@ -274,8 +276,21 @@ TEST_CASE("a file read by rows gives the rows a whole read gives", "[io]") {
         CHECK_THROWS_WITH(rows->read_range(3000, 2, part), Contains("rows 3000 to 3002 asked of 3001"));
         CHECK_THROWS_WITH(rows->selection({4, 3}), Contains("increasing"));
     }
-    write_file(dir.path("x.fvecs"), bytes_of(std::int32_t{2}) + bytes_of(1.0f) + bytes_of(2.0f));
-    CHECK(vlattice::open_vector_rows(dir.path("x.fvecs")) == nullptr);
+    vlattice::write_vectors(dir.path("x.h5"), points);
+    CHECK(vlattice::open_vector_rows(dir.path("x.h5")) == nullptr);
+
+    // A TEXMEX row of another dimension is named when read, in a range or a selection.
+    std::string file;
+    for (std::int32_t i = 0; i < 50; ++i) {
+        file += bytes_of(std::int32_t{i == 37 ? 3 : 4}) + std::string(16, '\0');
+    }
+    write_file(dir.path("bad.fvecs"), file);
+    const std::unique_ptr<vlattice::VectorRows> bad = vlattice::open_vector_rows(dir.path("bad.fvecs"));
+    REQUIRE(bad != nullptr);
+    Matrix part;
+    CHECK_NOTHROW(bad->read_range(0, 37, part));
+    CHECK_THROWS_WITH(bad->read_range(30, 10, part), Contains("row 37 has dimension 3, expected 4"));
+    CHECK_THROWS_WITH(bad->selection({2, 37}), Contains("row 37 has dimension 3, expected 4"));
 }
 
 TEST_CASE("HDF5: the dataset is chosen by name and converted to float32", "[io]") {

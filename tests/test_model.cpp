@@ -641,13 +641,15 @@ TEST_CASE("a run trained on a sample of a file read by rows codes what one that 
     for (const std::size_t zero : {std::size_t{7}, std::size_t{1900}}) {
         std::fill(points.row(zero), points.row(zero) + points.cols, 0.0f);
     }
-    // .npy and .fbin are read by rows (the sample, then a tile at a time); .fvecs is read whole.
-    const std::string whole = dir.path("x.fvecs");
+    // .npy, .fbin and .fvecs are read by rows (the sample, then a tile at a time); HDF5 is read whole.
+    const std::string whole = dir.path("x.h5");
     write_vectors(whole, points);
     const std::string npy = dir.path("x.npy");
     write_vectors(npy, points);
     const std::string fbin = dir.path("x.fbin");
     write_vectors(fbin, points);
+    const std::string fvecs = dir.path("x.fvecs");
+    write_vectors(fvecs, points);
     for (const std::string options : {" --codec pq --target-bytes 8", " --codec scalar --target-bytes 8",
                                       " --metric angular --target-bytes 8", ""}) {
         INFO("options" << options);
@@ -655,7 +657,7 @@ TEST_CASE("a run trained on a sample of a file read by rows codes what one that 
         const CommandResult read_whole = run_cli("compress " + quote(whole) + " -o " + quote(dir.path("w.vlat")) + run);
         INFO(read_whole.output);
         REQUIRE(read_whole.exit_code == 0);
-        for (const std::string& by_rows : {npy, fbin}) {
+        for (const std::string& by_rows : {npy, fbin, fvecs}) {
             INFO(by_rows);
             const CommandResult streamed =
                 run_cli("compress " + quote(by_rows) + " -o " + quote(dir.path("s.vlat")) + run);

@@ -37,8 +37,9 @@ struct ReadOptions {
 // Reads the whole file as float32 rows (narrower element types are widened).
 Matrix read_vectors(const std::string& path, const ReadOptions& options = {});
 
-// A vector file read a range or a selection of its rows at a time, without reading the rest: .npy
-// and the big-ann formats (.fbin .u8bin .i8bin), whose rows lie at fixed places. Values are widened
+// A vector file read a range or a selection of its rows at a time, without reading the rest: .npy,
+// the big-ann formats (.fbin .u8bin .i8bin) and TEXMEX (.fvecs .bvecs .ivecs), whose rows lie at
+// fixed places. Values are widened
 // to float32 as read_vectors widens them; errors name the file, the row and the column.
 class VectorRows {
 public:
@@ -52,7 +53,7 @@ public:
 };
 
 // The file opened for reading by rows, its header and sizes checked as read_vectors checks them; no
-// reader (nullptr) for the formats read whole (TEXMEX, HDF5).
+// reader (nullptr) for HDF5, which is read whole.
 std::unique_ptr<VectorRows> open_vector_rows(const std::string& path, const ReadOptions& options = {});
 
 // Throws Error naming `path` unless it is a regular, non-empty file: the check every reader makes

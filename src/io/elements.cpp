@@ -2,6 +2,8 @@
 
 #include "numeric.hpp"
 
+#include <cstring>
+
 namespace vlattice::io {
 
 // In the x86-64-v3 copy the compiler converts with F16C, eight values an instruction; the default
@@ -33,6 +35,8 @@ void with_element(ElementType type, F f) {
         return f(std::uint8_t{});
     case ElementType::i8:
         return f(std::int8_t{});
+    case ElementType::i32:
+        return f(std::int32_t{});
     }
 }
 
@@ -48,7 +52,30 @@ void convert(const char* raw, std::size_t count, std::uint64_t index, std::size_
     }
 }
 
+// Row `row`'s values from its raw bytes as float32: after its dimension, checked, where the layout
+// puts one first; copied out to aligned storage where they do not start the row.
+template <class T>
+void convert_row(const ArrayLayout& layout, const char* raw, std::uint64_t row, std::vector<T>& staging, float* out,
+                 const std::string& path) {
+    if (layout.dimension_first) {
+        std::int32_t got = 0;
+        std::memcpy(&got, raw, sizeof got);
+        if (got < 0 || static_cast<std::size_t>(got) != layout.cols) {
+            throw_dimension_mismatch(path, row, got, layout.cols);
+        }
+        std::memcpy(staging.data(), raw + layout.value_offset(), layout.cols * sizeof(T));
+        raw = reinterpret_cast<const char*>(staging.data());
+    }
+    convert<T>(raw, layout.cols, row * layout.cols, layout.cols, out, path);
+}
+
+
 }  // namespace
+
+void throw_dimension_mismatch(const std::string& path, std::uint64_t row, std::int32_t got, std::size_t cols) {
+    throw Error(path + ": row " + std::to_string(row) + " has dimension " + std::to_string(got) + ", expected " +
+                std::to_string(cols) + " (the dimension of row 0)");
+}
 
 std::size_t element_bytes(ElementType type) {
     std::size_t bytes = 0;
@@ -61,10 +88,18 @@ void read_array_rows(const BinaryFile& file, const ArrayLayout& layout, std::siz
     const std::size_t cols = layout.cols;
     with_element(layout.type, [&](auto value) {
         using T = decltype(value);
-        const std::size_t row_bytes = cols * sizeof(T);
+        const std::size_t row_bytes = layout.row_bytes();
         read_row_blocks(file, layout.offset + static_cast<std::uint64_t>(first) * row_bytes, count, row_bytes,
                         "the vectors", progress, count, [&](const char* raw, std::size_t r, std::size_t rows) {
-                            convert<T>(raw, rows * cols, (first + r) * cols, cols, out + r * cols, file.path());
+                            if (!layout.dimension_first) {
+                                convert<T>(raw, rows * cols, (first + r) * cols, cols, out + r * cols, file.path());
+                                return;
+                            }
+                            std::vector<T> staging(cols);
+                            for (std::size_t i = 0; i < rows; ++i) {
+                                convert_row<T>(layout, raw + i * row_bytes, first + r + i, staging,
+                                               out + (r + i) * cols, file.path());
+                            }
                         });
     });
 }
@@ -74,21 +109,21 @@ void read_array_selection(const BinaryFile& file, const ArrayLayout& layout, con
     const std::size_t cols = layout.cols;
     with_element(layout.type, [&](auto value) {
         using T = decltype(value);
-        const std::size_t row_bytes = cols * sizeof(T);
+        const std::size_t row_bytes = layout.row_bytes();
         constexpr std::size_t kRowsPerBlock = 4096;
         const std::size_t blocks = (rows.size() + kRowsPerBlock - 1) / kRowsPerBlock;
         std::vector<std::exception_ptr> failures(blocks);
 #pragma omp parallel if (blocks > 1)
         {
+            std::vector<char> raw(row_bytes);
             std::vector<T> staging(cols);
 #pragma omp for schedule(dynamic, 1)
             for (std::size_t b = 0; b < blocks; ++b) {
                 try {
                     for (std::size_t s = b * kRowsPerBlock; s < std::min(rows.size(), (b + 1) * kRowsPerBlock); ++s) {
                         const std::uint64_t at = layout.offset + static_cast<std::uint64_t>(rows[s]) * row_bytes;
-                        file.read_at(at, staging.data(), row_bytes, "row " + std::to_string(rows[s]));
-                        convert<T>(reinterpret_cast<const char*>(staging.data()), cols,
-                                   static_cast<std::uint64_t>(rows[s]) * cols, cols, out + s * cols, file.path());
+                        file.read_at(at, raw.data(), row_bytes, "row " + std::to_string(rows[s]));
+                        convert_row<T>(layout, raw.data(), rows[s], staging, out + s * cols, file.path());
                     }
                 } catch (...) {
                     failures[b] = std::current_exception();

@@ -178,18 +178,27 @@ void read_as(BinaryFile& file, std::size_t count, Out* destination, const std::s
 }
 
 // The element types of the vector arrays read by rows.
-enum class ElementType { f32, f64, f16, u8, i8 };
+enum class ElementType { f32, f64, f16, u8, i8, i32 };
 
-// Where an array of vectors lies in a file (.npy, big-ann): rows of cols values of `type`, one after
-// the other from byte `offset`, their sizes already checked against the file's.
+std::size_t element_bytes(ElementType type);
+
+// Where an array of vectors lies in a file (.npy, big-ann, TEXMEX): rows of cols values of `type`,
+// one after the other from byte `offset`, their sizes already checked against the file's. A TEXMEX
+// row starts with its dimension as an int32, which each read checks against cols.
 struct ArrayLayout {
     std::uint64_t offset = 0;
     std::size_t rows = 0;
     std::size_t cols = 0;
     ElementType type = ElementType::f32;
+    bool dimension_first = false;
+
+    std::size_t value_offset() const { return dimension_first ? sizeof(std::int32_t) : 0; }
+    std::size_t row_bytes() const { return value_offset() + cols * element_bytes(type); }
 };
 
-std::size_t element_bytes(ElementType type);
+// "PATH: row R has dimension GOT, expected COLS (the dimension of row 0)", a TEXMEX row's Error.
+[[noreturn]] void throw_dimension_mismatch(const std::string& path, std::uint64_t row, std::int32_t got,
+                                           std::size_t cols);
 
 // Rows [first, first + count) of the array as float32 into `out` (count x cols), in blocks on the
 // threads (read_row_blocks). float64 is narrowed, naming the row and the column of a value beyond

@@ -117,6 +117,11 @@ public:
     ArrayRows(const std::string& path, const std::string& extension) : file_(path) {
         if (extension == ".npy") {
             layout_ = io::npy_layout(file_);
+        } else if (extension == ".fvecs" || extension == ".bvecs" || extension == ".ivecs") {
+            const io::ElementType type = extension == ".fvecs"   ? io::ElementType::f32
+                                         : extension == ".bvecs" ? io::ElementType::u8
+                                                                 : io::ElementType::i32;
+            layout_ = io::texmex_layout(file_, type);
         } else {
             const io::ElementType type = extension == ".fbin"    ? io::ElementType::f32
                                          : extension == ".u8bin" ? io::ElementType::u8
@@ -158,7 +163,8 @@ private:
 
 std::unique_ptr<VectorRows> open_vector_rows(const std::string& path, const ReadOptions& options) {
     const std::string extension = extension_of(path, options.format);
-    if (extension == ".npy" || extension == ".fbin" || extension == ".u8bin" || extension == ".i8bin") {
+    if (extension == ".npy" || extension == ".fbin" || extension == ".u8bin" || extension == ".i8bin" ||
+        extension == ".fvecs" || extension == ".bvecs" || extension == ".ivecs") {
         return std::make_unique<ArrayRows>(path, extension);
     }
     return nullptr;

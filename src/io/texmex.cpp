@@ -14,12 +14,6 @@ namespace {
 
 using Dimension = std::int32_t;
 
-[[noreturn]] void throw_dimension_mismatch(const std::string& path, std::uint64_t row, Dimension got,
-                                           Dimension expected) {
-    throw Error(path + ": row " + std::to_string(row) + " has dimension " + std::to_string(got) + ", expected " +
-                std::to_string(expected) + " (the dimension of row 0)");
-}
-
 // A file whose length is not a whole number of rows is either cut short or has a row of another
 // dimension somewhere; walking the row headers tells which, so the message can name the row.
 void throw_truncated_or_mismatch(BinaryFile& file, Dimension dim, std::uint64_t row_bytes) {
@@ -32,7 +26,7 @@ void throw_truncated_or_mismatch(BinaryFile& file, Dimension dim, std::uint64_t 
         Dimension got = 0;
         file.read_at(offset, &got, sizeof got, "row " + std::to_string(row) + "'s dimension");
         if (got != dim) {
-            throw_dimension_mismatch(file.path(), row, got, dim);
+            throw_dimension_mismatch(file.path(), row, got, static_cast<std::size_t>(dim));
         }
     }
     if (whole_rows == 0) {
@@ -44,58 +38,66 @@ void throw_truncated_or_mismatch(BinaryFile& file, Dimension dim, std::uint64_t 
                 " bytes (dimension " + std::to_string(dim) + ")");
 }
 
-// Table is Matrix (vectors) or IdMatrix (ids).
-template <typename T, typename Table = Matrix>
-Table read_texmex(const std::string& path, const ReadProgress& progress) {
+Matrix read_vectors_of(const std::string& path, ElementType type, const ReadProgress& progress) {
     BinaryFile file(path);
-    Dimension dim = 0;
-    file.read_at(0, &dim, sizeof dim, "row 0's dimension");
-    if (dim <= 0) {
-        throw Error(path + ": row 0 has dimension " + std::to_string(dim) +
-                    "; a dimension must be positive (is the extension right?)");
-    }
-    const std::uint64_t row_bytes = sizeof(Dimension) + static_cast<std::uint64_t>(dim) * sizeof(T);
-    if (file.size() % row_bytes != 0) {
-        throw_truncated_or_mismatch(file, dim, row_bytes);
-    }
-    const std::size_t rows = file.size() / row_bytes;
-    const std::size_t cols = static_cast<std::size_t>(dim);
-
-    Table points = allocate_table<Table>(path, rows, cols);
-    read_row_blocks(file, 0, rows, row_bytes, "the rows", progress, rows,
-                    [&](const char* raw_rows, std::size_t first, std::size_t count) {
-                        // Values sit 4 bytes into each row, so they are copied out rather than read in place.
-                        std::vector<T> values(cols);
-                        for (std::size_t i = 0; i < count; ++i) {
-                            const char* raw = raw_rows + i * row_bytes;
-                            Dimension got = 0;
-                            std::memcpy(&got, raw, sizeof got);
-                            if (got != dim) {
-                                throw_dimension_mismatch(path, first + i, got, dim);
-                            }
-                            std::memcpy(values.data(), raw + sizeof(Dimension), cols * sizeof(T));
-                            widen(values.data(), cols, points.row(first + i));
-                        }
-                    });
+    const ArrayLayout layout = texmex_layout(file, type);
+    Matrix points = allocate_table<Matrix>(path, layout.rows, layout.cols);
+    read_array_rows(file, layout, 0, layout.rows, points.data.data(), progress);
     return points;
 }
 
 }  // namespace
 
+ArrayLayout texmex_layout(BinaryFile& file, ElementType type) {
+    Dimension dim = 0;
+    file.read_at(0, &dim, sizeof dim, "row 0's dimension");
+    if (dim <= 0) {
+        throw Error(file.path() + ": row 0 has dimension " + std::to_string(dim) +
+                    "; a dimension must be positive (is the extension right?)");
+    }
+    ArrayLayout layout;
+    layout.cols = static_cast<std::size_t>(dim);
+    layout.type = type;
+    layout.dimension_first = true;
+    if (file.size() % layout.row_bytes() != 0) {
+        throw_truncated_or_mismatch(file, dim, layout.row_bytes());
+    }
+    layout.rows = file.size() / layout.row_bytes();
+    return layout;
+}
+
 Matrix read_fvecs(const std::string& path, const ReadProgress& progress) {
-    return read_texmex<float>(path, progress);
+    return read_vectors_of(path, ElementType::f32, progress);
 }
 
 Matrix read_bvecs(const std::string& path, const ReadProgress& progress) {
-    return read_texmex<std::uint8_t>(path, progress);
+    return read_vectors_of(path, ElementType::u8, progress);
 }
 
 Matrix read_ivecs(const std::string& path, const ReadProgress& progress) {
-    return read_texmex<std::int32_t>(path, progress);
+    return read_vectors_of(path, ElementType::i32, progress);
 }
 
 IdMatrix read_ivecs_ids(const std::string& path) {
-    return read_texmex<std::int32_t, IdMatrix>(path, {});
+    BinaryFile file(path);
+    const ArrayLayout layout = texmex_layout(file, ElementType::i32);
+    IdMatrix ids = allocate_table<IdMatrix>(path, layout.rows, layout.cols);
+    const std::size_t row_bytes = layout.row_bytes();
+    read_row_blocks(file, 0, layout.rows, row_bytes, "the rows", {}, layout.rows,
+                    [&](const char* raw_rows, std::size_t first, std::size_t count) {
+                        std::vector<std::int32_t> values(layout.cols);
+                        for (std::size_t i = 0; i < count; ++i) {
+                            const char* raw = raw_rows + i * row_bytes;
+                            Dimension got = 0;
+                            std::memcpy(&got, raw, sizeof got);
+                            if (got < 0 || static_cast<std::size_t>(got) != layout.cols) {
+                                throw_dimension_mismatch(path, first + i, got, layout.cols);
+                            }
+                            std::memcpy(values.data(), raw + sizeof(Dimension), layout.cols * sizeof(std::int32_t));
+                            widen(values.data(), layout.cols, ids.row(first + i));
+                        }
+                    });
+    return ids;
 }
 
 void write_fvecs(std::ostream& out, const std::string& name, const Matrix& points) {
