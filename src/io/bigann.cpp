@@ -15,10 +15,7 @@ const char* type_name(ElementType type) {
 
 Matrix read_bigann(const std::string& path, ElementType type, const ReadProgress& progress) {
     BinaryFile file(path);
-    const ArrayLayout layout = bigann_layout(file, type);
-    Matrix points = allocate_table<Matrix>(path, layout.rows, layout.cols);
-    read_array_rows(file, layout, 0, layout.rows, points.data.data(), progress);
-    return points;
+    return read_array(file, bigann_layout(file, type), progress);
 }
 
 }  // namespace

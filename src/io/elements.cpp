@@ -104,6 +104,12 @@ void read_array_rows(const BinaryFile& file, const ArrayLayout& layout, std::siz
     });
 }
 
+Matrix read_array(const BinaryFile& file, const ArrayLayout& layout, const ReadProgress& progress) {
+    Matrix points = allocate_table<Matrix>(file.path(), layout.rows, layout.cols);
+    read_array_rows(file, layout, 0, layout.rows, points.data.data(), progress);
+    return points;
+}
+
 void read_array_selection(const BinaryFile& file, const ArrayLayout& layout, const std::vector<std::uint32_t>& rows,
                           float* out) {
     const std::size_t cols = layout.cols;

@@ -206,6 +206,9 @@ struct ArrayLayout {
 void read_array_rows(const BinaryFile& file, const ArrayLayout& layout, std::size_t first, std::size_t count, float* out,
                      const ReadProgress& progress);
 
+// Every row of the array, as float32.
+Matrix read_array(const BinaryFile& file, const ArrayLayout& layout, const ReadProgress& progress);
+
 // The listed rows (increasing) of the array as float32 into `out` (rows.size() x cols), each read on
 // its own, on the threads: a sample of a file without reading the rest.
 void read_array_selection(const BinaryFile& file, const ArrayLayout& layout, const std::vector<std::uint32_t>& rows,

@@ -126,17 +126,11 @@ ArrayLayout opened_layout(BinaryFile& file) {
     return vector_layout(file, header);
 }
 
-Matrix read_vector_rows(BinaryFile& file, const ArrayLayout& layout, const ReadProgress& progress) {
-    Matrix points = allocate_table<Matrix>(file.path(), layout.rows, layout.cols);
-    read_array_rows(file, layout, 0, layout.rows, points.data.data(), progress);
-    return points;
-}
-
 }  // namespace
 
 Matrix read_npy(const std::string& path, const ReadProgress& progress) {
     BinaryFile file(path);
-    return read_vector_rows(file, opened_layout(file), progress);
+    return read_array(file, opened_layout(file), progress);
 }
 
 ArrayLayout npy_layout(BinaryFile& file) {
@@ -159,7 +153,7 @@ IdMatrix read_npy_ids(const std::string& path) {
     if (header.descr == "<u8") {
         return read_ids_data<std::uint64_t>(file, header, "uint64");
     }
-    return whole_ids(read_vector_rows(file, vector_layout(file, header), {}), path);
+    return whole_ids(read_array(file, vector_layout(file, header), {}), path);
 }
 
 void write_npy(std::ostream& out, const Matrix& points) {

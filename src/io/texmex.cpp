@@ -40,10 +40,7 @@ void throw_truncated_or_mismatch(BinaryFile& file, Dimension dim, std::uint64_t 
 
 Matrix read_vectors_of(const std::string& path, ElementType type, const ReadProgress& progress) {
     BinaryFile file(path);
-    const ArrayLayout layout = texmex_layout(file, type);
-    Matrix points = allocate_table<Matrix>(path, layout.rows, layout.cols);
-    read_array_rows(file, layout, 0, layout.rows, points.data.data(), progress);
-    return points;
+    return read_array(file, texmex_layout(file, type), progress);
 }
 
 }  // namespace
