@@ -293,6 +293,25 @@ TEST_CASE("a file read by rows gives the rows a whole read gives", "[io]") {
     CHECK_THROWS_WITH(bad->selection({2, 37}), Contains("row 37 has dimension 3, expected 4"));
 }
 
+TEST_CASE("a file read by rows that shrinks after it was opened fails its next read, naming it", "[io]") {
+    INFO("seed " << vlattice::test::seed());
+    auto rng = seeded_rng();
+    ScratchDir dir;
+    const Matrix points = vlattice::test::random_points(5000, 64, rng);
+    for (const std::string name : {"x.npy", "x.fbin", "x.fvecs"}) {
+        INFO(name);
+        const std::string path = dir.path(name);
+        vlattice::write_vectors(path, points);
+        const std::unique_ptr<vlattice::VectorRows> rows = vlattice::open_vector_rows(path);
+        REQUIRE(rows != nullptr);
+        Matrix part;
+        rows->read_range(0, 1000, part);
+        std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+        CHECK_THROWS_WITH(rows->read_range(4000, 1000, part), Contains(path + ": truncated"));
+        CHECK_THROWS_WITH(rows->selection({10, 4990}), Contains(path + ": truncated"));
+    }
+}
+
 TEST_CASE("HDF5: the dataset is chosen by name and converted to float32", "[io]") {
     INFO("seed " << vlattice::test::seed());
     auto rng = seeded_rng();
