@@ -30,17 +30,19 @@ LoadedPoints load_points(const std::string& path, const ReadOptions& options, Me
     return loaded;
 }
 
-std::size_t prepare_rows(Matrix& rows, const std::string& path, Metric metric, std::size_t first_row) {
+PreparedRows prepare_rows(Matrix& rows, const std::string& path, Metric metric, std::size_t first_row) {
     check_finite(rows, path, first_row);
-    const std::size_t zero_rows = metric == Metric::angular ? normalize_rows(rows) : 0;
-    if (!(largest_magnitude(rows) <= accepted_range(rows.cols).largest)) {
+    PreparedRows out;
+    out.zero_rows = metric == Metric::angular ? normalize_rows(rows) : 0;
+    out.largest = largest_magnitude(rows);
+    if (!(out.largest <= accepted_range(rows.cols).largest)) {
         check_accepted_range(rows, path, first_row);  // throws, naming the row and the column
     }
-    return zero_rows;
+    return out;
 }
 
-std::size_t prepare_selected_rows(Matrix& rows, const std::string& path, Metric metric,
-                                  const std::vector<std::uint32_t>& ids) {
+PreparedRows prepare_selected_rows(Matrix& rows, const std::string& path, Metric metric,
+                                   const std::vector<std::uint32_t>& ids) {
     try {
         return prepare_rows(rows, path, metric, 0);
     } catch (const Error&) {

@@ -695,3 +695,28 @@ TEST_CASE("a bad value in a file read by rows is named by its row, in the sample
         CHECK_FALSE(std::filesystem::exists(out));
     }
 }
+
+TEST_CASE("a file read by rows whose only values lie outside the sample and below the scale is refused",
+          "[model][cli]") {
+    // The sample's rows are all zero, so the fit accepts them; the file's largest value, outside the
+    // sample and below the smallest scale vlattice fits, is found by the coding pass and named.
+    const ScratchDir dir;
+    const std::size_t n = 3000;
+    const std::vector<std::uint32_t> sampled = training_rows(n, 400, 5);
+    std::uint32_t outside = 0;
+    while (std::binary_search(sampled.begin(), sampled.end(), outside)) {
+        ++outside;
+    }
+    Matrix points(n, 12);
+    points.row(outside)[2] = 1e-20f;
+    const std::string path = dir.path("tiny.npy");
+    write_vectors(path, points);
+    const std::string out = dir.path("out.vlat");
+    const CommandResult done = run_cli("compress " + quote(path) + " -o " + quote(out) +
+                                       " -m 4 --iters 3 --device cpu --threads 2 --seed 5 --train-sample 400");
+    INFO(done.output);
+    CHECK(done.exit_code != 0);
+    CHECK_THAT(done.output, Contains("tiny.npy: the largest |value|") &&
+                                Contains("row " + std::to_string(outside) + " (0-based), column 2 (0-based)"));
+    CHECK_FALSE(std::filesystem::exists(out));
+}

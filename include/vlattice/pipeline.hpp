@@ -36,15 +36,20 @@ LoadedPoints load_points(const std::string& path, const ReadOptions& options, Me
 // Scales each row to unit L2 length in place; returns how many rows were zero (and stay zero).
 std::size_t normalize_rows(Matrix& points);
 
+// What prepare_rows found of a part of a file.
+struct PreparedRows {
+    std::size_t zero_rows = 0;  // rows that were zero under Metric::angular
+    float largest = 0.0f;       // the largest |coordinate|, once prepared
+};
+
 // What load_points does to a whole file, done to rows [first_row, first_row + rows.rows) of one:
 // each row finite and within the accepted range's largest magnitude, errors naming the file's row,
-// then under Metric::angular scaled to unit length. Returns how many rows were zero under angular.
-// The scale of the whole file (check_accepted_range's smallest) is the caller's to check once it has
-// seen every part (largest_magnitude of each).
-std::size_t prepare_rows(Matrix& rows, const std::string& path, Metric metric, std::size_t first_row);
+// then under Metric::angular scaled to unit length. The scale of the whole file (check_accepted_range's
+// smallest) is the caller's to check once it has seen every part, from each part's largest.
+PreparedRows prepare_rows(Matrix& rows, const std::string& path, Metric metric, std::size_t first_row);
 // The same for a selection of a file's rows, `ids` their rows in the file (errors name those).
-std::size_t prepare_selected_rows(Matrix& rows, const std::string& path, Metric metric,
-                                  const std::vector<std::uint32_t>& ids);
+PreparedRows prepare_selected_rows(Matrix& rows, const std::string& path, Metric metric,
+                                   const std::vector<std::uint32_t>& ids);
 
 // What a run was given, for its metadata and its report.
 struct RunInput {

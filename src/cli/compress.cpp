@@ -126,9 +126,10 @@ VlatFile encode_streamed(const VlatFile& model, const VectorRows& rows, const st
     std::size_t largest_at = 0;
     const RowSource source{rows.rows(), rows.cols(), [&](std::size_t first, std::size_t count, Matrix& tile) {
                                rows.read_range(first, count, tile);
-                               zero_rows += prepare_rows(tile, path, metric, first);
-                               if (const float top = largest_magnitude(tile); top > largest) {
-                                   largest = top;
+                               const PreparedRows prepared = prepare_rows(tile, path, metric, first);
+                               zero_rows += prepared.zero_rows;
+                               if (prepared.largest > largest) {
+                                   largest = prepared.largest;
                                    largest_at = first;
                                }
                            }};

@@ -178,12 +178,12 @@ VlatFile encode_rows(const VlatFile& model, const RowSource& source, const Matri
     const bool tiled = !nearest || model.codec == ResidualCodec::product;
     if (whole != nullptr && (n <= tile_rows || !tiled)) {
         code_rows(*whole, 0);
+        if (progress) {
+            progress(n, n);
+        }
     } else {
         file.assignments.reserve(n);
-        for_each_tile(source, tile_rows, progress, code_rows);
-    }
-    if (progress) {
-        progress(n, n);
+        for_each_tile(source, tile_rows, progress, code_rows);  // which ends with progress(n, n)
     }
     return file;
 }

@@ -15,10 +15,6 @@ void widen(const Half* source, std::size_t count, float* destination) {
     }
 }
 
-}  // namespace vlattice::io
-
-namespace vlattice::io {
-
 namespace {
 
 // f(T{}) for the C++ type of `type`.
@@ -58,23 +54,34 @@ template <class T>
 void convert_row(const ArrayLayout& layout, const char* raw, std::uint64_t row, std::vector<T>& staging, float* out,
                  const std::string& path) {
     if (layout.dimension_first) {
-        std::int32_t got = 0;
-        std::memcpy(&got, raw, sizeof got);
-        if (got < 0 || static_cast<std::size_t>(got) != layout.cols) {
-            throw_dimension_mismatch(path, row, got, layout.cols);
-        }
+        check_row_dimension(raw, row, layout.cols, path);
         std::memcpy(staging.data(), raw + layout.value_offset(), layout.cols * sizeof(T));
         raw = reinterpret_cast<const char*>(staging.data());
     }
     convert<T>(raw, layout.cols, row * layout.cols, layout.cols, out, path);
 }
 
-
 }  // namespace
 
 void throw_dimension_mismatch(const std::string& path, std::uint64_t row, std::int32_t got, std::size_t cols) {
     throw Error(path + ": row " + std::to_string(row) + " has dimension " + std::to_string(got) + ", expected " +
                 std::to_string(cols) + " (the dimension of row 0)");
+}
+
+void check_row_dimension(const char* raw, std::uint64_t row, std::size_t cols, const std::string& path) {
+    std::int32_t got = 0;
+    std::memcpy(&got, raw, sizeof got);
+    if (got < 0 || static_cast<std::size_t>(got) != cols) {
+        throw_dimension_mismatch(path, row, got, cols);
+    }
+}
+
+void rethrow_first(const std::vector<std::exception_ptr>& failures) {
+    for (const std::exception_ptr& failure : failures) {
+        if (failure) {
+            std::rethrow_exception(failure);
+        }
+    }
 }
 
 std::size_t element_bytes(ElementType type) {
@@ -136,11 +143,7 @@ void read_array_selection(const BinaryFile& file, const ArrayLayout& layout, con
                 }
             }
         }
-        for (const std::exception_ptr& failure : failures) {
-            if (failure) {
-                std::rethrow_exception(failure);
-            }
-        }
+        rethrow_first(failures);
     });
 }
 

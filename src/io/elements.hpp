@@ -94,6 +94,9 @@ inline void narrow(const double* source, std::size_t count, std::uint64_t first,
 
 constexpr std::size_t kStagingBytes = std::size_t{8} << 20;
 
+// Rethrows the first exception held (the lowest block's), if any.
+void rethrow_first(const std::vector<std::exception_ptr>& failures);
+
 // Reads `rows` rows of `row_bytes` bytes each, the first at byte `offset` of the file, in blocks of
 // about kStagingBytes on the OpenMP threads: each thread reads its blocks with pread into a staging
 // buffer of its own and hands them to take(raw, first_row, count), which must only write the rows
@@ -136,31 +139,21 @@ void read_row_blocks(const BinaryFile& file, std::uint64_t offset, std::size_t r
             }
         }
     }
-    for (const std::exception_ptr& failure : failures) {
-        if (failure) {
-            std::rethrow_exception(failure);
-        }
-    }
+    rethrow_first(failures);
     if (progress) {
         progress({total, total, vectors});
     }
 }
 
-// Reads `count` values of T, contiguous from the file's current position, into `destination`:
-// float32 for vectors, int64 for ids (through widen). The position moves past them.
+// Reads `count` values of T, contiguous from the file's current position, into `destination` (int64
+// ids, through widen). The position moves past them.
 template <typename T, typename Out>
-void read_as(BinaryFile& file, std::size_t count, Out* destination, const std::string& what,
-             const ReadProgress& progress, std::uint64_t vectors) {
+void read_as(BinaryFile& file, std::size_t count, Out* destination, const std::string& what) {
     // Blocks of whole values: a "row" here is kValues values, the last block's shorter.
     constexpr std::size_t kValues = 1024;
     const std::size_t whole = count / kValues;
     const std::uint64_t start = file.position();
-    const std::uint64_t all = static_cast<std::uint64_t>(count) * sizeof(T);
-    ReadProgress blocks;
-    if (progress) {
-        blocks = [&](const ReadStatus& status) { progress({status.done, all, vectors}); };
-    }
-    read_row_blocks(file, start, whole, kValues * sizeof(T), what, blocks, vectors,
+    read_row_blocks(file, start, whole, kValues * sizeof(T), what, {}, whole,
                     [&](const char* raw, std::size_t first, std::size_t rows) {
                         widen(reinterpret_cast<const T*>(raw), rows * kValues, destination + first * kValues);
                     });
@@ -171,11 +164,9 @@ void read_as(BinaryFile& file, std::size_t count, Out* destination, const std::s
                      what);
         widen(tail.data(), rest, destination + whole * kValues);
     }
-    if (progress) {
-        progress({all, all, vectors});
-    }
-    file.skip(all);
+    file.skip(static_cast<std::uint64_t>(count) * sizeof(T));
 }
+
 
 // The element types of the vector arrays read by rows.
 enum class ElementType { f32, f64, f16, u8, i8, i32 };
@@ -199,6 +190,8 @@ struct ArrayLayout {
 // "PATH: row R has dimension GOT, expected COLS (the dimension of row 0)", a TEXMEX row's Error.
 [[noreturn]] void throw_dimension_mismatch(const std::string& path, std::uint64_t row, std::int32_t got,
                                            std::size_t cols);
+// Throws that Error unless the int32 at `raw`, row `row`'s leading dimension, is `cols`.
+void check_row_dimension(const char* raw, std::uint64_t row, std::size_t cols, const std::string& path);
 
 // Rows [first, first + count) of the array as float32 into `out` (count x cols), in blocks on the
 // threads (read_row_blocks). float64 is narrowed, naming the row and the column of a value beyond

@@ -74,7 +74,7 @@ Table sized_table(BinaryFile& file, const NpyHeader& header, const char* type_na
 template <typename T>
 IdMatrix read_ids_data(BinaryFile& file, const NpyHeader& header, const char* type_name) {
     IdMatrix table = sized_table<T, IdMatrix>(file, header, type_name);
-    read_as<T>(file, table.data.size(), table.data.data(), "the array data", {}, table.rows);
+    read_as<T>(file, table.data.size(), table.data.data(), "the array data");
     return table;
 }
 
@@ -120,21 +120,17 @@ ArrayLayout vector_layout(BinaryFile& file, const NpyHeader& header) {
                 (ids ? " (32- and 64-bit integers are read as neighbour ids, as query --ground-truth)" : ""));
 }
 
-ArrayLayout opened_layout(BinaryFile& file) {
+}  // namespace
+
+ArrayLayout npy_layout(BinaryFile& file) {
     const NpyHeader header = parse_npy_header(file.path(), read_header_text(file));
     check_layout(file.path(), header);
     return vector_layout(file, header);
 }
 
-}  // namespace
-
 Matrix read_npy(const std::string& path, const ReadProgress& progress) {
     BinaryFile file(path);
-    return read_array(file, opened_layout(file), progress);
-}
-
-ArrayLayout npy_layout(BinaryFile& file) {
-    return opened_layout(file);
+    return read_array(file, npy_layout(file), progress);
 }
 
 IdMatrix read_npy_ids(const std::string& path) {

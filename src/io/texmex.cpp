@@ -85,11 +85,7 @@ IdMatrix read_ivecs_ids(const std::string& path) {
                         std::vector<std::int32_t> values(layout.cols);
                         for (std::size_t i = 0; i < count; ++i) {
                             const char* raw = raw_rows + i * row_bytes;
-                            Dimension got = 0;
-                            std::memcpy(&got, raw, sizeof got);
-                            if (got < 0 || static_cast<std::size_t>(got) != layout.cols) {
-                                throw_dimension_mismatch(path, first + i, got, layout.cols);
-                            }
+                            check_row_dimension(raw, first + i, layout.cols, path);
                             std::memcpy(values.data(), raw + sizeof(Dimension), layout.cols * sizeof(std::int32_t));
                             widen(values.data(), layout.cols, ids.row(first + i));
                         }
