@@ -30,6 +30,18 @@ LoadedPoints load_points(const std::string& path, const ReadOptions& options, Me
     return loaded;
 }
 
+LoadedSet load_stored_points(const std::string& path, const ReadOptions& options, Metric metric) {
+    if (metric == Metric::angular) {
+        LoadedPoints loaded = load_points(path, options, metric);
+        return {PointSet(std::move(loaded.points)), loaded.zero_rows};
+    }
+    LoadedSet loaded{read_stored_points(path, options), 0};
+    const PointView points = loaded.points.view();
+    check_finite(points, path);
+    check_accepted_range(points, path);
+    return loaded;
+}
+
 PreparedRows prepare_rows(Matrix& rows, const std::string& path, Metric metric, std::size_t first_row) {
     check_finite(rows, path, first_row);
     PreparedRows out;
@@ -167,7 +179,7 @@ double chosen_error(const TrainedCoding& coding) {
 
 }  // namespace
 
-TrainedRun fit_and_train(const Matrix& points, const AnnealConfig& config, const std::vector<std::size_t>& counts,
+TrainedRun fit_and_train(const PointView& points, const AnnealConfig& config, const std::vector<std::size_t>& counts,
                          const RunInput& input, AnchorStorage storage, const CodingSpec& spec, Backend& backend,
                          const std::function<FitResult(const AnnealConfig&)>& fit_anchors) {
     if (counts.empty()) {
@@ -242,7 +254,7 @@ TrainedRun fit_and_train(const Matrix& points, const AnnealConfig& config, const
     return best;
 }
 
-VlatFile train_model(const Matrix& points, const FitResult& result, const RunInput& input, AnchorStorage storage,
+VlatFile train_model(const PointView& points, const FitResult& result, const RunInput& input, AnchorStorage storage,
                   const CodingSpec& spec, Backend& backend, nlohmann::json metadata, TrainedCoding& coding) {
     if (input.d > std::numeric_limits<std::uint32_t>::max()) {
         throw Error(input.path + ": dimension " + std::to_string(input.d) + " does not fit the .vlat header (32 bits)");
@@ -250,7 +262,11 @@ VlatFile train_model(const Matrix& points, const FitResult& result, const RunInp
     const Matrix stored = stored_anchors(result.anchors, storage);
     const std::vector<std::uint32_t> assignments =
         storage == AnchorStorage::f32 ? result.assignments : nearest_anchors(points, stored, backend);
-    coding = train_coding(points, stored, assignments, spec, backend);
+    // A residual code trains on float32 rows: points of another stored type are widened for it (a
+    // run that trains on --train-sample widens only the sample); the ids alone read no row.
+    Matrix widened;
+    const Matrix& rows = coding_reads_points(spec) ? as_matrix(points, widened) : widened;
+    coding = train_coding(rows, stored, assignments, spec, backend);
     metadata["residuals"] = coding_json(spec, coding);
     return make_model(stored, storage, input.metric, coding, metadata.dump());
 }

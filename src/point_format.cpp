@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 namespace vlattice {
 
@@ -108,46 +109,90 @@ AcceptedRange accepted_range(std::size_t d) {
     return range;
 }
 
-float largest_magnitude(const Matrix& points) {
-    const std::uint32_t bits = largest_magnitude_bits(points.data.data(), points.data.size());
-    float largest;
-    std::memcpy(&largest, &bits, sizeof largest);
-    return largest;
+namespace {
+
+// Values widened at a time where the points are not float32: as many as the scans below take on
+// every thread.
+constexpr std::size_t kBlockValues = kParallelValues;
+
+// visit(values, count, first_row) over the points' rows as float32, whole rows a block at a time, in
+// order; stops at the first visit that returns true, and returns whether one did.
+template <class Visit>
+bool any_block(const PointView& points, Visit visit) {
+    if (points.rows == 0 || points.cols == 0) {
+        return false;
+    }
+    const std::size_t block_rows = std::max<std::size_t>(1, kBlockValues / points.cols);
+    std::vector<float> scratch;
+    for (std::size_t first = 0; first < points.rows; first += block_rows) {
+        const std::size_t count = std::min(block_rows, points.rows - first);
+        if (visit(points.block(first, count, scratch), count * points.cols, first)) {
+            return true;
+        }
+    }
+    return false;
 }
 
-float check_accepted_range(const Matrix& points, const std::string& source, std::size_t first_row) {
+float from_bits(std::uint32_t bits) {
+    float value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+}  // namespace
+
+float largest_magnitude(const PointView& points) {
+    std::uint32_t largest = 0;
+    any_block(points, [&](const float* values, std::size_t count, std::size_t) {
+        largest = std::max(largest, largest_magnitude_bits(values, count));
+        return false;
+    });
+    return from_bits(largest);
+}
+
+float check_accepted_range(const PointView& points, const std::string& source, std::size_t first_row) {
     const std::size_t d = points.cols;
-    if (points.data.empty()) {
+    if (points.rows == 0 || d == 0) {
         return 0.0f;
     }
     const AcceptedRange range = accepted_range(d);
-    const float largest = largest_magnitude(points);
-    const auto& values = points.data;
-    if (!(largest <= range.largest)) {
-        const auto beyond = std::find_if(values.begin(), values.end(),
-                                         [&](float v) { return !(std::abs(v) <= range.largest); });
-        const std::string where = source + ": " + position(static_cast<std::size_t>(beyond - values.begin()), d, first_row);
-        if (!std::isfinite(*beyond)) {
-            throw Error(where + " is " + printed(*beyond) + "; vectors must be finite");
+    std::uint32_t largest_bits = 0;
+    any_block(points, [&](const float* values, std::size_t count, std::size_t first) {
+        const float largest = from_bits(largest_magnitude_bits(values, count));
+        if (!(largest <= range.largest)) {
+            const float* beyond =
+                std::find_if(values, values + count, [&](float v) { return !(std::abs(v) <= range.largest); });
+            const std::string where =
+                source + ": " + position(static_cast<std::size_t>(beyond - values), d, first_row + first);
+            if (!std::isfinite(*beyond)) {
+                throw Error(where + " is " + printed(*beyond) + "; vectors must be finite");
+            }
+            throw Error(where + " is " + printed(*beyond) + ", beyond " + printed(range.largest) +
+                        ", the largest |value| vlattice fits in " + std::to_string(d) +
+                        " dimensions (a squared distance to an anchor, up to (2 x " + printed(range.largest) +
+                        ")^2 x " + std::to_string(d) + ", must stay within half of float32's range): scale the data down");
         }
-        throw Error(where + " is " + printed(*beyond) + ", beyond " + printed(range.largest) +
-                    ", the largest |value| vlattice fits in " + std::to_string(d) +
-                    " dimensions (a squared distance to an anchor, up to (2 x " + printed(range.largest) + ")^2 x " +
-                    std::to_string(d) + ", must stay within half of float32's range): scale the data down");
-    }
+        largest_bits = std::max(largest_bits, largest_magnitude_bits(values, count));
+        return false;
+    });
+    const float largest = from_bits(largest_bits);
     if (largest > 0.0f && largest < range.smallest_scale) {
-        const auto at = static_cast<std::size_t>(
-            std::find_if(values.begin(), values.end(), [&](float v) { return std::abs(v) == largest; }) -
-            values.begin());
-        throw Error(source + ": the largest |value|, " + printed(values[at]) + " at " + position(at, d, first_row) +
-                    ", is below " + printed(range.smallest_scale) + " (2^" + std::to_string(14 - kMaxExponent) +
-                    "), the smallest scale vlattice fits: its 16-bit operands would round such data to zero; "
-                    "scale the data up");
+        any_block(points, [&](const float* values, std::size_t count, std::size_t first) {
+            const float* at = std::find_if(values, values + count, [&](float v) { return std::abs(v) == largest; });
+            if (at == values + count) {
+                return false;
+            }
+            throw Error(source + ": the largest |value|, " + printed(*at) + " at " +
+                        position(static_cast<std::size_t>(at - values), d, first_row + first) + ", is below " +
+                        printed(range.smallest_scale) + " (2^" + std::to_string(14 - kMaxExponent) +
+                        "), the smallest scale vlattice fits: its 16-bit operands would round such data to zero; "
+                        "scale the data up");
+        });
     }
     return largest;
 }
 
-PointFormat point_format(const Matrix& points, PointStorage storage) {
+PointFormat point_format(const PointView& points, PointStorage storage) {
     return point_format(largest_magnitude(points), storage);
 }
 
@@ -171,10 +216,22 @@ void round_to_format(Matrix& points, const PointFormat& format) {
                  std::ldexp(1.0f, format.exponent), std::ldexp(1.0f, -format.exponent));
 }
 
-bool holds_exactly(const Matrix& points, const PointFormat& format) {
-    return format.storage == PointStorage::f32 ||
-           !rounding_changes(points.data.data(), points.data.size(), format.storage == PointStorage::f16,
-                             std::ldexp(1.0f, format.exponent), std::ldexp(1.0f, -format.exponent));
+bool holds_exactly(const PointView& points, const PointFormat& format) {
+    if (format.storage == PointStorage::f32) {
+        return true;
+    }
+    // Up to 255 in magnitude, scaled by a power of two below float16's largest value: eight
+    // significant bits, which float16 and bfloat16 both hold. A float16 value scaled up by a power
+    // of two stays a float16 value, as long as it stays below 2^15, which the exponent ensures.
+    const bool eight_bit = points.type() == StoredType::u8 || points.type() == StoredType::i8;
+    if (eight_bit || (points.type() == StoredType::f16 && format.storage == PointStorage::f16 && format.exponent >= 0)) {
+        return true;
+    }
+    const float up = std::ldexp(1.0f, format.exponent);
+    const float down = std::ldexp(1.0f, -format.exponent);
+    return !any_block(points, [&](const float* values, std::size_t count, std::size_t) {
+        return rounding_changes(values, count, format.storage == PointStorage::f16, up, down);
+    });
 }
 
 const char* storage_name(PointStorage storage) {

@@ -15,7 +15,7 @@ namespace vlattice::test {
 class ForwardingBackend : public Backend {
 public:
     explicit ForwardingBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
-    void upload_points(const Matrix& points, const RunSetup& setup) override { inner_->upload_points(points, setup); }
+    void upload_points(const PointView& points, const RunSetup& setup) override { inner_->upload_points(points, setup); }
     void upload_anchors(const Matrix& anchors) override { inner_->upload_anchors(anchors); }
     void upload_anchor_rows(const Matrix& values, const std::vector<std::uint32_t>& rows) override {
         inner_->upload_anchor_rows(values, rows);
@@ -27,7 +27,7 @@ public:
     void update(double eta) override { inner_->update(eta); }
     double energy() override { return inner_->energy(); }
     std::vector<std::uint32_t> download_assignments() override { return inner_->download_assignments(); }
-    void seed_anchors(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) override {
+    void seed_anchors(const PointView& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) override {
         inner_->seed_anchors(points, m, sample_size, seed);
     }
     std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {

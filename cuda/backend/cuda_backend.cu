@@ -45,7 +45,7 @@ public:
 
     const char* name() const override { return "cuda"; }
 
-    void upload_points(const Matrix& points, const RunSetup& setup) override {
+    void upload_points(const PointView& points, const RunSetup& setup) override {
         use_device();
         cuda::PointStage::check(points);
         // Points of the shape held go into the same buffers, and the anchors' buffers stay for a
@@ -77,7 +77,7 @@ public:
 
     // k-means++ on the device, pick for pick the CPU's; only a sample where every weight reaches zero
     // (fewer distinct points than anchors) takes the CPU's path, which then draws differently.
-    void seed_anchors(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) override {
+    void seed_anchors(const PointView& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) override {
         begin("seed_anchors", Needs::points);
         require(points.rows == n() && points.cols == d(),
                 "seed_anchors got " + std::to_string(points.rows) + " x " + std::to_string(points.cols) +

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace vlattice::cuda {
 
@@ -42,15 +43,17 @@ void DevicePoints::add_footprint(Footprint& need, std::size_t n, std::size_t d, 
 }
 
 template <class Land, class Consume>
-void DevicePoints::copy_up(const Matrix& points, cudaStream_t stream, Land land, Consume consume) {
+void DevicePoints::copy_up(const PointView& points, cudaStream_t stream, Land land, Consume consume) {
     const std::size_t n = points.rows;
     const std::size_t d = points.cols;
     const std::size_t rows_per_chunk = chunk_rows(n, d);
     if (rows_per_chunk == n) {
+        std::vector<float> widened;
         float* to = land(0);
-        CUDA_CHECK(cudaMemcpyAsync(to, points.data.data(), n * d * sizeof(float), cudaMemcpyHostToDevice, stream));
+        CUDA_CHECK(cudaMemcpyAsync(to, points.block(0, n, widened), n * d * sizeof(float), cudaMemcpyHostToDevice,
+                                   stream));
         consume(0, n, to);
-        CUDA_CHECK(cudaStreamSynchronize(stream));
+        CUDA_CHECK(cudaStreamSynchronize(stream));  // before `widened` goes
         return;
     }
     // Through pinned staging in two halves: the CPU fills one half while the DMA engine drains the other.
@@ -64,7 +67,11 @@ void DevicePoints::copy_up(const Matrix& points, cudaStream_t stream, Land land,
         if (part >= 2) {
             drained[half].synchronize();
         }
-        copy_in_parallel(buffer, points.row(first), rows * d * sizeof(float));
+        if (points.type() == StoredType::f32) {
+            copy_in_parallel(buffer, points.row(first, nullptr), rows * d * sizeof(float));
+        } else {
+            points.widen_rows(first, rows, buffer);
+        }
         float* to = land(first);
         CUDA_CHECK(cudaMemcpyAsync(to, buffer, rows * d * sizeof(float), cudaMemcpyHostToDevice, stream));
         drained[half].record(stream);
@@ -73,7 +80,7 @@ void DevicePoints::copy_up(const Matrix& points, cudaStream_t stream, Land land,
     CUDA_CHECK(cudaStreamSynchronize(stream));  // the staging goes when this returns
 }
 
-void DevicePoints::upload(const Matrix& points, const PointFormat& format, cudaStream_t stream) {
+void DevicePoints::upload(const PointView& points, const PointFormat& format, cudaStream_t stream) {
     const std::size_t n = points.rows;
     const std::size_t d = points.cols;
     const int stride = half_stride(static_cast<int>(d));

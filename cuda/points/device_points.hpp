@@ -11,6 +11,7 @@
 #include "runtime/device_buffer.hpp"
 
 #include "vlattice/point_format.hpp"
+#include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
 
 #include <cuda_runtime.h>
@@ -25,9 +26,11 @@ public:
     // The device memory of n x d points in `storage`, at most (the tail may be freed after upload).
     static void add_footprint(Footprint& need, std::size_t n, std::size_t d, PointStorage storage);
 
-    // Replaces the points; `points` must already be rounded to `format` (round_to_format). Returns
-    // once they are on the device. Throws Error when they are not exact in a 16-bit format.
-    void upload(const Matrix& points, const PointFormat& format, cudaStream_t stream);
+    // Replaces the points; `points` must already be rounded to `format` (round_to_format). They are
+    // widened to float32 on the host a chunk at a time, into the pinned staging, so a stored type
+    // needs no float32 copy of the set. Returns once they are on the device. Throws Error when they
+    // are not exact in a 16-bit format.
+    void upload(const PointView& points, const PointFormat& format, cudaStream_t stream);
     void release();
 
     std::size_t n() const { return n_; }
@@ -48,7 +51,7 @@ private:
     // Copies the rows up in chunks of whole rows: the chunk from row `first` lands at land(first), and
     // consume(first, rows, landed) queues the work on it. Returns once everything has run.
     template <class Land, class Consume>
-    void copy_up(const Matrix& points, cudaStream_t stream, Land land, Consume consume);
+    void copy_up(const PointView& points, cudaStream_t stream, Land land, Consume consume);
 
     PointFormat format_;
     std::size_t n_ = 0;

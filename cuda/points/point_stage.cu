@@ -6,7 +6,7 @@
 
 namespace vlattice::cuda {
 
-void PointStage::check(const Matrix& points) {
+void PointStage::check(const PointView& points) {
     const std::string shape = std::to_string(points.rows) + " x " + std::to_string(points.cols);
     if (points.rows == 0 || points.cols == 0) {
         throw Error("cuda backend: no points to upload (" + shape + ")");
@@ -14,9 +14,9 @@ void PointStage::check(const Matrix& points) {
     if (points.rows >= kMaxRows || points.cols > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
         throw Error("cuda backend: " + shape + " points exceed the backend's limit of 2^31 rows");
     }
-    if (points.data.size() != points.rows * points.cols) {
-        throw Error("cuda backend: point matrix holds " + std::to_string(points.data.size()) + " values, not " +
-                    std::to_string(points.rows * points.cols));
+    if (points.matrix() != nullptr && points.matrix()->data.size() != points.rows * points.cols) {
+        throw Error("cuda backend: point matrix holds " + std::to_string(points.matrix()->data.size()) +
+                    " values, not " + std::to_string(points.rows * points.cols));
     }
 }
 
@@ -42,7 +42,7 @@ void PointStage::release() {
     d_ = 0;
 }
 
-void PointStage::upload(const Matrix& points, const PointFormat& format, cudaStream_t stream) {
+void PointStage::upload(const PointView& points, const PointFormat& format, cudaStream_t stream) {
     points_.upload(points, format, stream);
     CUDA_CHECK(cudaMemsetAsync(assignment_.data(), 0xff, assignment_.bytes(), stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -7,6 +7,7 @@
 #include "runtime/device_buffer.hpp"
 
 #include "vlattice/point_format.hpp"
+#include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
 
 #include <cuda_runtime.h>
@@ -24,8 +25,8 @@ constexpr std::size_t kMaxRows = std::size_t{1} << 31;
 
 class PointStage {
 public:
-    // Throws Error unless `points` is a whole matrix of 1 to 2^31 - 1 rows the kernels can take.
-    static void check(const Matrix& points);
+    // Throws Error unless `points` are 1 to 2^31 - 1 whole rows the kernels can take.
+    static void check(const PointView& points);
 
     // The device memory of n x d points in `storage` and of their state.
     void add_footprint(Footprint& need, std::size_t n, std::size_t d, PointStorage storage);
@@ -36,7 +37,7 @@ public:
 
     // Replaces the points (rounded to `format`) and sets every point's anchor to none. Returns once
     // they are on the device. The buffers must be of their shape (holds).
-    void upload(const Matrix& points, const PointFormat& format, cudaStream_t stream);
+    void upload(const PointView& points, const PointFormat& format, cudaStream_t stream);
 
     std::size_t n() const { return n_; }  // 0 until an upload has succeeded
     int d() const { return static_cast<int>(d_); }

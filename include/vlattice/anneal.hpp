@@ -4,6 +4,7 @@
 
 #include "vlattice/backend.hpp"
 #include "vlattice/config.hpp"
+#include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
 
 #include <functional>
@@ -67,9 +68,10 @@ using IterationCallback = std::function<void(const IterationRecord&)>;
 
 // Validates the config against the points, and the points against check_accepted_range, then runs
 // to convergence or config.max_iters. Under a 16-bit config.storage the fit works on a rounded copy
-// of the points (round_to_format), and its energy is that of the copy. Throws Error when the
+// of the points (round_to_format) unless the format holds them as they are, and its energy is that
+// of the copy. Points of any stored type fit as their float32 values would. Throws Error when the
 // backend's energy disagrees with the CPU's recomputation (see AnnealConfig).
-FitResult fit(const Matrix& points, const AnnealConfig& config, Backend& backend,
+FitResult fit(const PointView& points, const AnnealConfig& config, Backend& backend,
               const IterationCallback& on_iteration = {});
 
 // The schedule, exposed for tests and reports.
@@ -77,6 +79,6 @@ double trim_at(const AnnealConfig& config, double temperature);
 double eta_at(double temperature);
 
 // E = (1/n) sum ||x_i - c_a(i)||^2 in double on the CPU, whatever backend produced the inputs.
-double cpu_energy(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments);
+double cpu_energy(const PointView& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments);
 
 }  // namespace vlattice

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "vlattice/point_format.hpp"
+#include "vlattice/point_set.hpp"
 #include "vlattice/two_means.hpp"
 #include "vlattice/types.hpp"
 
@@ -70,13 +71,14 @@ public:
     virtual bool trains_side_by_side() const { return false; }
 
     // Once per run, before anything else. Assignments start as "none", so the first assign counts
-    // every point as changed.
-    virtual void upload_points(const Matrix& points, const RunSetup& setup) = 0;
+    // every point as changed. The points may be of any stored type; a backend holds them in that
+    // type or in the run's storage format, never as a float32 copy made for the purpose.
+    virtual void upload_points(const PointView& points, const RunSetup& setup) = 0;
     // Replaces all anchors (their number may change between calls).
     virtual void upload_anchors(const Matrix& anchors) = 0;
     // Replaces all anchors with m picked by k-means++ from `points` (the uploaded points): the same
     // anchors on every backend, those of the CPU's kmeans_plus_plus with this sample size and seed.
-    virtual void seed_anchors(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) = 0;
+    virtual void seed_anchors(const PointView& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) = 0;
     // Replaces anchor rows[r] with row r of `values`, for every r; the other anchors stay.
     virtual void upload_anchor_rows(const Matrix& values, const std::vector<std::uint32_t>& rows) = 0;
     virtual Matrix download_anchors() = 0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "vlattice/format.hpp"
+#include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
 
 #include <string>
@@ -31,7 +32,7 @@ Matrix reconstruct(const VlatFile& file);
 double mean_squared_error(const Matrix& a, const Matrix& b);
 
 // mean_squared_error(reconstruct(file), points) without holding the reconstruction: a row at a time.
-double reconstruction_mse(const VlatFile& file, const Matrix& points);
+double reconstruction_mse(const VlatFile& file, const PointView& points);
 
 // Names used on the command line, in `info` and in reports.
 const char* anchor_storage_name(AnchorStorage storage);

@@ -127,4 +127,7 @@ struct TrainedCoding {
 TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
                            const CodingSpec& spec, Backend& backend);
 
+// Whether train_coding reads the points for `spec`: for every coding but the ids alone with no budget.
+bool coding_reads_points(const CodingSpec& spec);
+
 }  // namespace vlattice

@@ -7,6 +7,7 @@
 // and every error names the file (and the row or field where there is one).
 #pragma once
 
+#include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstdint>
@@ -36,6 +37,11 @@ struct ReadOptions {
 
 // Reads the whole file as float32 rows (narrower element types are widened).
 Matrix read_vectors(const std::string& path, const ReadOptions& options = {});
+
+// The whole file with its values in their own type where a PointSet holds it: float16, uint8 and
+// int8 in .npy, big-ann (.u8bin .i8bin) and TEXMEX (.bvecs) files, a quarter of float32's bytes for
+// 8-bit data. float32 as it is; float64, int32 and HDF5 read as read_vectors reads them.
+PointSet read_stored_points(const std::string& path, const ReadOptions& options = {});
 
 // A vector file read a range or a selection of its rows at a time, without reading the rest: .npy,
 // the big-ann formats (.fbin .u8bin .i8bin) and TEXMEX (.fvecs .bvecs .ivecs), whose rows lie at
@@ -92,7 +98,7 @@ std::optional<Metric> input_metric(const std::string& path, const std::string& f
 
 // Throws Error naming the file, the row (counted from `first_row`, for a part of a file) and the
 // column of the first NaN or Inf.
-void check_finite(const Matrix& points, const std::string& path, std::size_t first_row = 0);
+void check_finite(const PointView& points, const std::string& path, std::size_t first_row = 0);
 
 // Whether the path names an HDF5 file (.h5 or .hdf5, any case).
 bool is_hdf5_path(const std::string& path);

@@ -7,6 +7,7 @@
 #include "vlattice/backend.hpp"
 #include "vlattice/coding_plan.hpp"
 #include "vlattice/format.hpp"
+#include "vlattice/point_set.hpp"
 #include "vlattice/stage_seconds.hpp"
 #include "vlattice/types.hpp"
 
@@ -35,7 +36,7 @@ std::size_t pass_tile_rows(std::size_t d);
 // never has every row on the GPU. Each row gets the anchor it would get in one pass. The backend's
 // points are then the last tile's, gone once this returns (the CPU backend keeps a reference to
 // what it was given): upload points again before another assign.
-std::vector<std::uint32_t> nearest_anchors(const Matrix& points, const Matrix& anchors, Backend& backend,
+std::vector<std::uint32_t> nearest_anchors(const PointView& points, const Matrix& anchors, Backend& backend,
                                            const RowProgress& progress = {}, std::size_t tile_rows = 0);
 
 // A model file's contents: n = 0, the anchors already as stored, the coding's parameters.
@@ -44,10 +45,11 @@ VlatFile make_model(const Matrix& stored, AnchorStorage storage, Metric metric, 
 
 // Codes `points` with `model` (a file read or made by make_model; its n is ignored): each point's
 // nearest anchor (`nearest` when the caller has them, as nearest_anchors gives them), then its
-// residual code, a tile of `tile_rows` rows at a time (0: pass_tile_rows), each as in one pass. The result
-// holds n = points.rows vectors. `seconds`, when given, receives the time of each stage (anchors,
+// residual code, a tile of `tile_rows` rows at a time (0: pass_tile_rows), each as in one pass, widened
+// to float32 a tile at a time where the points are of another type. With `nearest` and no residual
+// code no row is read. The result holds n = points.rows vectors. `seconds`, when given, receives the time of each stage (anchors,
 // then the code's); `progress` the rows coded after each tile.
-VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend& backend,
+VlatFile encode_with_model(const VlatFile& model, const PointView& points, Backend& backend,
                            const std::string& metadata_json, StageSeconds* seconds = nullptr,
                            const std::vector<std::uint32_t>* nearest = nullptr, const RowProgress& progress = {},
                            std::size_t tile_rows = 0);
@@ -72,7 +74,8 @@ VlatFile append_vectors(const VlatFile& base, const VlatFile& tail);
 
 // A fit that keeps `source`'s anchors (as stored) instead of learning new ones: the points' nearest
 // anchors and their energy, no iterations. What a second budget on the same data starts from.
-FitResult reuse_anchors(const VlatFile& source, const Matrix& points, Backend& backend, const std::string& source_name);
+FitResult reuse_anchors(const VlatFile& source, const PointView& points, Backend& backend,
+                        const std::string& source_name);
 
 // The model of a file (its vectors dropped).
 VlatFile model_of(const VlatFile& file);

@@ -33,6 +33,16 @@ struct LoadedPoints {
 // (check_accepted_range: queries and references are held to it too, as they meet the same anchors).
 LoadedPoints load_points(const std::string& path, const ReadOptions& options, Metric metric);
 
+struct LoadedSet {
+    PointSet points;  // view() only once the set has its place: a move would leave the view behind
+    std::size_t zero_rows = 0;  // as LoadedPoints
+};
+
+// load_points for the input of a fit or a coding: float16, uint8 and int8 values stay in their type
+// (read_stored_points) and are checked as they are, unless Metric::angular scales the rows, which
+// needs float32.
+LoadedSet load_stored_points(const std::string& path, const ReadOptions& options, Metric metric);
+
 // Scales each row to unit L2 length in place; returns how many rows were zero (and stay zero).
 std::size_t normalize_rows(Matrix& points);
 
@@ -111,7 +121,7 @@ struct TrainedRun {
 // storage must be `storage`) the counts after the first that chose a code train only that kind of
 // code and the scalar code (FileBudget::only); it throws Error should the chosen file, with its actual metadata, exceed
 // the budget.
-TrainedRun fit_and_train(const Matrix& points, const AnnealConfig& config, const std::vector<std::size_t>& counts,
+TrainedRun fit_and_train(const PointView& points, const AnnealConfig& config, const std::vector<std::size_t>& counts,
                          const RunInput& input, AnchorStorage storage, const CodingSpec& spec, Backend& backend,
                          const std::function<FitResult(const AnnealConfig&)>& fit_anchors);
 
@@ -119,7 +129,7 @@ TrainedRun fit_and_train(const Matrix& points, const AnnealConfig& config, const
 // `spec` asks for, trained on `points` (train_coding); `coding` receives what was trained, the
 // metadata its description. compress codes the points with it (encode_with_model), so a compressed
 // file is what `train` then `encode` write.
-VlatFile train_model(const Matrix& points, const FitResult& result, const RunInput& input, AnchorStorage storage,
+VlatFile train_model(const PointView& points, const FitResult& result, const RunInput& input, AnchorStorage storage,
                   const CodingSpec& spec, Backend& backend, nlohmann::json metadata, TrainedCoding& coding);
 
 // Encodes `points` against the anchors as `file` stores them (so rounded to float16 first under f16

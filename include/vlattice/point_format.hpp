@@ -1,6 +1,7 @@
 // How a fit holds its points (--storage) and how exactly it assigns them (--assign-precision).
 #pragma once
 
+#include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstdint>
@@ -30,10 +31,10 @@ struct PointFormat {
 };
 
 // The largest |coordinate|; NaN or infinity where the points hold one.
-float largest_magnitude(const Matrix& points);
+float largest_magnitude(const PointView& points);
 
 // The format of `storage` for these points (their largest |coordinate| sets the exponent).
-PointFormat point_format(const Matrix& points, PointStorage storage);
+PointFormat point_format(const PointView& points, PointStorage storage);
 // The same from their largest |coordinate|, as check_accepted_range returns it (a pass less).
 PointFormat point_format(float largest, PointStorage storage);
 
@@ -54,7 +55,7 @@ AcceptedRange accepted_range(std::size_t d);
 // accepted_range (or that is not finite), or of the largest one when the data's scale is below it.
 // Returns the largest |coordinate| (0 for no points). Rows are named from `first_row` on, for a
 // part of a file.
-float check_accepted_range(const Matrix& points, const std::string& source, std::size_t first_row = 0);
+float check_accepted_range(const PointView& points, const std::string& source, std::size_t first_row = 0);
 
 // Rounds every coordinate to the nearest value the format holds (ties to even), in place:
 // x <- 2^-e half(2^e x). f32 leaves the points as they are.
@@ -62,8 +63,9 @@ void round_to_format(Matrix& points, const PointFormat& format);
 
 // Whether round_to_format would leave every coordinate as it is, bit for bit: always under f32, and
 // under f16 for data float16 holds (float16 or 8-bit inputs, pixels). A fit then uses the points as
-// given instead of a rounded copy of them.
-bool holds_exactly(const Matrix& points, const PointFormat& format);
+// given instead of a rounded copy of them. 8-bit points are known exact under both 16-bit formats,
+// and float16 points under f16 when the format scales them up, without a pass over them.
+bool holds_exactly(const PointView& points, const PointFormat& format);
 
 const char* storage_name(PointStorage storage);
 // Throws Error naming the bad value.

@@ -16,7 +16,7 @@ std::optional<VlatFile> anchor_source(const std::string& path) {
     return during("reading --anchors-from " + path, [&] { return read_vlat(path); });
 }
 
-FitResult fit_or_reuse(const std::optional<VlatFile>& source, const std::string& source_path, const Matrix& points,
+FitResult fit_or_reuse(const std::optional<VlatFile>& source, const std::string& source_path, const PointView& points,
                        const AnnealConfig& config, Backend& backend, bool quiet) {
     if (source) {
         return during("assigning the vectors to the anchors of " + source_path,

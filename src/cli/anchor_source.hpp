@@ -16,7 +16,7 @@ namespace vlattice::cli {
 std::optional<VlatFile> anchor_source(const std::string& path);
 
 // source's anchors with the points' nearest anchors (reuse_anchors), or a fit with a progress bar.
-FitResult fit_or_reuse(const std::optional<VlatFile>& source, const std::string& source_path, const Matrix& points,
+FitResult fit_or_reuse(const std::optional<VlatFile>& source, const std::string& source_path, const PointView& points,
                        const AnnealConfig& config, Backend& backend, bool quiet);
 
 }  // namespace vlattice::cli

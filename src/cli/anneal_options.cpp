@@ -128,14 +128,14 @@ Metric metric_of(const AnnealArgs& args, const std::string& input) {
     return input_metric(input, args.input_format).value_or(Metric::l2);
 }
 
-LoadedPoints load_input(const std::string& command, const std::string& path, const AnnealArgs& args, Metric metric,
-                        bool quiet) {
+LoadedSet load_input(const std::string& command, const std::string& path, const AnnealArgs& args, Metric metric,
+                     bool quiet) {
     ReadOptions options;
     options.dataset = args.dataset;
     options.format = args.input_format;
     PassLine line(!quiet && ::isatty(STDERR_FILENO), "reading " + path);
     options.progress = [&](const ReadStatus& status) { line.bytes(status); };
-    LoadedPoints loaded = during("reading INPUT " + path, [&] { return load_points(path, options, metric); });
+    LoadedSet loaded = during("reading INPUT " + path, [&] { return load_stored_points(path, options, metric); });
     line.finish();
     if (loaded.zero_rows > 0 && !quiet) {
         print_notice(command, "warning",

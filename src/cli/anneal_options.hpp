@@ -49,9 +49,10 @@ void check_anneal_args(AnnealArgs& args);
 // --metric, where `auto` asks the input (an HDF5 file's `distance` attribute) and falls back to l2.
 Metric metric_of(const AnnealArgs& args, const std::string& input);
 
-// Loads `path` as the options say (--dataset) with `metric`. Unless `quiet`, warns on stderr, as
-// `command`, about all-zero vectors that angular cannot give a direction.
-LoadedPoints load_input(const std::string& command, const std::string& path, const AnnealArgs& args, Metric metric,
-                        bool quiet);
+// Loads `path` as the options say (--dataset) with `metric`, its values in their stored type
+// (load_stored_points). Unless `quiet`, warns on stderr, as `command`, about all-zero vectors that
+// angular cannot give a direction.
+LoadedSet load_input(const std::string& command, const std::string& path, const AnnealArgs& args, Metric metric,
+                     bool quiet);
 
 }  // namespace vlattice::cli

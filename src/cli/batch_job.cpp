@@ -67,17 +67,18 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     const DeviceKind device = parse_option_value([&] { return parse_device(job.device); });
 
     auto start = clock::now();
-    const LoadedPoints loaded = load_input("batch", job.file, anneal, plan.metric, args.quiet);
+    const LoadedSet loaded = load_input("batch", job.file, anneal, plan.metric, args.quiet);
+    const PointView points = loaded.points.view();
     const std::string train_name = is_hdf5_path(job.file) ? job.file + ":" + anneal.dataset : job.file;
     const std::optional<Evaluation> evaluation =
-        load_evaluation(job.file, train_name, plan.metric, loaded.points.rows, loaded.points.cols);
+        load_evaluation(job.file, train_name, plan.metric, points.rows, points.cols);
     const double load_seconds = seconds_since(start);
-    CodingSpec coding = coding_spec(values, args.coding, loaded.points.cols, config);
+    CodingSpec coding = coding_spec(values, args.coding, points.cols, config);
     if (job.bits) {
         coding.scalar_bits = *job.bits;
     }
     const std::vector<std::size_t> counts =
-        anchor_counts(coding, loaded.points.rows, loaded.points.cols, config.anchors);
+        anchor_counts(coding, points.rows, points.cols, config.anchors);
     if (!coding.file_budget) {
         config.anchors = counts.front();
     }
@@ -85,20 +86,20 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     print_device_note("batch", choice.note, args.quiet);
 
     OutputGroup outputs;
-    const RunInput input{job.file, loaded.points.rows, loaded.points.cols, plan.metric};
+    const RunInput input{job.file, points.rows, points.cols, plan.metric};
     start = clock::now();
     const TrainedRun run = fit_and_train(
-        loaded.points, config, counts, input, AnchorStorage::f32, coding, *choice.backend,
+        points, config, counts, input, AnchorStorage::f32, coding, *choice.backend,
         [&](const AnnealConfig& fitted) {
-            ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), fitted.max_iters, loaded.points.rows);
-            FitResult result = fit(loaded.points, fitted, *choice.backend,
+            ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), fitted.max_iters, points.rows);
+            FitResult result = fit(points, fitted, *choice.backend,
                                    [&](const IterationRecord& record) { progress.update(record); });
             progress.finish();
             return result;
         });
     const FitResult& result = run.fit;
     const VlatFile& model = run.model;
-    const VlatFile vlat = encode_with_model(model, loaded.points, *choice.backend, model.metadata_json);
+    const VlatFile vlat = encode_with_model(model, points, *choice.backend, model.metadata_json);
     write_vlat(plan.outputs.vlat, vlat);
     // Every anchor count's fit (one without a whole-file budget) counts as fitting, the rest as writing.
     double fit_seconds = 0.0;
@@ -114,18 +115,18 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
         exhaustive.k = kRecallAt;
         recall = recall_at(search(vlat, evaluation->queries, exhaustive), evaluation->neighbors, kRecallAt);
     }
-    const double mse = vlat.codec == ResidualCodec::none ? result.energy : reconstruction_mse(vlat, loaded.points);
+    const double mse = vlat.codec == ResidualCodec::none ? result.energy : reconstruction_mse(vlat, points);
     const double evaluate_seconds = seconds_since(start);
 
     const double code_bytes = code_bytes_per_vector(vlat);
     const nlohmann::json row = {
         {"dataset", job.name},
         {"file", job.file},
-        {"n", loaded.points.rows},
-        {"d", loaded.points.cols},
+        {"n", points.rows},
+        {"d", points.cols},
         {"m", result.anchors.rows},
         {"bytes_per_vector", code_bytes},
-        {"ratio", code_bytes / (4.0 * static_cast<double>(loaded.points.cols))},
+        {"ratio", code_bytes / (4.0 * static_cast<double>(points.cols))},
         {"energy", result.energy},
         {"mse", mse},
         {"residuals", vlat.codec == ResidualCodec::product ? "pq " + describe_product(vlat.product.book)

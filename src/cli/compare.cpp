@@ -89,7 +89,7 @@ std::unique_ptr<Backend> make_gpu_backend(int gpu, int threads, GpuKernels kerne
     return make_backend(DeviceKind::cuda, gpu, threads, kernels).backend;
 }
 
-FitResult run(const Matrix& points, const AnnealConfig& config, Backend& backend, bool show_progress) {
+FitResult run(const PointView& points, const AnnealConfig& config, Backend& backend, bool show_progress) {
     ProgressBar progress(show_progress, config.max_iters, points.rows);
     FitResult result = fit(points, config, backend, [&](const IterationRecord& record) { progress.update(record); });
     progress.finish();
@@ -197,14 +197,15 @@ int compare(int argc, char** argv) {
     Backend* const cpu = cpu_choice.backend.get();
 
     const auto start = std::chrono::steady_clock::now();
-    const LoadedPoints loaded = load_input(kHelp.name, c.input, args.anneal, c.metric, args.quiet);
+    const LoadedSet loaded = load_input(kHelp.name, c.input, args.anneal, c.metric, args.quiet);
+    const PointView points = loaded.points.view();
     c.load_seconds = seconds_since(start);
-    c.n = loaded.points.rows;
-    c.d = loaded.points.cols;
+    c.n = points.rows;
+    c.d = points.cols;
 
     const bool show_progress = !args.quiet && ::isatty(STDERR_FILENO);
-    c.cpu = run(loaded.points, c.config, *cpu, show_progress);
-    c.gpu = run(loaded.points, c.config, *gpu, show_progress);
+    c.cpu = run(points, c.config, *cpu, show_progress);
+    c.gpu = run(points, c.config, *gpu, show_progress);
 
     if (args.json) {
         std::printf("%s\n", comparison_json(c).dump(2).c_str());

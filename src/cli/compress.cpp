@@ -230,7 +230,7 @@ int compress(int argc, char** argv, bool model_only) {
         sample > 0 ? open_vector_rows(args.input, ReadOptions{args.anneal.dataset, args.anneal.input_format})
                    : nullptr;
     const bool streamed = by_rows && sample < by_rows->rows();
-    LoadedPoints loaded;
+    LoadedSet loaded;
     Matrix training;
     if (streamed) {
         const std::vector<std::uint32_t> rows = training_rows(by_rows->rows(), sample, config.seed);
@@ -244,15 +244,16 @@ int compress(int argc, char** argv, bool model_only) {
     }
     context.load_seconds = seconds_since(start);
     print_device_note(help.name, choice.note, args.quiet);
-    const std::size_t n = streamed ? by_rows->rows() : loaded.points.rows;
-    const std::size_t d = streamed ? by_rows->cols() : loaded.points.cols;
+    const PointView points = loaded.points.view();
+    const std::size_t n = streamed ? by_rows->rows() : points.rows;
+    const std::size_t d = streamed ? by_rows->cols() : points.cols;
     context.input = {args.input, n, d, metric};
     const bool sampled = sample > 0 && sample < n;
     if (sampled && !streamed) {
         training = during("drawing the --train-sample rows",
-                          [&] { return select_rows(loaded.points, training_rows(n, sample, config.seed)); });
+                          [&] { return points.select(training_rows(n, sample, config.seed)); });
     }
-    const Matrix& fitted_points = sampled ? training : loaded.points;
+    const PointView fitted_points = sampled ? PointView(training) : points;
     context.input.train_rows = fitted_points.rows;
     if (!args.quiet && sampled) {
         print_notice(help.name, "note",
@@ -335,7 +336,7 @@ int compress(int argc, char** argv, bool model_only) {
             return encode_streamed(model, *by_rows, args.input, metric, *choice.backend, &context.code_coding,
                                    progress, help.name, args.quiet);
         }
-        return encode_with_model(model, loaded.points, *choice.backend, model.metadata_json, &context.code_coding,
+        return encode_with_model(model, points, *choice.backend, model.metadata_json, &context.code_coding,
                                  nearest_known ? &result.assignments : nullptr, progress);
     });
     context.code_seconds = trained_seconds - result.seconds.total - context.other_fits_seconds + seconds_since(start);

@@ -92,7 +92,8 @@ int encode(int argc, char** argv) {
 
     const auto start = std::chrono::steady_clock::now();
     const VlatFile model = during("reading --model " + args.model, [&] { return model_of(read_vlat(args.model)); });
-    const LoadedPoints loaded = load_input(kHelp.name, args.input, args.read, model.metric, args.quiet);
+    const LoadedSet loaded = load_input(kHelp.name, args.input, args.read, model.metric, args.quiet);
+    const PointView points = loaded.points.view();
     BackendChoice choice = make_backend(device, 0, args.threads, kernels);
     print_device_note(kHelp.name, choice.note, args.quiet);
 
@@ -101,10 +102,10 @@ int encode(int argc, char** argv) {
         metadata = nlohmann::json::object();
     }
     metadata["encoded"] = {{"input", std::filesystem::path(args.input).filename().string()},
-                           {"n", loaded.points.rows}};
+                           {"n", points.rows}};
     VlatFile file = during("coding the vectors", [&] {
         PassLine line(!args.quiet && ::isatty(STDERR_FILENO), "coding every row");
-        return encode_with_model(model, loaded.points, *choice.backend, metadata.dump(), nullptr, nullptr,
+        return encode_with_model(model, points, *choice.backend, metadata.dump(), nullptr, nullptr,
                                  [&](std::size_t done, std::size_t total) { line.rows(done, total); });
     });
     if (!args.append_to.empty()) {
@@ -115,7 +116,7 @@ int encode(int argc, char** argv) {
     during("writing -o " + args.output, [&] { write_vlat(args.output, file); });
     if (!args.quiet) {
         const double bytes = static_cast<double>(std::filesystem::file_size(args.output));
-        std::printf("coded       %zu vectors of %s with %s (%s)\n", loaded.points.rows, args.input.c_str(),
+        std::printf("coded       %zu vectors of %s with %s (%s)\n", points.rows, args.input.c_str(),
                     args.model.c_str(), describe_coding(file).c_str());
         std::printf("output      %s: %llu vectors, %.0f bytes, %.3f code bytes per vector; %.3f s (%s)\n",
                     args.output.c_str(), static_cast<unsigned long long>(file.n), bytes, code_bytes_per_vector(file),

@@ -145,16 +145,18 @@ double mean_squared_error(const Matrix& a, const Matrix& b) {
     return total / static_cast<double>(a.rows);
 }
 
-double reconstruction_mse(const VlatFile& file, const Matrix& points) {
+double reconstruction_mse(const VlatFile& file, const PointView& points) {
     if (points.rows != file.n || points.cols != file.d || points.rows == 0) {
-        throw Error("cannot compare " + shape(points) + " vectors with a compressed set of " + std::to_string(file.n) +
-                    " x " + std::to_string(file.d));
+        throw Error("cannot compare " + std::to_string(points.rows) + " x " + std::to_string(points.cols) +
+                    " vectors with a compressed set of " + std::to_string(file.n) + " x " + std::to_string(file.d));
     }
     const double total = deterministic_sum(points.rows, [&](std::size_t i) {
         thread_local std::vector<float> row;
+        thread_local std::vector<float> scratch;
         row.resize(points.cols);
+        scratch.resize(points.cols);
         decode_vector(file, i, row.data());
-        return squared_distance(row.data(), points.row(i), points.cols);
+        return squared_distance(row.data(), points.row(i, scratch.data()), points.cols);
     }, points.cols);
     return total / static_cast<double>(points.rows);
 }

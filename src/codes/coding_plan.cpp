@@ -219,6 +219,11 @@ void run_jobs(std::size_t count, Backend& backend, Job job) {
 
 }  // namespace
 
+bool coding_reads_points(const CodingSpec& spec) {
+    return spec.budget_bytes || spec.file_budget || spec.family == CodecFamily::product ||
+           spec.family == CodecFamily::residual || spec.scalar_bits > 0;
+}
+
 TrainedCoding train_coding(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
                            const CodingSpec& spec, Backend& backend) {
     if (spec.budget_bytes && spec.file_budget) {

@@ -23,13 +23,17 @@ Matrix stored_anchors(const Matrix& anchors, AnchorStorage storage) {
 
 namespace {
 
-// The rows of `points`, handed out as copies.
-RowSource rows_of(const Matrix& points) {
-    return {points.rows, points.cols, [&points](std::size_t first, std::size_t count, Matrix& tile) {
+// The rows of `points`, handed out as float32 copies.
+RowSource rows_of(const PointView& points) {
+    return {points.rows, points.cols, [points](std::size_t first, std::size_t count, Matrix& tile) {
                 tile.rows = count;
                 tile.cols = points.cols;
                 tile.data.resize(count * points.cols);
-                copy_in_parallel(tile.data.data(), points.row(first), count * points.cols * sizeof(float));
+                if (points.type() == StoredType::f32) {
+                    copy_in_parallel(tile.data.data(), points.row(first, nullptr), count * points.cols * sizeof(float));
+                } else {
+                    points.widen_rows(first, count, tile.data.data());
+                }
             }};
 }
 
@@ -55,13 +59,13 @@ std::size_t pass_tile_rows(std::size_t d) {
     return std::max<std::size_t>(1, kPassTileBytes / (std::max<std::size_t>(1, d) * sizeof(float)));
 }
 
-std::vector<std::uint32_t> nearest_anchors(const Matrix& points, const Matrix& anchors, Backend& backend,
+std::vector<std::uint32_t> nearest_anchors(const PointView& points, const Matrix& anchors, Backend& backend,
                                            const RowProgress& progress, std::size_t tile_rows) {
     const std::size_t n = points.rows;
     if (tile_rows == 0) {
         tile_rows = pass_tile_rows(points.cols);
     }
-    const auto assign = [&](const Matrix& rows) {
+    const auto assign = [&](const PointView& rows) {
         backend.upload_points(rows, RunSetup{point_format(rows, PointStorage::f32), AssignPrecision::exact});
         backend.upload_anchors(anchors);
         backend.assign();
@@ -102,7 +106,8 @@ VlatFile make_model(const Matrix& stored, AnchorStorage storage, Metric metric, 
     return model;
 }
 
-FitResult reuse_anchors(const VlatFile& source, const Matrix& points, Backend& backend, const std::string& source_name) {
+FitResult reuse_anchors(const VlatFile& source, const PointView& points, Backend& backend,
+                        const std::string& source_name) {
     if (points.cols != source.d) {
         throw Error(source_name + ": its anchors have dimension " + std::to_string(source.d) + ", the vectors " +
                     std::to_string(points.cols));
@@ -151,6 +156,13 @@ VlatFile encode_rows(const VlatFile& model, const RowSource& source, const Matri
     VlatFile file = model_of(model);
     file.n = n;
     file.metadata_json = metadata_json;
+    if (nearest && model.codec == ResidualCodec::none) {
+        file.assignments = *nearest;  // the ids are the whole code: no row needs reading
+        if (progress) {
+            progress(n, n);
+        }
+        return file;
+    }
     // Each tile's rows take their nearest anchors, then their codes: one pass in which a backend
     // (and the product code's rotated residuals) holds a tile of the rows, not all of them.
     const auto code_rows = [&](const Matrix& rows, std::size_t first) {
@@ -190,11 +202,11 @@ VlatFile encode_rows(const VlatFile& model, const RowSource& source, const Matri
 
 }  // namespace
 
-VlatFile encode_with_model(const VlatFile& model, const Matrix& points, Backend& backend,
+VlatFile encode_with_model(const VlatFile& model, const PointView& points, Backend& backend,
                            const std::string& metadata_json, StageSeconds* seconds,
                            const std::vector<std::uint32_t>* nearest, const RowProgress& progress,
                            std::size_t tile_rows) {
-    return encode_rows(model, rows_of(points), &points, backend, metadata_json, seconds, nearest, progress,
+    return encode_rows(model, rows_of(points), points.matrix(), backend, metadata_json, seconds, nearest, progress,
                        tile_rows);
 }
 

@@ -37,17 +37,23 @@ public:
     std::size_t side_by_side() const override { return static_cast<std::size_t>(threads_); }
     std::unique_ptr<Backend> sibling() const override { return std::unique_ptr<Backend>(new CpuBackend(Sibling{})); }
 
-    // The CPU works on the caller's points in place: a copy would double the memory of a run. They
-    // come already rounded to the run's storage, which the CPU keeps in float32.
-    void upload_points(const Matrix& points, const RunSetup& setup) override {
-        require(points.rows > 0 && points.cols > 0 && points.data.size() == points.rows * points.cols,
-                "no points to upload, or a matrix whose size does not match its shape");
-        points_ = &points;
+    // The CPU works on the caller's points in place, in their stored type: a copy would double the
+    // memory of a run, or more. They come already rounded to the run's storage; each kernel widens
+    // the rows it reads to float32.
+    void upload_points(const PointView& points, const RunSetup& setup) override {
+        require(points.rows > 0 && points.cols > 0 && points.data() != nullptr,
+                "no points to upload, or a view without values");
+        require(points.matrix() == nullptr || points.matrix()->data.size() == points.rows * points.cols,
+                "a matrix whose size does not match its shape");
+        points_ = points;
+        uploaded_ = true;
         precision_ = setup.precision;
         norms_.resize(points.rows);
 #pragma omp parallel for schedule(static)
         for (std::size_t i = 0; i < points.rows; ++i) {
-            norms_[i] = static_cast<float>(squared_norm(points.row(i), points.cols));
+            thread_local std::vector<float> scratch;
+            scratch.resize(points.cols);
+            norms_[i] = static_cast<float>(squared_norm(points.row(i, scratch.data()), points.cols));
         }
         assignment_.assign(points.rows, kUnassigned);
         distance_.assign(points.rows, 0.0);
@@ -56,10 +62,10 @@ public:
     }
 
     void upload_anchors(const Matrix& anchors) override {
-        require(points_ != nullptr, "upload_anchors before upload_points");
-        require(anchors.rows > 0 && anchors.cols == points_->cols,
+        require(uploaded_, "upload_anchors before upload_points");
+        require(anchors.rows > 0 && anchors.cols == points_.cols,
                 "anchors are " + std::to_string(anchors.rows) + " x " + std::to_string(anchors.cols) +
-                    ", expected at least one row of " + std::to_string(points_->cols));
+                    ", expected at least one row of " + std::to_string(points_.cols));
         // Old ids may point past a smaller set of anchors: reduce and energy wait for the next assign.
         assigned_ = assigned_ && anchors.rows == anchors_.rows;
         anchors_ = anchors;
@@ -68,7 +74,7 @@ public:
         stats_ = AnchorStats{};
     }
 
-    void seed_anchors(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) override {
+    void seed_anchors(const PointView& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) override {
         upload_anchors(kmeans_plus_plus(points, m, sample_size, seed));
     }
 
@@ -90,22 +96,22 @@ public:
     }
 
     AssignStats assign() override {
-        require(points_ != nullptr && anchors_.rows > 0, "assign before upload_points and upload_anchors");
+        require(uploaded_ && anchors_.rows > 0, "assign before upload_points and upload_anchors");
         assigned_ = true;
         AssignStats result;
         cpu::AssignBounds bounds{&moved_, &others_};
         result.changed =
-            cpu::assign_nearest(*points_, norms_, anchors_, precision_, assignment_, distance_, nullptr, &bounds);
+            cpu::assign_nearest(points_, norms_, anchors_, precision_, assignment_, distance_, nullptr, &bounds);
         std::fill(moved_.begin(), moved_.end(), 0.0);
-        result.energy = deterministic_sum(points_->rows, [&](std::size_t i) { return distance_[i]; }) /
-                        static_cast<double>(points_->rows);
+        result.energy = deterministic_sum(points_.rows, [&](std::size_t i) { return distance_[i]; }) /
+                        static_cast<double>(points_.rows);
         return result;
     }
 
     void robust_reduce(double trim) override {
         require(assigned_, "robust_reduce needs an assign of the current anchors first");
         require(trim >= 0.0 && trim < 1.0, "trim must be in [0, 1), got " + std::to_string(trim));
-        cpu::robust_reduce(*points_, assignment_, distance_, anchors_, trim, means_, stats_);
+        cpu::robust_reduce(points_, assignment_, distance_, anchors_, trim, means_, stats_);
     }
 
     AnchorStats download_stats() override { return stats_; }
@@ -134,14 +140,14 @@ public:
 
     double energy() override {
         require(assigned_, "energy needs an assign of the current anchors first");
-        return cpu_energy(*points_, anchors_, assignment_);
+        return cpu_energy(points_, anchors_, assignment_);
     }
 
     std::vector<std::uint32_t> download_assignments() override { return assignment_; }
 
     std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         require(assigned_, "gather_members needs an assign of the current anchors first");
-        const Matrix& x = *points_;
+        const PointView& x = points_;
         require_distinct_anchors(anchors, anchors_.rows, name(), "gather_members");
         std::vector<std::uint32_t> slot_of(anchors_.rows, kUnassigned);
         for (std::size_t t = 0; t < anchors.size(); ++t) {
@@ -161,7 +167,7 @@ public:
         for (const std::vector<std::size_t>& rows : members) {
             Matrix m(rows.size(), x.cols);
             for (std::size_t r = 0; r < rows.size(); ++r) {
-                std::memcpy(m.row(r), x.row(rows[r]), x.cols * sizeof(float));
+                x.widen_rows(rows[r], 1, m.row(r));
             }
             out.push_back(std::move(m));
         }
@@ -182,7 +188,8 @@ private:
     explicit CpuBackend(Sibling) : threads_(1) {}
 
     int threads_;
-    const Matrix* points_ = nullptr;
+    PointView points_;
+    bool uploaded_ = false;
     AssignPrecision precision_ = AssignPrecision::exact;
     bool assigned_ = false;
     std::vector<float> norms_;

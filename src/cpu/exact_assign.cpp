@@ -38,7 +38,7 @@ std::vector<std::uint32_t> all_rows(std::size_t n) {
 // few members, while the fit is hot): the m / 64 that moved farthest, and the replaced ones, which
 // have no move to bound, are measured against each point instead, unless they are so many that
 // everything is scanned.
-std::vector<std::uint32_t> keep_bounded(const Matrix& points, const Matrix& anchors, AssignBounds& bounds,
+std::vector<std::uint32_t> keep_bounded(const PointView& points, const Matrix& anchors, AssignBounds& bounds,
                                         const std::vector<std::uint32_t>& assignment, std::vector<double>& distance) {
     const std::size_t n = points.rows;
     const std::size_t m = anchors.rows;
@@ -70,6 +70,9 @@ std::vector<std::uint32_t> keep_bounded(const Matrix& points, const Matrix& anch
         if (a >= m || !std::isfinite(moved[a]) || !(others[i] > 0.0)) {
             continue;
         }
+        thread_local std::vector<float> scratch;
+        scratch.resize(d);
+        const float* x = points.row(i, scratch.data());
         const double own = (std::sqrt(distance[i]) + moved[a]) * (1.0 + kBoundSlack);
         double lower = others[i] - farthest;
         if (!(own < lower)) {
@@ -79,14 +82,14 @@ std::vector<std::uint32_t> keep_bounded(const Matrix& points, const Matrix& anch
             if (r == a) {
                 continue;
             }
-            lower = std::min(lower, std::sqrt(squared_distance(points.row(i), anchors.row(r), d)));
+            lower = std::min(lower, std::sqrt(squared_distance(x, anchors.row(r), d)));
             if (!(own < lower)) {
                 break;
             }
         }
         if (own < lower) {
             scan[i] = 0;
-            distance[i] = squared_distance(points.row(i), anchors.row(a), d);
+            distance[i] = squared_distance(x, anchors.row(a), d);
             others[i] = lower * (1.0 - kBoundSlack);
         }
     }
@@ -120,7 +123,7 @@ constexpr double kNoLimit = std::numeric_limits<double>::infinity();
 // bound. At sub-space fits' shapes (4,096 centroids over a few coordinates) a neighbourhood holds a
 // few percent of the anchors. Returns the points left to a scan of every anchor.
 template <class Choose>
-std::vector<std::uint32_t> settle_by_neighbours(const Matrix& points, const std::vector<float>& point_norms,
+std::vector<std::uint32_t> settle_by_neighbours(const PointView& points, const std::vector<float>& point_norms,
                                                 const Matrix& anchors, const std::vector<float>& columns,
                                                 const std::vector<float>& anchor_norms, float max_anchor_norm,
                                                 float factor, const std::vector<std::uint32_t>& scanned,
@@ -135,7 +138,10 @@ std::vector<std::uint32_t> settle_by_neighbours(const Matrix& points, const std:
     for (std::size_t t = 0; t < count; ++t) {
         const std::uint32_t a = assignment[scanned[t]];
         if (a < m) {
-            radius[t] = std::sqrt(squared_distance(points.row(scanned[t]), anchors.row(a), d)) * (1.0 + kBoundSlack);
+            thread_local std::vector<float> scratch;
+            scratch.resize(d);
+            radius[t] = std::sqrt(squared_distance(points.row(scanned[t], scratch.data()), anchors.row(a), d)) *
+                        (1.0 + kBoundSlack);
         }
     }
     std::vector<std::size_t> start(m + 1, 0);
@@ -173,7 +179,9 @@ std::vector<std::uint32_t> settle_by_neighbours(const Matrix& points, const std:
         thread_local std::vector<float> hood_columns;
         thread_local std::vector<float> hood_norms;
         thread_local std::vector<float> member_rows;
+        thread_local std::vector<float> scratch;
         rows.resize(2 * m);
+        scratch.resize(2 * d);
         near.resize(m);
         const std::uint32_t hub[2] = {hubs[2 * pair], hubs[std::min(2 * pair + 1, hubs.size() - 1)]};
         {
@@ -215,7 +223,7 @@ std::vector<std::uint32_t> settle_by_neighbours(const Matrix& points, const std:
             for (std::size_t q = 0; q < size; q += 2) {
                 const std::size_t t[2] = {members[first + q], members[first + std::min(q + 1, size - 1)]};
                 const std::size_t i[2] = {scanned[t[0]], scanned[t[1]]};
-                const float* x[2] = {points.row(i[0]), points.row(i[1])};
+                const float* x[2] = {points.row(i[0], scratch.data()), points.row(i[1], scratch.data() + d)};
                 const float x_norm[2] = {point_norms[i[0]], point_norms[i[1]]};
                 float* const row[2] = {member_rows.data(), member_rows.data() + k};
                 direct_distances(x, x_norm, hood_columns.data(), hood_norms.data(), d, k, row);
@@ -238,7 +246,7 @@ std::vector<std::uint32_t> settle_by_neighbours(const Matrix& points, const std:
 
 }  // namespace
 
-std::size_t assign_nearest(const Matrix& points, const std::vector<float>& point_norms, const Matrix& anchors,
+std::size_t assign_nearest(const PointView& points, const std::vector<float>& point_norms, const Matrix& anchors,
                            AssignPrecision precision, std::vector<std::uint32_t>& assignment,
                            std::vector<double>& distance, const std::vector<std::uint32_t>* excluded,
                            AssignBounds* bounds) {
@@ -271,8 +279,11 @@ std::size_t assign_nearest(const Matrix& points, const std::vector<float>& point
         const std::size_t count = within(row, k, threshold, near);
         double exact_best = std::numeric_limits<double>::infinity();
         std::uint32_t exact_l = best_l;
+        thread_local std::vector<float> scratch;
+        scratch.resize(d);
+        const float* x = points.row(i, scratch.data());
         for (std::size_t c = 0; c < count; ++c) {
-            const double exact = squared_distance(points.row(i), anchors.row(id(near[c])), d);
+            const double exact = squared_distance(x, anchors.row(id(near[c])), d);
             if (exact < exact_best) {
                 exact_best = exact;
                 exact_l = near[c];
@@ -310,10 +321,12 @@ std::size_t assign_nearest(const Matrix& points, const std::vector<float>& point
         for (std::size_t pair = 0; pair < (count + 1) / 2; ++pair) {
             thread_local std::vector<float> rows;
             thread_local std::vector<std::uint32_t> near;
+            thread_local std::vector<float> scratch;
             rows.resize(2 * m);
             near.resize(m);
+            scratch.resize(2 * d);
             const std::size_t i[2] = {scanned[2 * pair], scanned[std::min(2 * pair + 1, count - 1)]};
-            const float* x[2] = {points.row(i[0]), points.row(i[1])};
+            const float* x[2] = {points.row(i[0], scratch.data()), points.row(i[1], scratch.data() + d)};
             const float x_norm[2] = {point_norms[i[0]], point_norms[i[1]]};
             float* const row[2] = {rows.data(), rows.data() + m};
             direct_distances(x, x_norm, columns.data(), anchor_norms.data(), d, m, row);
@@ -326,10 +339,11 @@ std::size_t assign_nearest(const Matrix& points, const std::vector<float>& point
     }
     const std::size_t rows = std::min(block_rows(m), n);
     std::vector<float> dot(rows * m);
+    std::vector<float> widened;  // a block of points stored in another type than float32
     for (std::size_t start = 0; start < n; start += rows) {
         const std::size_t count = std::min(rows, n - start);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(count), static_cast<int>(m),
-                    static_cast<int>(d), 1.0f, points.row(start), static_cast<int>(d), anchors.data.data(),
+                    static_cast<int>(d), 1.0f, points.block(start, count, widened), static_cast<int>(d), anchors.data.data(),
                     static_cast<int>(d), 0.0f, dot.data(), static_cast<int>(m));
 #pragma omp parallel for schedule(static) reduction(+ : changed)
         for (std::size_t r = 0; r < count; ++r) {

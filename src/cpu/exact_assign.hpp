@@ -1,6 +1,7 @@
 #pragma once
 
 #include "vlattice/backend.hpp"
+#include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstdint>
@@ -27,7 +28,7 @@ struct AssignBounds {
     // Per point, a lower bound on the distance (not squared) to every anchor but its own; 0: none.
     std::vector<double>* others = nullptr;
 };
-std::size_t assign_nearest(const Matrix& points, const std::vector<float>& point_norms, const Matrix& anchors,
+std::size_t assign_nearest(const PointView& points, const std::vector<float>& point_norms, const Matrix& anchors,
                            AssignPrecision precision, std::vector<std::uint32_t>& assignment,
                            std::vector<double>& distance, const std::vector<std::uint32_t>* excluded = nullptr,
                            AssignBounds* bounds = nullptr);

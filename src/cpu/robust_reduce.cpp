@@ -28,7 +28,7 @@ void group_by_anchor(const std::vector<std::uint32_t>& assignment, std::size_t m
 
 }  // namespace
 
-void robust_reduce(const Matrix& points, const std::vector<std::uint32_t>& assignment,
+void robust_reduce(const PointView& points, const std::vector<std::uint32_t>& assignment,
                    const std::vector<double>& distance, const Matrix& anchors, double trim,
                    std::vector<double>& means, AnchorStats& stats) {
     const std::size_t m = anchors.rows;
@@ -57,8 +57,10 @@ void robust_reduce(const Matrix& points, const std::vector<std::uint32_t>& assig
         double* mean = means.data() + j * d;
         std::fill(mean, mean + d, 0.0);
         double kept_distance = 0.0;
+        thread_local std::vector<float> scratch;
+        scratch.resize(d);
         for (std::size_t r = 0; r < keep; ++r) {
-            const float* x = points.row(members[r]);
+            const float* x = points.row(members[r], scratch.data());
             for (std::size_t k = 0; k < d; ++k) {
                 mean[k] += x[k];
             }

@@ -60,7 +60,7 @@ int drop_empty_anchors(Backend& backend, std::size_t m) {
 
 // Compares the backend's energy with the CPU's recomputation from what the backend hands back; the
 // two computations share nothing but the inputs, so agreement checks the backend end to end.
-void check_energy(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
+void check_energy(const PointView& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
                   double backend_energy, const char* backend, const AnnealConfig& config, Validation& validation,
                   const std::string& when) {
     const double recomputed = cpu_energy(points, anchors, assignments);
@@ -89,10 +89,14 @@ void check_energy(const Matrix& points, const Matrix& anchors, const std::vector
 
 }  // namespace
 
-double cpu_energy(const Matrix& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments) {
+double cpu_energy(const PointView& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments) {
     return deterministic_sum(
                points.rows,
-               [&](std::size_t i) { return squared_distance(points.row(i), anchors.row(assignments[i]), points.cols); },
+               [&](std::size_t i) {
+                   thread_local std::vector<float> scratch;
+                   scratch.resize(points.cols);
+                   return squared_distance(points.row(i, scratch.data()), anchors.row(assignments[i]), points.cols);
+               },
                points.cols) /
            static_cast<double>(points.rows);
 }
@@ -111,7 +115,7 @@ double eta_at(double temperature) {
     return 1.0 / (1.0 + temperature);
 }
 
-FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
+FitResult fit(const PointView& input, const AnnealConfig& config, Backend& backend,
               const IterationCallback& on_iteration) {
     validate(config, input.rows);
     const float largest = check_accepted_range(input, "the points");
@@ -119,16 +123,16 @@ FitResult fit(const Matrix& input, const AnnealConfig& config, Backend& backend,
     const std::size_t n = input.rows;
     FitResult result;
     // Under a 16-bit storage the fit, the validation included, sees the points as stored: a rounded
-    // copy, unless the format holds them already (a float16 input under f16 would double the
-    // process's memory for a copy equal to it).
+    // float32 copy, unless the format holds them already (a float16 or 8-bit input under f16 would
+    // double the process's memory, or more, for a copy equal to it).
     Matrix rounded;
     const RunSetup setup{point_format(largest, config.storage), config.assign_precision};
     const bool as_given = holds_exactly(input, setup.format);
     if (!as_given) {
-        rounded = input;
+        rounded = input.widened();
         round_to_format(rounded, setup.format);
     }
-    const Matrix& points = as_given ? input : rounded;
+    const PointView points = as_given ? input : PointView(rounded);
     {
         Stopwatch watch(result.seconds.init);
         {

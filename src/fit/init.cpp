@@ -52,8 +52,10 @@ void for_each_index(std::size_t n, bool parallel, const Body& body) {
 // skipped, which turns the O(s m d) of plain k-means++ into roughly O(m^2 d + s d log m).
 class DSquaredSampler {
 public:
-    DSquaredSampler(const Matrix& points, std::vector<std::size_t> sample, std::size_t m)
-        : points_(points), sample_(std::move(sample)), anchors_(m, points.cols), nearest_(sample_.size(), 0.0),
+    DSquaredSampler(const PointView& points, std::vector<std::size_t> sample, std::size_t m)
+        : floats_(points.type() == StoredType::f32 ? static_cast<const float*>(points.data()) : nullptr),
+          cols_(points.cols), widened_(floats_ ? Matrix() : sampled_rows(points, sample)), sample_(std::move(sample)),
+          anchors_(m, points.cols), nearest_(sample_.size(), 0.0),
           members_(m), radius_(m, 0.0), gap_(m, 0.0), moved_(sample_.size()),
           block_sum_((sample_.size() + kBlock - 1) / kBlock, 0.0), dirty_(block_sum_.size(), false) {}
 
@@ -121,7 +123,12 @@ private:
         double moved_max = 0.0;
     };
 
-    const float* point(std::size_t i) const { return points_.row(sample_[i]); }
+    // Points of another stored type are widened once, the sample's rows alone, in sample order.
+    static Matrix sampled_rows(const PointView& points, const std::vector<std::size_t>& sample) {
+        return points.select(std::vector<std::uint32_t>(sample.begin(), sample.end()));
+    }
+
+    const float* point(std::size_t i) const { return floats_ ? floats_ + sample_[i] * cols_ : widened_.row(i); }
 
     void first_anchor() {
         const std::size_t s = sample_.size();
@@ -249,7 +256,9 @@ private:
         block_sum_[b] = sum;
     }
 
-    const Matrix& points_;
+    const float* floats_;  // the points where they are float32, else nullptr
+    std::size_t cols_;
+    Matrix widened_;  // else the sample's rows
     std::vector<std::size_t> sample_;
     Matrix anchors_;
     std::vector<double> nearest_;  // squared distance to the nearest chosen anchor
@@ -303,7 +312,7 @@ SeedingDraws draw_seeding(std::size_t n, std::size_t m, std::size_t sample_size,
     return draws;
 }
 
-Matrix kmeans_plus_plus(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) {
+Matrix kmeans_plus_plus(const PointView& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) {
     Random random(seed);
     DSquaredSampler sampler(points, draw_sample(points.rows, std::max(sample_size, m), random), m);
     std::size_t chosen = random.below(sampler.size());

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "random.hpp"
+#include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
 
 #include <cstdint>
@@ -16,8 +17,8 @@ std::vector<std::size_t> draw_sample(std::size_t n, std::size_t size, Random& ra
 // sample_size >= n). Returns m anchors, each a copy of a data point. When every remaining sample
 // point coincides with a chosen anchor (fewer distinct points than m), the rest are drawn uniformly.
 // The result is that of plain D^2 sampling; the triangle inequality only skips distances that
-// cannot lower a point's weight.
-Matrix kmeans_plus_plus(const Matrix& points, std::size_t m, std::size_t sample_size, std::uint64_t seed);
+// cannot lower a point's weight. Only the sample's rows are widened to float32.
+Matrix kmeans_plus_plus(const PointView& points, std::size_t m, std::size_t sample_size, std::uint64_t seed);
 
 // kmeans_plus_plus's random draws made ahead, for a backend that runs the same D^2 sampling
 // elsewhere: the sample, the first anchor's place in it, and the uniform that picks each later

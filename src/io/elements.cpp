@@ -117,6 +117,39 @@ Matrix read_array(const BinaryFile& file, const ArrayLayout& layout, const ReadP
     return points;
 }
 
+PointSet read_stored_array(const BinaryFile& file, const ArrayLayout& layout, const ReadProgress& progress) {
+    StoredType type = StoredType::f32;
+    if (layout.type == ElementType::f16) {
+        type = StoredType::f16;
+    } else if (layout.type == ElementType::u8) {
+        type = StoredType::u8;
+    } else if (layout.type == ElementType::i8) {
+        type = StoredType::i8;
+    } else {
+        return PointSet(read_array(file, layout, progress));
+    }
+    const std::size_t cols = layout.cols;
+    const std::size_t value_bytes = cols * element_bytes(layout.type);
+    check_memory(file.path() + ": " + count_text(layout.rows) + " x " + count_text(cols) + " " + stored_type_name(type),
+                 table_bytes(layout.rows, cols, element_bytes(layout.type)));
+    PointSet points = PointSet::unset(type, layout.rows, cols);
+    auto* out = static_cast<char*>(points.values());
+    const std::size_t row_bytes = layout.row_bytes();
+    read_row_blocks(file, layout.offset, layout.rows, row_bytes, "the vectors", progress, layout.rows,
+                    [&](const char* raw, std::size_t first, std::size_t rows) {
+                        if (!layout.dimension_first) {
+                            std::memcpy(out + first * value_bytes, raw, rows * value_bytes);
+                            return;
+                        }
+                        for (std::size_t i = 0; i < rows; ++i) {
+                            check_row_dimension(raw + i * row_bytes, first + i, cols, file.path());
+                            std::memcpy(out + (first + i) * value_bytes, raw + i * row_bytes + layout.value_offset(),
+                                        value_bytes);
+                        }
+                    });
+    return points;
+}
+
 void read_array_selection(const BinaryFile& file, const ArrayLayout& layout, const std::vector<std::uint32_t>& rows,
                           float* out) {
     const std::size_t cols = layout.cols;

@@ -7,6 +7,7 @@
 #include "vlattice/half.hpp"
 #include "vlattice/io.hpp"
 #include "vlattice/memory.hpp"
+#include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
 
 #include <algorithm>
@@ -201,6 +202,10 @@ void read_array_rows(const BinaryFile& file, const ArrayLayout& layout, std::siz
 
 // Every row of the array, as float32.
 Matrix read_array(const BinaryFile& file, const ArrayLayout& layout, const ReadProgress& progress);
+
+// Every row of the array in its own type where a PointSet holds that type (float16, uint8, int8;
+// float32 too), else (float64, int32) as float32, as read_array reads it.
+PointSet read_stored_array(const BinaryFile& file, const ArrayLayout& layout, const ReadProgress& progress);
 
 // The listed rows (increasing) of the array as float32 into `out` (rows.size() x cols), each read on
 // its own, on the threads: a sample of a file without reading the rest.

@@ -112,22 +112,32 @@ void write_stream(WrittenFormat format, std::ostream& out, const std::string& na
 
 namespace {
 
+bool is_array_extension(const std::string& extension) {
+    return extension == ".npy" || extension == ".fbin" || extension == ".u8bin" || extension == ".i8bin" ||
+           extension == ".fvecs" || extension == ".bvecs" || extension == ".ivecs";
+}
+
+// Where the vectors of an array format (is_array_extension) lie in `file`, its header checked.
+io::ArrayLayout array_layout(io::BinaryFile& file, const std::string& extension) {
+    if (extension == ".npy") {
+        return io::npy_layout(file);
+    }
+    if (extension == ".fvecs" || extension == ".bvecs" || extension == ".ivecs") {
+        const io::ElementType type = extension == ".fvecs"   ? io::ElementType::f32
+                                     : extension == ".bvecs" ? io::ElementType::u8
+                                                             : io::ElementType::i32;
+        return io::texmex_layout(file, type);
+    }
+    const io::ElementType type = extension == ".fbin"    ? io::ElementType::f32
+                                 : extension == ".u8bin" ? io::ElementType::u8
+                                                         : io::ElementType::i8;
+    return io::bigann_layout(file, type);
+}
+
 class ArrayRows final : public VectorRows {
 public:
     ArrayRows(const std::string& path, const std::string& extension) : file_(path) {
-        if (extension == ".npy") {
-            layout_ = io::npy_layout(file_);
-        } else if (extension == ".fvecs" || extension == ".bvecs" || extension == ".ivecs") {
-            const io::ElementType type = extension == ".fvecs"   ? io::ElementType::f32
-                                         : extension == ".bvecs" ? io::ElementType::u8
-                                                                 : io::ElementType::i32;
-            layout_ = io::texmex_layout(file_, type);
-        } else {
-            const io::ElementType type = extension == ".fbin"    ? io::ElementType::f32
-                                         : extension == ".u8bin" ? io::ElementType::u8
-                                                                 : io::ElementType::i8;
-            layout_ = io::bigann_layout(file_, type);
-        }
+        layout_ = array_layout(file_, extension);
     }
 
     std::size_t rows() const override { return layout_.rows; }
@@ -163,11 +173,20 @@ private:
 
 std::unique_ptr<VectorRows> open_vector_rows(const std::string& path, const ReadOptions& options) {
     const std::string extension = extension_of(path, options.format);
-    if (extension == ".npy" || extension == ".fbin" || extension == ".u8bin" || extension == ".i8bin" ||
-        extension == ".fvecs" || extension == ".bvecs" || extension == ".ivecs") {
+    if (is_array_extension(extension)) {
         return std::make_unique<ArrayRows>(path, extension);
     }
     return nullptr;
+}
+
+PointSet read_stored_points(const std::string& path, const ReadOptions& options) {
+    const std::string extension = extension_of(path, options.format);
+    if (!is_array_extension(extension)) {
+        return PointSet(read_vectors(path, options));
+    }
+    io::BinaryFile file(path);
+    const io::ArrayLayout layout = array_layout(file, extension);
+    return io::read_stored_array(file, layout, options.progress);
 }
 
 bool is_hdf5_path(const std::string& path) {
@@ -254,23 +273,37 @@ std::optional<Metric> input_metric(const std::string& path, const std::string& f
                 "'; vlattice handles euclidean, angular and ip or dot (choose one with --metric)");
 }
 
-void check_finite(const Matrix& points, const std::string& path, std::size_t first_row) {
-    // An all-ones exponent is Inf or NaN. Flags or-ed together vectorise, and the threads share the
-    // scan; only a set that holds one is searched again, in order, for the first.
-    const float* values = points.data.data();
-    const std::size_t count = points.data.size();
+namespace {
+
+// Whether any of `count` values holds an all-ones exponent (Inf or NaN): flags or-ed together
+// vectorise, and the threads share the scan.
+template <class Bits>
+bool any_not_finite(const Bits* values, std::size_t count, Bits exponent) {
     std::uint32_t found = 0;
 #pragma omp parallel for schedule(static) reduction(| : found) if (count >= (std::size_t{1} << 20))
     for (std::size_t e = 0; e < count; ++e) {
-        std::uint32_t bits;
-        std::memcpy(&bits, &values[e], sizeof bits);
-        found |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+        found |= static_cast<std::uint32_t>((values[e] & exponent) == exponent);
     }
-    if (found == 0) {
-        return;
+    return found != 0;
+}
+
+}  // namespace
+
+void check_finite(const PointView& points, const std::string& path, std::size_t first_row) {
+    const std::size_t count = points.rows * points.cols;
+    bool found = false;
+    if (points.type() == StoredType::f32) {
+        found = any_not_finite(static_cast<const std::uint32_t*>(points.data()), count, std::uint32_t{0x7f800000u});
+    } else if (points.type() == StoredType::f16) {
+        found = any_not_finite(static_cast<const std::uint16_t*>(points.data()), count, std::uint16_t{0x7c00u});
     }
+    if (!found) {
+        return;  // 8-bit values are always finite
+    }
+    // Only a set that holds one is searched again, in order, for the first.
+    std::vector<float> scratch(points.cols);
     for (std::size_t i = 0; i < points.rows; ++i) {
-        const float* row = points.row(i);
+        const float* row = points.row(i, scratch.data());
         for (std::size_t k = 0; k < points.cols; ++k) {
             if (!std::isfinite(row[k])) {
                 const char* what = std::isnan(row[k]) ? "NaN" : row[k] > 0 ? "Inf" : "-Inf";

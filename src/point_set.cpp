@@ -1,0 +1,155 @@
+#include "vlattice/point_set.hpp"
+
+#include "io/elements.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace vlattice {
+
+namespace {
+
+// Rows widened per parallel share: enough to amortise a thread's start, few enough to spread a tile.
+constexpr std::size_t kWidenShareValues = std::size_t{1} << 16;
+
+// `count` values of `type` from `from` into `out`.
+void widen_values(StoredType type, const void* from, std::size_t count, float* out) {
+    switch (type) {
+    case StoredType::f32:
+        std::memcpy(out, from, count * sizeof(float));
+        return;
+    case StoredType::f16:
+        io::widen(static_cast<const io::Half*>(from), count, out);
+        return;
+    case StoredType::u8:
+        io::widen(static_cast<const std::uint8_t*>(from), count, out);
+        return;
+    case StoredType::i8:
+        io::widen(static_cast<const std::int8_t*>(from), count, out);
+        return;
+    }
+}
+
+}  // namespace
+
+const char* stored_type_name(StoredType type) {
+    switch (type) {
+    case StoredType::f16:
+        return "float16";
+    case StoredType::u8:
+        return "uint8";
+    case StoredType::i8:
+        return "int8";
+    case StoredType::f32:
+        break;
+    }
+    return "float32";
+}
+
+std::size_t stored_type_bytes(StoredType type) {
+    switch (type) {
+    case StoredType::f16:
+        return 2;
+    case StoredType::u8:
+    case StoredType::i8:
+        return 1;
+    case StoredType::f32:
+        break;
+    }
+    return 4;
+}
+
+PointView::PointView(const Matrix& points)
+    : rows(points.rows), cols(points.cols), data_(points.data.data()), matrix_(&points) {}
+
+PointView::PointView(StoredType type, const void* data, std::size_t rows_, std::size_t cols_)
+    : rows(rows_), cols(cols_), type_(type), data_(data) {}
+
+const float* PointView::row(std::size_t i, float* scratch) const {
+    if (type_ == StoredType::f32) {
+        return static_cast<const float*>(data_) + i * cols;
+    }
+    widen_values(type_, static_cast<const char*>(data_) + i * cols * stored_type_bytes(type_), cols, scratch);
+    return scratch;
+}
+
+void PointView::widen_rows(std::size_t first, std::size_t count, float* out) const {
+    const std::size_t values = count * cols;
+    const std::size_t element = stored_type_bytes(type_);
+    const char* from = static_cast<const char*>(data_) + first * cols * element;
+    const std::size_t shares = (values + kWidenShareValues - 1) / kWidenShareValues;
+#pragma omp parallel for schedule(static) if (shares > 1)
+    for (std::size_t s = 0; s < shares; ++s) {
+        const std::size_t at = s * kWidenShareValues;
+        widen_values(type_, from + at * element, std::min(kWidenShareValues, values - at), out + at);
+    }
+}
+
+const float* PointView::block(std::size_t first, std::size_t count, std::vector<float>& scratch) const {
+    if (type_ == StoredType::f32) {
+        return static_cast<const float*>(data_) + first * cols;
+    }
+    scratch.resize(count * cols);
+    widen_rows(first, count, scratch.data());
+    return scratch.data();
+}
+
+Matrix PointView::widened() const {
+    Matrix out = Matrix::unset(rows, cols);
+    widen_rows(0, rows, out.data.data());
+    return out;
+}
+
+Matrix PointView::select(const std::vector<std::uint32_t>& picked) const {
+    Matrix out = Matrix::unset(picked.size(), cols);
+#pragma omp parallel for schedule(static) if (picked.size() * cols > kWidenShareValues)
+    for (std::size_t r = 0; r < picked.size(); ++r) {
+        const float* values = row(picked[r], out.row(r));
+        if (values != out.row(r)) {
+            std::copy(values, values + cols, out.row(r));
+        }
+    }
+    return out;
+}
+
+PointView PointView::slice(std::size_t first, std::size_t count) const {
+    return PointView(type_, static_cast<const char*>(data_) + first * cols * stored_type_bytes(type_), count, cols);
+}
+
+const Matrix& as_matrix(const PointView& points, Matrix& widened) {
+    if (points.matrix() != nullptr) {
+        return *points.matrix();
+    }
+    widened = points.widened();
+    return widened;
+}
+
+PointSet::PointSet(Matrix points) : rows_(points.rows), cols_(points.cols), floats_(std::move(points)) {}
+
+PointSet PointSet::unset(StoredType type, std::size_t rows, std::size_t cols) {
+    if (type == StoredType::f32) {
+        return PointSet(Matrix::unset(rows, cols));
+    }
+    PointSet out;
+    out.type_ = type;
+    out.rows_ = rows;
+    out.cols_ = cols;
+    out.bytes_.resize(rows * cols * stored_type_bytes(type));
+    return out;
+}
+
+PointView PointSet::view() const {
+    if (type_ == StoredType::f32) {
+        return PointView(floats_);
+    }
+    return PointView(type_, bytes_.data(), rows_, cols_);
+}
+
+Matrix& PointSet::floats() {
+    if (type_ != StoredType::f32) {
+        throw Error(std::string("the points are held as ") + stored_type_name(type_) + ", not float32");
+    }
+    return floats_;
+}
+
+}  // namespace vlattice
