@@ -11,6 +11,7 @@
 #include "../cuda/runtime/kernel_family.hpp"
 #include "perturbed_backend.hpp"
 #include "reference.hpp"
+#include "stored_points.hpp"
 #include "support.hpp"
 
 #include "vlattice/anneal.hpp"
@@ -1054,6 +1055,34 @@ TEST_CASE("cuda: every kernel family gives the same fit, bit for bit", "[gpu][an
     check->upload_anchors(fits[0].anchors);
     check->assign();
     CHECK(check->download_assignments() == fits[0].assignments);
+}
+
+TEST_CASE("cuda: a fit of stored points equals the fit of their float32 values", "[gpu][anneal]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const StoredType type = GENERATE(StoredType::f16, StoredType::u8, StoredType::i8);
+    const PointStorage storage = GENERATE(PointStorage::f32, PointStorage::f16, PointStorage::bf16);
+    // 20,011 rows go up in one copy; 200,003 of 128 dimensions through the pinned staging in chunks.
+    const std::size_t n = GENERATE(std::size_t{20011}, std::size_t{200003});
+    INFO(stored_type_name(type) << " under " << storage_name(storage) << ", n " << n);
+    const StoredCase c = stored_mixture(type, n, 128, rng);
+    AnnealConfig config;
+    config.anchors = 100;
+    config.max_iters = 8;
+    config.maintenance_every = 4;
+    config.seed = run_seed;
+    config.storage = storage;
+    auto gpu = make_cuda_backend(0);
+    const FitResult stored = fit(c.stored.view(), config, *gpu);
+    const FitResult values = fit(c.values, config, *gpu);
+    CHECK(stored.iterations == values.iterations);
+    CHECK(stored.assignments == values.assignments);
+    CHECK(stored.anchors.data == values.anchors.data);
+    CHECK(stored.energy == values.energy);
 }
 
 TEST_CASE("cuda: a kernel family the environment names wrongly is an error", "[gpu][backend][quick]") {
