@@ -8,9 +8,12 @@ the options after --, once per run; the table has one row per build and run. A b
 bin/vlattice lies in a folder with a lib/ beside it (a GPU bundle) runs with that lib/ on
 LD_LIBRARY_PATH. peak/file is the process's peak resident memory over the input file's size;
 wall/fit is the wall time over k-means++ and the iterations. "other fit" is what the fit spends
-outside its phases (checking the points; in older builds, rounding a copy of them). A build that does not report the upload apart counts it in k-means++.
+outside its phases (checking the points; in older builds, rounding a copy of them). A build that
+does not report the upload apart counts it in k-means++. After the table, a line says whether
+every run wrote the same .vlat, byte for byte, or lists each run's SHA-256.
 """
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -41,7 +44,11 @@ def run_once(binary, input_path, options, out_dir):
     with open(report) as f:
         seconds = json.load(f)["seconds"]
     os.remove(report)
-    return wall, usage.ru_maxrss * 1024, seconds
+    digest = hashlib.sha256()
+    with open(out, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            digest.update(block)
+    return wall, usage.ru_maxrss * 1024, seconds, digest.hexdigest()
 
 
 def main():
@@ -60,10 +67,12 @@ def main():
     print("| build | wall s | load | upload | k-means++ | iterations | other fit | validation | code | write "
           "| peak GB | peak/file | wall/fit |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    digests = []
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(a.input))) as out_dir:
-        for _ in range(a.runs):
+        for run in range(a.runs):
             for name, binary in builds:
-                wall, peak, s = run_once(binary, a.input, options, out_dir)
+                wall, peak, s, digest = run_once(binary, a.input, options, out_dir)
+                digests.append((f"{name} run {run + 1}", digest))
                 upload = s.get("init_upload")  # builds before it was reported have none
                 seeding = s["init"] - (upload or 0.0)
                 iterations = sum(s[p] for p in ("assign", "reduce", "update", "maintenance", "energy"))
@@ -74,6 +83,12 @@ def main():
                       f"| {iterations:.2f} | {other:.2f} | {s['validation']:.2f} | {s['code']:.2f} | {s['write']:.2f} "
                       f"| {peak / 1e9:.2f} | {peak / file_bytes:.2f} | {wall / (seeding + iterations):.2f} |",
                       flush=True)
+    if len({d for _, d in digests}) == 1:
+        print(f"every run wrote the same .vlat (sha256 {digests[0][1]})")
+    else:
+        print("the runs wrote different .vlat files:")
+        for label, digest in digests:
+            print(f"  {label}: sha256 {digest}")
 
 
 if __name__ == "__main__":
