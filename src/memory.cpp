@@ -84,16 +84,4 @@ void check_memory(const std::string& what, std::uint64_t bytes) {
     }
 }
 
-void copy_in_parallel(void* to, const void* from, std::size_t bytes) {
-    constexpr std::size_t kShare = std::size_t{1} << 20;
-    const std::size_t shares = (bytes + kShare - 1) / kShare;
-    auto* out = static_cast<char*>(to);
-    const auto* in = static_cast<const char*>(from);
-#pragma omp parallel for schedule(static) if (shares > 1)
-    for (std::size_t k = 0; k < shares; ++k) {
-        const std::size_t first = k * kShare;
-        std::memcpy(out + first, in + first, std::min(kShare, bytes - first));
-    }
-}
-
 }  // namespace vlattice

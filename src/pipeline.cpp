@@ -5,6 +5,7 @@
 #include "random.hpp"
 #include "vlattice/codec.hpp"
 #include "vlattice/half.hpp"
+#include "vlattice/memory.hpp"
 #include "vlattice/model.hpp"
 #include "vlattice/point_format.hpp"
 #include "vlattice/rate.hpp"
@@ -32,6 +33,10 @@ LoadedPoints load_points(const std::string& path, const ReadOptions& options, Me
 
 LoadedSet load_stored_points(const std::string& path, const ReadOptions& options, Metric metric) {
     if (metric == Metric::angular) {
+        if (options.memory_given && options.memory > 0 && std::filesystem::file_size(path) > options.memory) {
+            throw Error(path + ": --metric angular scales every row to unit length, in memory as float32, and the "
+                        "file alone takes more than --memory's " + byte_size_text(options.memory));
+        }
         LoadedPoints loaded = load_points(path, options, metric);
         return {PointSet(std::move(loaded.points)), loaded.zero_rows};
     }

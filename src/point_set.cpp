@@ -1,6 +1,7 @@
 #include "vlattice/point_set.hpp"
 
 #include "io/elements.hpp"
+#include "io/mapped_rows.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -65,7 +66,15 @@ PointView::PointView(const Matrix& points)
 PointView::PointView(StoredType type, const void* data, std::size_t rows_, std::size_t cols_)
     : rows(rows_), cols(cols_), type_(type), data_(data) {}
 
+void PointView::reading(std::size_t first, std::size_t count) const {
+    if (mapping_ != nullptr) {
+        const std::size_t row_bytes = cols * stored_type_bytes(type_);
+        mapping_->note_read(static_cast<const char*>(data_) + first * row_bytes, count * row_bytes);
+    }
+}
+
 const float* PointView::row(std::size_t i, float* scratch) const {
+    reading(i, 1);
     if (type_ == StoredType::f32) {
         return static_cast<const float*>(data_) + i * cols;
     }
@@ -81,12 +90,17 @@ void PointView::widen_rows(std::size_t first, std::size_t count, float* out) con
 #pragma omp parallel for schedule(static) if (shares > 1)
     for (std::size_t s = 0; s < shares; ++s) {
         const std::size_t at = s * kWidenShareValues;
-        widen_values(type_, from + at * element, std::min(kWidenShareValues, values - at), out + at);
+        const std::size_t share = std::min(kWidenShareValues, values - at);
+        if (mapping_ != nullptr) {
+            mapping_->note_read(from + at * element, share * element);
+        }
+        widen_values(type_, from + at * element, share, out + at);
     }
 }
 
 const float* PointView::block(std::size_t first, std::size_t count, std::vector<float>& scratch) const {
     if (type_ == StoredType::f32) {
+        reading(first, count);
         return static_cast<const float*>(data_) + first * cols;
     }
     scratch.resize(count * cols);
@@ -113,7 +127,9 @@ Matrix PointView::select(const std::vector<std::uint32_t>& picked) const {
 }
 
 PointView PointView::slice(std::size_t first, std::size_t count) const {
-    return PointView(type_, static_cast<const char*>(data_) + first * cols * stored_type_bytes(type_), count, cols);
+    PointView part(type_, static_cast<const char*>(data_) + first * cols * stored_type_bytes(type_), count, cols);
+    part.mapping_ = mapping_;
+    return part;
 }
 
 const Matrix& as_matrix(const PointView& points, Matrix& widened) {
@@ -138,7 +154,23 @@ PointSet PointSet::unset(StoredType type, std::size_t rows, std::size_t cols) {
     return out;
 }
 
+PointSet PointSet::mapped(const std::string& path, std::uint64_t offset, StoredType type, std::size_t rows,
+                          std::size_t cols, std::size_t resident_limit) {
+    PointSet out;
+    out.type_ = type;
+    out.rows_ = rows;
+    out.cols_ = cols;
+    out.mapping_ = std::make_shared<const io::MappedRows>(path, offset, rows, cols * stored_type_bytes(type),
+                                                          resident_limit);
+    return out;
+}
+
 PointView PointSet::view() const {
+    if (mapping_) {
+        PointView view(type_, mapping_->data(), rows_, cols_);
+        view.mapping_ = mapping_.get();
+        return view;
+    }
     if (type_ == StoredType::f32) {
         return PointView(floats_);
     }
@@ -146,6 +178,9 @@ PointView PointSet::view() const {
 }
 
 Matrix& PointSet::floats() {
+    if (mapping_) {
+        throw Error("the points stay in their file " + mapping_->path() + ", not in a float32 matrix");
+    }
     if (type_ != StoredType::f32) {
         throw Error(std::string("the points are held as ") + stored_type_name(type_) + ", not float32");
     }

@@ -4,7 +4,6 @@
 #include "runtime/cuda_check.hpp"
 #include "runtime/stream.hpp"
 
-#include "vlattice/memory.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -67,11 +66,7 @@ void DevicePoints::copy_up(const PointView& points, cudaStream_t stream, Land la
         if (part >= 2) {
             drained[half].synchronize();
         }
-        if (points.type() == StoredType::f32) {
-            copy_in_parallel(buffer, points.row(first, nullptr), rows * d * sizeof(float));
-        } else {
-            points.widen_rows(first, rows, buffer);
-        }
+        points.widen_rows(first, rows, buffer);
         float* to = land(first);
         CUDA_CHECK(cudaMemcpyAsync(to, buffer, rows * d * sizeof(float), cudaMemcpyHostToDevice, stream));
         drained[half].record(stream);

@@ -33,6 +33,13 @@ struct ReadOptions {
     std::string dataset = "train";  // HDF5 dataset path inside the file
     std::string format = "";         // a format by name (npy) that overrides the path's extension
     ReadProgress progress = nullptr;  // none by default
+    // The most host memory the points may take (--memory); 0: no bound. An array file of float32,
+    // float16, uint8 or int8 rows (.npy, .fbin, .u8bin, .i8bin) whose rows take more stays in its
+    // file, read in place through a mapping with this many bytes of it resident (PointSet::mapped).
+    // Any other input that takes more (TEXMEX and HDF5 files by their size) is refused when
+    // `memory_given`, and else read whole as without a bound.
+    std::uint64_t memory = 0;
+    bool memory_given = false;
 };
 
 // Reads the whole file as float32 rows (narrower element types are widened).
@@ -41,6 +48,7 @@ Matrix read_vectors(const std::string& path, const ReadOptions& options = {});
 // The whole file with its values in their own type where a PointSet holds it: float16, uint8 and
 // int8 in .npy, big-ann (.u8bin .i8bin) and TEXMEX (.bvecs) files, a quarter of float32's bytes for
 // 8-bit data. float32 as it is; float64, int32 and HDF5 read as read_vectors reads them.
+// Under ReadOptions::memory, an array too large for it stays in its file, mapped.
 PointSet read_stored_points(const std::string& path, const ReadOptions& options = {});
 
 // A vector file read a range or a selection of its rows at a time, without reading the rest: .npy,

@@ -27,10 +27,6 @@ std::string count_text(std::uint64_t count);
 // 2,000,000 x 4,096 float32").
 void check_memory(const std::string& what, std::uint64_t bytes);
 
-// memcpy on the OpenMP threads, each a contiguous share, from 1 MiB on: one core copies more slowly
-// than a DMA engine drains the pinned staging of an upload.
-void copy_in_parallel(void* to, const void* from, std::size_t bytes);
-
 // rows * cols * element_bytes, or UINT64_MAX when that does not fit 64 bits.
 std::uint64_t table_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t element_bytes);
 

@@ -10,10 +10,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace vlattice {
+
+namespace io {
+class MappedRows;
+}
 
 enum class StoredType : std::uint8_t { f32, f16, u8, i8 };
 
@@ -38,7 +43,8 @@ public:
 
     // Row i as float32: the row itself under float32, else widened into `scratch` (cols values).
     const float* row(std::size_t i, float* scratch) const;
-    // Rows [first, first + count) widened into `out` (count x cols), on the OpenMP threads when large.
+    // Rows [first, first + count) widened (or under float32 copied) into `out` (count x cols), on the
+    // OpenMP threads when large.
     void widen_rows(std::size_t first, std::size_t count, float* out) const;
     // Rows [first, first + count) as float32 and contiguous: in place under float32, else widened into
     // `scratch`, which is resized to hold them.
@@ -49,11 +55,18 @@ public:
     Matrix select(const std::vector<std::uint32_t>& rows) const;
     // Rows [first, first + count) as a view of their own.
     PointView slice(std::size_t first, std::size_t count) const;
+    // Whether the rows stay in their file, read through a mapping (PointSet::mapped).
+    bool mapped() const { return mapping_ != nullptr; }
 
 private:
+    friend class PointSet;
+    // What every read above reports to the mapping, where there is one, before it reads.
+    void reading(std::size_t first, std::size_t count) const;
+
     StoredType type_ = StoredType::f32;
     const void* data_ = nullptr;
     const Matrix* matrix_ = nullptr;
+    const io::MappedRows* mapping_ = nullptr;
 };
 
 // The float32 rows of `points`: its Matrix where it has one, else `widened` filled with them.
@@ -66,6 +79,11 @@ public:
     explicit PointSet(Matrix points);
     // rows x cols values of `type` (not f32), unset, for a reader to fill through values().
     static PointSet unset(StoredType type, std::size_t rows, std::size_t cols);
+    // rows x cols values of `type` that stay in the file at `path`, contiguous from byte `offset`,
+    // read through a memory mapping of which about `resident_limit` bytes stay resident
+    // (src/io/mapped_rows.hpp); throws Error naming the file when it cannot be mapped.
+    static PointSet mapped(const std::string& path, std::uint64_t offset, StoredType type, std::size_t rows,
+                           std::size_t cols, std::size_t resident_limit);
 
     std::size_t rows() const { return rows_; }
     std::size_t cols() const { return cols_; }
@@ -84,6 +102,7 @@ private:
     std::size_t cols_ = 0;
     Matrix floats_;
     std::vector<std::uint8_t, UnsetAllocator<std::uint8_t>> bytes_;
+    std::shared_ptr<const io::MappedRows> mapping_;
 };
 
 }  // namespace vlattice

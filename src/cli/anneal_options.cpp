@@ -5,7 +5,10 @@
 #include "progress.hpp"
 
 #include "vlattice/io.hpp"
+#include "vlattice/memory.hpp"
+#include "vlattice/model.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include <unistd.h>
@@ -75,6 +78,29 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
          "when it is set")
         ("dataset", po::value(&a.dataset)->default_value(dataset)->value_name("NAME"),
          "dataset to read from an HDF5 INPUT");
+    add_memory_option(options, a);
+}
+
+void add_memory_option(po::options_description& options, AnnealArgs& a) {
+    options.add_options()
+        ("memory", po::value(&a.memory)->default_value("auto")->value_name("SIZE"),
+         "host memory INPUT's points may take, as 256MiB or 8GiB: a .npy, .fbin, .u8bin or .i8bin file whose "
+         "points (in their stored type) take more stays in the file, read from it on every pass through a "
+         "memory mapping of which at most SIZE stays resident, with the same result; other inputs larger than "
+         "SIZE are refused. Per-row state (assignments, distances, codes) comes on top. auto: half of the memory "
+         "the process may have (the machine's, its control group's or ulimit -v), other inputs read whole");
+}
+
+void check_memory_arg(AnnealArgs& a) {
+    a.memory_bytes = a.memory == "auto" ? 0 : parse_byte_size_option(a.memory, "--memory");
+}
+
+std::size_t coding_tile_rows(const AnnealArgs& a, std::size_t d) {
+    if (a.memory_bytes == 0) {
+        return 0;
+    }
+    const std::uint64_t within = a.memory_bytes / 4 / (std::max<std::size_t>(d, 1) * sizeof(float));
+    return static_cast<std::size_t>(std::clamp<std::uint64_t>(within, 1, pass_tile_rows(d)));
 }
 
 void add_input_format_option(po::options_description& options, AnnealArgs& a) {
@@ -117,6 +143,7 @@ void check_anneal_args(AnnealArgs& a) {
     a.config.storage = parse_option_value([&] { return parse_storage(a.storage); });
     a.config.assign_precision = parse_option_value([&] { return parse_precision(a.precision); });
     a.kernels = parse_option_value([&] { return parse_gpu_kernels(a.kernel); });
+    check_memory_arg(a);
     // Only the name here: `auto` waits for the input, which metric_of reads.
     given_metric(a);
 }
@@ -133,10 +160,18 @@ LoadedSet load_input(const std::string& command, const std::string& path, const 
     ReadOptions options;
     options.dataset = args.dataset;
     options.format = args.input_format;
+    options.memory_given = args.memory_bytes > 0;
+    options.memory = options.memory_given ? args.memory_bytes : memory_limit().bytes / 2;
     PassLine line(!quiet && ::isatty(STDERR_FILENO), "reading " + path);
     options.progress = [&](const ReadStatus& status) { line.bytes(status); };
     LoadedSet loaded = during("reading INPUT " + path, [&] { return load_stored_points(path, options, metric); });
     line.finish();
+    if (loaded.points.view().mapped() && !quiet) {
+        print_notice(command, "note",
+                     "INPUT's points take " + byte_size_text(loaded.points.bytes()) + ", more than --memory's " +
+                         byte_size_text(options.memory) + ": they stay in " + path +
+                         ", read from it on every pass with at most that much of them resident");
+    }
     if (loaded.zero_rows > 0 && !quiet) {
         print_notice(command, "warning",
                      std::to_string(loaded.zero_rows) + " vectors are all zero; with --metric angular they have no "

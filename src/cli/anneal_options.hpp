@@ -27,9 +27,21 @@ struct AnnealArgs {
     GpuKernels kernels = GpuKernels::automatic;
     std::string dataset;
     std::string input_format;  // --input-format, for the commands that declare it; empty: by extension
+    std::string memory;        // --memory, checked into `memory_bytes` (0 for auto)
+    std::uint64_t memory_bytes = 0;
 };
 
 void add_anneal_options(po::options_description& options, AnnealArgs& args);
+
+// --memory, which add_anneal_options includes, for the commands that read points without a fit
+// (encode); check_memory_arg reads it into memory_bytes (check_anneal_args does too). UsageError.
+void add_memory_option(po::options_description& options, AnnealArgs& args);
+void check_memory_arg(AnnealArgs& args);
+
+// The rows of d values a coding pass takes at a time (encode_with_model's tile_rows): 0, the
+// default tile, without --memory; under it, at most a quarter of its size as float32, so that the
+// tiles stay within what the user gave as the points do.
+std::size_t coding_tile_rows(const AnnealArgs& args, std::size_t d);
 
 // --input-format, which names the format of INPUT in place of its extension, and which standard
 // input (-) needs.
@@ -41,7 +53,7 @@ void add_input_format_option(po::options_description& options, AnnealArgs& args)
 std::string input_file(const std::string& input, const AnnealArgs& args);
 
 // The checks the parser leaves (the numeric options check their ranges as they are read): --seed,
-// --storage, --assign-precision, --kernel and the --metric name, before the input is read (whether M fits
+// --storage, --assign-precision, --kernel, --memory and the --metric name, before the input is read (whether M fits
 // the data is left to vlattice::validate once n is known); then copies M, the init sample, the seed,
 // the storage and the assign precision into the config. Throws UsageError.
 void check_anneal_args(AnnealArgs& args);
@@ -49,8 +61,8 @@ void check_anneal_args(AnnealArgs& args);
 // --metric, where `auto` asks the input (an HDF5 file's `distance` attribute) and falls back to l2.
 Metric metric_of(const AnnealArgs& args, const std::string& input);
 
-// Loads `path` as the options say (--dataset) with `metric`, its values in their stored type
-// (load_stored_points). Unless `quiet`, warns on stderr, as `command`, about all-zero vectors that
+// Loads `path` as the options say (--dataset, --memory) with `metric`, its values in their stored
+// type (load_stored_points). Unless `quiet`, warns on stderr, as `command`, about all-zero vectors that
 // angular cannot give a direction.
 LoadedSet load_input(const std::string& command, const std::string& path, const AnnealArgs& args, Metric metric,
                      bool quiet);

@@ -120,7 +120,7 @@ std::string trained_on(const RunInput& input) {
 // compress warns when it reads a whole file); the file's scale is checked once every tile is seen.
 VlatFile encode_streamed(const VlatFile& model, const VectorRows& rows, const std::string& path, Metric metric,
                          Backend& backend, StageSeconds* seconds, const RowProgress& progress,
-                         const std::string& command, bool quiet) {
+                         std::size_t tile_rows, const std::string& command, bool quiet) {
     std::size_t zero_rows = 0;
     float largest = 0.0f;
     std::size_t largest_at = 0;
@@ -133,10 +133,12 @@ VlatFile encode_streamed(const VlatFile& model, const VectorRows& rows, const st
                                    largest_at = first;
                                }
                            }};
-    VlatFile file = encode_with_model(model, source, backend, model.metadata_json, seconds, progress);
+    VlatFile file = encode_with_model(model, source, backend, model.metadata_json, seconds, progress, tile_rows);
     if (largest > 0.0f && largest < accepted_range(rows.cols()).smallest_scale) {
         Matrix tile;
-        rows.read_range(largest_at, std::min(pass_tile_rows(rows.cols()), rows.rows() - largest_at), tile);
+        rows.read_range(largest_at, std::min(tile_rows == 0 ? pass_tile_rows(rows.cols()) : tile_rows,
+                                             rows.rows() - largest_at),
+                        tile);
         prepare_rows(tile, path, metric, largest_at);
         check_accepted_range(tile, path, largest_at);  // throws, naming where the largest is
     }
@@ -332,12 +334,13 @@ int compress(int argc, char** argv, bool model_only) {
     const VlatFile file = model_only ? model : during("coding the vectors", [&] {
         PassLine line(!args.quiet && ::isatty(STDERR_FILENO), "coding every row");
         const RowProgress progress = [&](std::size_t done, std::size_t total) { line.rows(done, total); };
+        const std::size_t tile_rows = coding_tile_rows(args.anneal, d);
         if (streamed) {
             return encode_streamed(model, *by_rows, args.input, metric, *choice.backend, &context.code_coding,
-                                   progress, help.name, args.quiet);
+                                   progress, tile_rows, help.name, args.quiet);
         }
         return encode_with_model(model, points, *choice.backend, model.metadata_json, &context.code_coding,
-                                 nearest_known ? &result.assignments : nullptr, progress);
+                                 nearest_known ? &result.assignments : nullptr, progress, tile_rows);
     });
     context.code_seconds = trained_seconds - result.seconds.total - context.other_fits_seconds + seconds_since(start);
     if (!args.quiet) {

@@ -72,6 +72,7 @@ void add_options(po::options_description& options, EncodeArgs& a) {
         ("threads", whole_number(&a.threads, 0)->default_value(0)->value_name("N"), "CPU threads; 0 uses every core")
         ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors");
     add_input_format_option(options, a.read);
+    add_memory_option(options, a.read);
 }
 
 int encode(int argc, char** argv) {
@@ -86,6 +87,7 @@ int encode(int argc, char** argv) {
     clear_stale_temporaries(kHelp.name, outputs, args.quiet);
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
     const GpuKernels kernels = parse_option_value([&] { return parse_gpu_kernels(args.kernel); });
+    check_memory_arg(args.read);
     args.input = input_file(args.input, args.read);
     check_inputs({{"INPUT", args.input}, {"--model", args.model}});
     AtomicFile{args.output};
@@ -106,7 +108,8 @@ int encode(int argc, char** argv) {
     VlatFile file = during("coding the vectors", [&] {
         PassLine line(!args.quiet && ::isatty(STDERR_FILENO), "coding every row");
         return encode_with_model(model, points, *choice.backend, metadata.dump(), nullptr, nullptr,
-                                 [&](std::size_t done, std::size_t total) { line.rows(done, total); });
+                                 [&](std::size_t done, std::size_t total) { line.rows(done, total); },
+                                 coding_tile_rows(args.read, points.cols));
     });
     if (!args.append_to.empty()) {
         const VlatFile base = during("reading --append-to " + args.append_to, [&] { return read_vlat(args.append_to); });

@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -73,6 +74,30 @@ int run_guarded(const std::string& command, const std::function<int()>& body) {
         std::cerr << prefix << "unexpected failure: " << printable(e.what()) << '\n';
     }
     return kExitData;
+}
+
+std::uint64_t parse_byte_size_option(const std::string& text, const char* option) {
+    static const std::map<std::string, double> units{
+        {"", 1.0},     {"B", 1.0},           {"kB", 1e3},           {"KB", 1e3},           {"MB", 1e6},
+        {"GB", 1e9},   {"TB", 1e12},         {"KiB", 1024.0},       {"MiB", 1048576.0},   {"GiB", 1073741824.0},
+        {"TiB", 1099511627776.0}};
+    const std::size_t number_end = text.find_first_not_of("0123456789.");
+    const std::string number = text.substr(0, number_end);
+    const std::string unit = number_end == std::string::npos ? "" : text.substr(number_end);
+    const auto scale = units.find(unit);
+    double value = 0.0;
+    std::size_t used = 0;
+    bool valid = !number.empty() && number.find_first_of("0123456789") != std::string::npos &&
+                 std::count(number.begin(), number.end(), '.') <= 1 && scale != units.end();
+    if (valid) {
+        value = std::stod(number, &used) * scale->second;
+        valid = used == number.size() && value >= 1.0 && value < 18446744073709551616.0;
+    }
+    if (!valid) {
+        throw UsageError(std::string(option) + " must be a size of at least 1 byte, as 256MiB, 8GiB or 1.5GB (units "
+                         "B, kB, MB, GB, TB or KiB, MiB, GiB, TiB), got '" + text + "'");
+    }
+    return static_cast<std::uint64_t>(value);
 }
 
 std::uint64_t parse_unsigned_option(const std::string& text, const char* option) {

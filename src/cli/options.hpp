@@ -77,6 +77,11 @@ void require_option(bool ok, const char* option, const char* rule, const T& got)
 // (--seed); a sign, a fraction or an overflow is a UsageError naming the option.
 std::uint64_t parse_unsigned_option(const std::string& text, const char* option);
 
+// A size in bytes from an option's text (--memory): a number, whole or with a fraction, then a unit
+// of B, kB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), bytes without one;
+// at least 1 byte and below 2^64. Anything else is a UsageError naming the option.
+std::uint64_t parse_byte_size_option(const std::string& text, const char* option);
+
 // A file a command reads or writes, with how its command line names it ("-o", "--report", "INPUT").
 struct NamedPath {
     std::string name;

@@ -2,7 +2,6 @@
 #include "vlattice/model.hpp"
 
 #include "vlattice/half.hpp"
-#include "vlattice/memory.hpp"
 #include "vlattice/point_format.hpp"
 
 #include <algorithm>
@@ -29,11 +28,7 @@ RowSource rows_of(const PointView& points) {
                 tile.rows = count;
                 tile.cols = points.cols;
                 tile.data.resize(count * points.cols);
-                if (points.type() == StoredType::f32) {
-                    copy_in_parallel(tile.data.data(), points.row(first, nullptr), count * points.cols * sizeof(float));
-                } else {
-                    points.widen_rows(first, count, tile.data.data());
-                }
+                points.widen_rows(first, count, tile.data.data());
             }};
 }
 

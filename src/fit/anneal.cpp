@@ -129,6 +129,11 @@ FitResult fit(const PointView& input, const AnnealConfig& config, Backend& backe
     const RunSetup setup{point_format(largest, config.storage), config.assign_precision};
     const bool as_given = holds_exactly(input, setup.format);
     if (!as_given) {
+        if (input.mapped()) {
+            throw Error(std::string("the points stay in their file (--memory), and --storage ") +
+                        storage_name(config.storage) + " would round them into a float32 copy in memory: fit them "
+                        "with --storage f32, or store them as float16 or 8-bit values");
+        }
         rounded = input.widened();
         round_to_format(rounded, setup.format);
     }

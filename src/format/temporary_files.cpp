@@ -31,11 +31,7 @@ static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler reads 
 // Only async-signal-safe calls: unlink, then raise with the default action back in place
 // (SA_RESETHAND) and the signal not blocked inside its own handler (SA_NODEFER).
 extern "C" void remove_temporaries(int signal_number) {
-    for (Slot& slot : slots) {
-        if (slot.used.load()) {
-            ::unlink(slot.path);
-        }
-    }
+    remove_registered_temporaries();
     ::raise(signal_number);
 }
 
@@ -120,6 +116,14 @@ std::size_t register_temporary(const std::string& path) {
         }
     }
     return kNoTemporarySlot;
+}
+
+void remove_registered_temporaries() {
+    for (Slot& slot : slots) {
+        if (slot.used.load()) {
+            ::unlink(slot.path);
+        }
+    }
 }
 
 void forget_temporary(std::size_t slot) {

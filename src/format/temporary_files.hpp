@@ -33,4 +33,8 @@ inline constexpr std::size_t kNoTemporarySlot = static_cast<std::size_t>(-1);
 // The file was renamed into place or removed: a signal no longer removes it.
 void forget_temporary(std::size_t slot);
 
+// Removes every file registered at this moment; async-signal-safe, for the handlers that end the
+// process (these, and the SIGBUS of a file that shrinks under its mapping: src/io/mapped_rows.hpp).
+void remove_registered_temporaries();
+
 }  // namespace vlattice

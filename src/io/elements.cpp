@@ -117,17 +117,47 @@ Matrix read_array(const BinaryFile& file, const ArrayLayout& layout, const ReadP
     return points;
 }
 
+std::optional<StoredType> stored_type_of(ElementType type) {
+    switch (type) {
+    case ElementType::f32:
+        return StoredType::f32;
+    case ElementType::f16:
+        return StoredType::f16;
+    case ElementType::u8:
+        return StoredType::u8;
+    case ElementType::i8:
+        return StoredType::i8;
+    case ElementType::f64:
+    case ElementType::i32:
+        break;
+    }
+    return std::nullopt;
+}
+
+std::string unmappable_reason(const ArrayLayout& layout) {
+    if (!stored_type_of(layout.type)) {
+        return std::string("its ") + (layout.type == ElementType::f64 ? "float64" : "int32") +
+               " values are converted to float32 as they are read (float32, float16, uint8 or int8 values can be "
+               "read in place)";
+    }
+    if (layout.dimension_first) {
+        return "its rows each begin with their dimension, so they are not one array (the same rows in .fbin, "
+               ".u8bin or .npy are)";
+    }
+    return "";
+}
+
+PointSet map_stored_array(const BinaryFile& file, const ArrayLayout& layout, std::size_t resident_limit) {
+    return PointSet::mapped(file.path(), layout.offset, *stored_type_of(layout.type), layout.rows, layout.cols,
+                            resident_limit);
+}
+
 PointSet read_stored_array(const BinaryFile& file, const ArrayLayout& layout, const ReadProgress& progress) {
-    StoredType type = StoredType::f32;
-    if (layout.type == ElementType::f16) {
-        type = StoredType::f16;
-    } else if (layout.type == ElementType::u8) {
-        type = StoredType::u8;
-    } else if (layout.type == ElementType::i8) {
-        type = StoredType::i8;
-    } else {
+    const std::optional<StoredType> stored = stored_type_of(layout.type);
+    if (!stored || *stored == StoredType::f32) {
         return PointSet(read_array(file, layout, progress));
     }
+    const StoredType type = *stored;
     const std::size_t cols = layout.cols;
     const std::size_t value_bytes = cols * element_bytes(layout.type);
     check_memory(file.path() + ": " + count_text(layout.rows) + " x " + count_text(cols) + " " + stored_type_name(type),

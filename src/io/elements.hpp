@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <exception>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -206,6 +207,18 @@ Matrix read_array(const BinaryFile& file, const ArrayLayout& layout, const ReadP
 // Every row of the array in its own type where a PointSet holds that type (float16, uint8, int8;
 // float32 too), else (float64, int32) as float32, as read_array reads it.
 PointSet read_stored_array(const BinaryFile& file, const ArrayLayout& layout, const ReadProgress& progress);
+
+// The type a PointSet holds `type` in as it is (float16, uint8, int8, float32), else nullopt
+// (float64 and int32, which are converted as they are read).
+std::optional<StoredType> stored_type_of(ElementType type);
+
+// Why the rows of `layout` cannot be read in place from their file, as a phrase; empty when they
+// can (one array of a stored type).
+std::string unmappable_reason(const ArrayLayout& layout);
+
+// The rows of `layout` in place in `file`, mapped (PointSet::mapped) with `resident_limit` bytes
+// resident; unmappable_reason(layout) must be empty.
+PointSet map_stored_array(const BinaryFile& file, const ArrayLayout& layout, std::size_t resident_limit);
 
 // The listed rows (increasing) of the array as float32 into `out` (rows.size() x cols), each read on
 // its own, on the threads: a sample of a file without reading the rest.

@@ -12,6 +12,7 @@
 #include "io/texmex.hpp"
 
 #include "vlattice/atomic_file.hpp"
+#include "vlattice/memory.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -181,11 +182,33 @@ std::unique_ptr<VectorRows> open_vector_rows(const std::string& path, const Read
 
 PointSet read_stored_points(const std::string& path, const ReadOptions& options) {
     const std::string extension = extension_of(path, options.format);
+    const auto beyond_memory = [&](std::uint64_t bytes) {
+        return "its points take " + byte_size_text(bytes) + ", more than --memory's " +
+               byte_size_text(options.memory);
+    };
     if (!is_array_extension(extension)) {
+        if (options.memory_given && options.memory > 0 && io::nonempty_file_size(path) > options.memory) {
+            throw Error(path + ": " + beyond_memory(io::nonempty_file_size(path)) +
+                        " by the file's size, and only .npy, .fbin, .u8bin and .i8bin rows can be read in place "
+                        "from their file");
+        }
         return PointSet(read_vectors(path, options));
     }
     io::BinaryFile file(path);
     const io::ArrayLayout layout = array_layout(file, extension);
+    const std::optional<StoredType> stored = io::stored_type_of(layout.type);
+    const std::uint64_t bytes =
+        table_bytes(layout.rows, layout.cols, stored ? stored_type_bytes(*stored) : sizeof(float));
+    if (options.memory > 0 && bytes > options.memory) {
+        const std::string reason = io::unmappable_reason(layout);
+        if (reason.empty()) {
+            return io::map_stored_array(file, layout, static_cast<std::size_t>(options.memory));
+        }
+        if (options.memory_given) {
+            throw Error(path + ": " + beyond_memory(bytes) + ", and its rows cannot be read in place from the file: " +
+                        reason);
+        }
+    }
     return io::read_stored_array(file, layout, options.progress);
 }
 
