@@ -1,7 +1,11 @@
 // Points of a stored type (float16, uint8, int8) beside their float32 values, for the tests that a
-// run on stored points equals the run on those values.
+// run on stored points equals the run on those values; the files that hold them; and the check
+// that two fits are the same.
 #pragma once
 
+#include "support.hpp"
+
+#include "vlattice/anneal.hpp"
 #include "vlattice/half.hpp"
 #include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
@@ -11,6 +15,9 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
+
+#include <catch2/catch.hpp>
 
 namespace vlattice::test {
 
@@ -55,6 +62,53 @@ inline StoredCase stored_mixture(StoredType type, std::size_t n, std::size_t d, 
         }
     }
     return out;
+}
+
+template <class T>
+inline std::string bytes_of(T value) {
+    return std::string(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+inline std::string raw_values(const PointSet& set) {
+    return std::string(static_cast<const char*>(set.view().data()), set.bytes());
+}
+
+// A .npy of the set's own type.
+inline void write_stored_npy(const std::string& path, const PointSet& set) {
+    const char* descr = set.type() == StoredType::f16 ? "<f2" : set.type() == StoredType::u8 ? "|u1" : "|i1";
+    std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': (" +
+                         std::to_string(set.rows()) + ", " + std::to_string(set.cols()) + "), }";
+    while ((10 + header.size() + 1) % 64 != 0) {
+        header += ' ';
+    }
+    header += '\n';
+    write_file(path, std::string("\x93NUMPY\x01\x00", 8) + bytes_of(static_cast<std::uint16_t>(header.size())) +
+                         header + raw_values(set));
+}
+
+// A big-ann file (.u8bin, .i8bin) of an 8-bit set.
+inline void write_bigann(const std::string& path, const PointSet& set) {
+    write_file(path, bytes_of(static_cast<std::int32_t>(set.rows())) + bytes_of(static_cast<std::int32_t>(set.cols())) +
+                         raw_values(set));
+}
+
+// A .bvecs of a uint8 set: each row after its dimension.
+inline void write_bvecs(const std::string& path, const PointSet& set) {
+    const std::string values = raw_values(set);
+    std::string out;
+    for (std::size_t i = 0; i < set.rows(); ++i) {
+        out += bytes_of(static_cast<std::int32_t>(set.cols())) + values.substr(i * set.cols(), set.cols());
+    }
+    write_file(path, out);
+}
+
+inline void check_same_fit(const FitResult& got, const FitResult& want) {
+    CHECK(got.iterations == want.iterations);
+    CHECK(got.assignments == want.assignments);
+    CHECK(got.anchors.data == want.anchors.data);
+    CHECK(got.energy == want.energy);
+    CHECK(got.merged == want.merged);
+    CHECK(got.split == want.split);
 }
 
 }  // namespace vlattice::test

@@ -17,6 +17,7 @@
 #include "vlattice/anneal.hpp"
 #include "vlattice/cpu_backend.hpp"
 #include "vlattice/cuda_backend.hpp"
+#include "vlattice/io.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -1083,6 +1084,42 @@ TEST_CASE("cuda: a fit of stored points equals the fit of their float32 values",
     CHECK(stored.assignments == values.assignments);
     CHECK(stored.anchors.data == values.anchors.data);
     CHECK(stored.energy == values.energy);
+}
+
+TEST_CASE("cuda: a fit of points mapped from their file equals the fit of the held points", "[gpu][anneal]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const StoredType type = GENERATE(StoredType::f32, StoredType::f16, StoredType::u8, StoredType::i8);
+    INFO(stored_type_name(type));
+    ScratchDir dir;
+    // 200,003 rows of 128 dimensions go up through the pinned staging in chunks.
+    const StoredCase c = stored_mixture(type == StoredType::f32 ? StoredType::f16 : type, 200003, 128, rng);
+    std::string path = dir.path(type == StoredType::u8 ? "x.u8bin" : type == StoredType::i8 ? "x.i8bin" : "x.npy");
+    if (type == StoredType::f32) {
+        path = dir.path("x.fbin");
+        write_vectors(path, c.values);
+    } else if (type == StoredType::f16) {
+        write_stored_npy(path, c.stored);
+    } else {
+        write_bigann(path, c.stored);
+    }
+    ReadOptions options;
+    options.memory = 1u << 20;
+    options.memory_given = true;
+    const PointSet mapped = read_stored_points(path, options);
+    REQUIRE(mapped.view().mapped());
+    const PointSet held = read_stored_points(path);
+    AnnealConfig config;
+    config.anchors = 100;
+    config.max_iters = 8;
+    config.maintenance_every = 4;
+    config.seed = run_seed;
+    auto gpu = make_cuda_backend(0);
+    check_same_fit(fit(mapped.view(), config, *gpu), fit(held.view(), config, *gpu));
 }
 
 TEST_CASE("cuda: a kernel family the environment names wrongly is an error", "[gpu][backend][quick]") {

@@ -21,57 +21,6 @@
 using namespace vlattice;
 using namespace vlattice::test;
 
-namespace {
-
-template <class T>
-std::string bytes_of(T value) {
-    return std::string(reinterpret_cast<const char*>(&value), sizeof value);
-}
-
-std::string raw_values(const PointSet& set) {
-    return std::string(static_cast<const char*>(set.view().data()), set.bytes());
-}
-
-// A .npy of the set's own type.
-void write_stored_npy(const std::string& path, const PointSet& set) {
-    const char* descr = set.type() == StoredType::f16 ? "<f2" : set.type() == StoredType::u8 ? "|u1" : "|i1";
-    std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': (" +
-                         std::to_string(set.rows()) + ", " + std::to_string(set.cols()) + "), }";
-    while ((10 + header.size() + 1) % 64 != 0) {
-        header += ' ';
-    }
-    header += '\n';
-    write_file(path, std::string("\x93NUMPY\x01\x00", 8) + bytes_of(static_cast<std::uint16_t>(header.size())) +
-                         header + raw_values(set));
-}
-
-// A big-ann file (.u8bin, .i8bin) of an 8-bit set.
-void write_bigann(const std::string& path, const PointSet& set) {
-    write_file(path, bytes_of(static_cast<std::int32_t>(set.rows())) + bytes_of(static_cast<std::int32_t>(set.cols())) +
-                         raw_values(set));
-}
-
-// A .bvecs of a uint8 set: each row after its dimension.
-void write_bvecs(const std::string& path, const PointSet& set) {
-    const std::string values = raw_values(set);
-    std::string out;
-    for (std::size_t i = 0; i < set.rows(); ++i) {
-        out += bytes_of(static_cast<std::int32_t>(set.cols())) + values.substr(i * set.cols(), set.cols());
-    }
-    write_file(path, out);
-}
-
-void check_same_fit(const FitResult& got, const FitResult& want) {
-    CHECK(got.iterations == want.iterations);
-    CHECK(got.assignments == want.assignments);
-    CHECK(got.anchors.data == want.anchors.data);
-    CHECK(got.energy == want.energy);
-    CHECK(got.merged == want.merged);
-    CHECK(got.split == want.split);
-}
-
-}  // namespace
-
 TEST_CASE("a view widens every stored type to its float32 values", "[points]") {
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);

@@ -1,0 +1,277 @@
+// Points that stay in their file under --memory: what a mapped set reads, what stays resident, a fit
+// and a compress of mapped points against those of the held points, bit for bit, the inputs that
+// cannot be mapped, and a file that shrinks under its mapping.
+#include "stored_points.hpp"
+#include "support.hpp"
+
+#include "format/temporary_files.hpp"
+#include "vlattice/anneal.hpp"
+#include "vlattice/cpu_backend.hpp"
+#include "vlattice/io.hpp"
+#include "vlattice/pipeline.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+
+using namespace vlattice;
+using namespace vlattice::test;
+
+namespace {
+
+constexpr std::uint64_t kSmallLimit = 64 * 1024;
+
+ReadOptions within(std::uint64_t memory) {
+    ReadOptions options;
+    options.memory = memory;
+    options.memory_given = true;
+    return options;
+}
+
+// The set written in a file that holds its type: .npy for float16, .u8bin or .i8bin for 8-bit
+// values, .fbin for float32 (the values of `c`).
+std::string write_case(const ScratchDir& dir, const StoredCase& c, StoredType type) {
+    switch (type) {
+    case StoredType::f16:
+        write_stored_npy(dir.path("x.npy"), c.stored);
+        return dir.path("x.npy");
+    case StoredType::u8:
+        write_bigann(dir.path("x.u8bin"), c.stored);
+        return dir.path("x.u8bin");
+    case StoredType::i8:
+        write_bigann(dir.path("x.i8bin"), c.stored);
+        return dir.path("x.i8bin");
+    case StoredType::f32:
+        break;
+    }
+    write_vectors(dir.path("x.fbin"), c.values);
+    return dir.path("x.fbin");
+}
+
+// Resident pages backed by files, in bytes (statm's third field).
+std::uint64_t file_resident_bytes() {
+    std::FILE* in = std::fopen("/proc/self/statm", "r");
+    unsigned long long size = 0;
+    unsigned long long resident = 0;
+    unsigned long long shared = 0;
+    const bool read = in != nullptr && std::fscanf(in, "%llu %llu %llu", &size, &resident, &shared) == 3;
+    if (in != nullptr) {
+        std::fclose(in);
+    }
+    REQUIRE(read);
+    return shared * static_cast<std::uint64_t>(::sysconf(_SC_PAGE_SIZE));
+}
+
+}  // namespace
+
+TEST_CASE("a mapped set reads the rows its file holds", "[points][mapped]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const StoredType type = GENERATE(StoredType::f32, StoredType::f16, StoredType::u8, StoredType::i8);
+    INFO(stored_type_name(type));
+    ScratchDir dir;
+    const StoredCase c = stored_mixture(type == StoredType::f32 ? StoredType::f16 : type, 20000, 24, rng);
+    const std::string path = write_case(dir, c, type);
+    const PointSet mapped = read_stored_points(path, within(kSmallLimit));
+    const PointView view = mapped.view();
+    REQUIRE(view.mapped());
+    CHECK(mapped.type() == type);
+    CHECK(view.rows == c.values.rows);
+    CHECK(view.cols == c.values.cols);
+    CHECK(view.widened().data == c.values.data);
+    std::vector<std::uint32_t> picked(view.rows);
+    std::iota(picked.begin(), picked.end(), 0u);
+    std::shuffle(picked.begin(), picked.end(), rng);
+    picked.resize(3000);
+    CHECK(view.select(picked).data == select_rows(c.values, picked).data);
+    std::vector<std::uint32_t> tail(3000);
+    std::iota(tail.begin(), tail.end(), 17000u);
+    CHECK(view.slice(17000, 3000).widened().data == select_rows(c.values, tail).data);
+    // A set within the bound is held, not mapped.
+    CHECK_FALSE(read_stored_points(path, within(1u << 30)).view().mapped());
+}
+
+TEST_CASE("a mapped set keeps about its limit of the file resident", "[points][mapped]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    ScratchDir dir;
+    // 48 MB of uint8 rows, read in a random order, one row at a time, as the reduce reads members.
+    const std::size_t n = 375000;
+    const std::size_t d = 128;
+    PointSet set = PointSet::unset(StoredType::u8, n, d);
+    auto* bytes = static_cast<std::uint8_t*>(set.values());
+    for (std::size_t e = 0; e < n * d; ++e) {
+        bytes[e] = static_cast<std::uint8_t>(rng());
+    }
+    write_bigann(dir.path("x.u8bin"), set);
+    const std::uint64_t limit = 8u << 20;
+    const std::uint64_t before = file_resident_bytes();
+    const PointSet mapped = read_stored_points(dir.path("x.u8bin"), within(limit));
+    const PointView view = mapped.view();
+    REQUIRE(view.mapped());
+    std::vector<std::uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<float> scratch(d);
+    double sum = 0.0;
+    std::uint64_t most = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+        sum += view.row(order[r], scratch.data())[0];
+        if (r % 5000 == 0) {
+            most = std::max(most, file_resident_bytes());
+        }
+    }
+    double want = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        want += bytes[i * d];
+    }
+    CHECK(sum == want);
+    INFO("file pages resident beyond those before: at most " << (most - std::min(most, before)) << " bytes");
+    CHECK(most <= before + limit);
+}
+
+TEST_CASE("a fit of mapped points equals the fit of the held points", "[points][mapped][anneal]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const StoredType type = GENERATE(StoredType::f32, StoredType::f16, StoredType::u8, StoredType::i8);
+    // d = 8 takes the direct scans and the bounds, d = 24 the GEMM.
+    const std::size_t d = GENERATE(std::size_t{8}, std::size_t{24});
+    INFO(stored_type_name(type) << ", d " << d);
+    ScratchDir dir;
+    const StoredCase c = stored_mixture(type == StoredType::f32 ? StoredType::f16 : type, 12001, d, rng);
+    const std::string path = write_case(dir, c, type);
+    const PointSet held = read_stored_points(path);
+    const PointSet mapped = read_stored_points(path, within(kSmallLimit));
+    REQUIRE(mapped.view().mapped());
+    AnnealConfig config;
+    config.anchors = 24;
+    config.max_iters = 12;
+    config.maintenance_every = 4;
+    config.seed = run_seed;
+    config.validate_every = 5;
+    auto cpu = make_cpu_backend(2);
+    check_same_fit(fit(mapped.view(), config, *cpu), fit(held.view(), config, *cpu));
+}
+
+TEST_CASE("mapped points that a storage would round are refused", "[points][mapped][anneal]") {
+    std::mt19937_64 rng(seed());
+    ScratchDir dir;
+    write_vectors(dir.path("x.fbin"), random_points(5000, 8, rng));
+    const PointSet mapped = read_stored_points(dir.path("x.fbin"), within(kSmallLimit));
+    REQUIRE(mapped.view().mapped());
+    AnnealConfig config;
+    config.anchors = 8;
+    config.storage = PointStorage::f16;
+    auto cpu = make_cpu_backend(2);
+    CHECK_THROWS_WITH(fit(mapped.view(), config, *cpu),
+                      Catch::Contains("stay in their file (--memory)") && Catch::Contains("--storage f16"));
+}
+
+TEST_CASE("inputs whose rows cannot be mapped are refused under --memory", "[points][mapped][io]") {
+    std::mt19937_64 rng(seed());
+    ScratchDir dir;
+    const StoredCase c = stored_mixture(StoredType::u8, 6000, 16, rng);  // 96 kB as uint8
+    write_bvecs(dir.path("x.bvecs"), c.stored);
+    write_vectors(dir.path("x.fvecs"), c.values);
+    write_vectors(dir.path("x.h5"), c.values);
+    for (const std::string name : {"x.bvecs", "x.fvecs"}) {
+        INFO(name);
+        CHECK_THROWS_WITH(read_stored_points(dir.path(name), within(kSmallLimit)),
+                          Catch::Contains(dir.path(name)) && Catch::Contains("more than --memory") &&
+                              Catch::Contains("begin with their dimension"));
+        // Without --memory given, the bound only maps what it can and reads the rest whole.
+        ReadOptions automatic = within(kSmallLimit);
+        automatic.memory_given = false;
+        CHECK(read_stored_points(dir.path(name), automatic).view().widened().data == c.values.data);
+    }
+    CHECK_THROWS_WITH(read_stored_points(dir.path("x.h5"), within(kSmallLimit)),
+                      Catch::Contains("only .npy, .fbin, .u8bin and .i8bin rows can be read in place"));
+    CHECK_THROWS_WITH(load_stored_points(dir.path("x.h5"), within(kSmallLimit), Metric::angular),
+                      Catch::Contains("--metric angular"));
+}
+
+TEST_CASE("a file that shrinks under its mapping ends the run naming the file and the row",
+          "[points][mapped][io]") {
+    std::mt19937_64 rng(seed());
+    ScratchDir dir;
+    const StoredCase c = stored_mixture(StoredType::u8, 40000, 64, rng);
+    write_bigann(dir.path("x.u8bin"), c.stored);
+    const std::string temporary = dir.path("out.vlat.part");
+    int pipe_ends[2];
+    REQUIRE(::pipe(pipe_ends) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        // The child maps the file, registers an output's temporary file, cuts the file to 10 rows
+        // and reads row 20000: the SIGBUS handler must end it.
+        ::dup2(pipe_ends[1], STDERR_FILENO);
+        const PointSet mapped = read_stored_points(dir.path("x.u8bin"), within(kSmallLimit));
+        write_file(temporary, "partial");
+        register_temporary(temporary);
+        std::filesystem::resize_file(dir.path("x.u8bin"), 8 + 10 * 64);
+        std::vector<float> scratch(64);
+        const float value = mapped.view().row(20000, scratch.data())[0];
+        std::_Exit(value >= 0.0f ? 3 : 4);  // not reached: the read past the end must not return
+    }
+    ::close(pipe_ends[1]);
+    std::string message;
+    char buffer[512];
+    for (ssize_t got; (got = ::read(pipe_ends[0], buffer, sizeof buffer)) > 0;) {
+        message.append(buffer, static_cast<std::size_t>(got));
+    }
+    ::close(pipe_ends[0]);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    INFO(message);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK_THAT(message, Catch::Contains(dir.path("x.u8bin") + " shrank while its rows were read from it: row 20000"));
+    CHECK_FALSE(std::filesystem::exists(temporary));
+}
+
+TEST_CASE("compress under --memory writes the file it writes holding the points", "[points][mapped][cli]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    ScratchDir dir;
+    const StoredType type = GENERATE(StoredType::u8, StoredType::f16);
+    INFO(stored_type_name(type));
+    const StoredCase c = stored_mixture(type, 12000, 16, rng);
+    const std::string path = write_case(dir, c, type);
+    for (const std::string options : {std::string("--bits 4"), std::string("--target-bytes 6")}) {
+        INFO(options);
+        const std::string common = " -m 32 --iters 8 --device cpu --threads 2 --seed " +
+                                   std::to_string(run_seed % 100000) + " " + options;
+        const CommandResult mapped =
+            run_cli("compress " + quote(path) + " -o " + quote(dir.path("mapped.vlat")) + " --memory 64KiB" + common);
+        REQUIRE(mapped.exit_code == 0);
+        CHECK_THAT(mapped.output, Catch::Contains("they stay in " + path));
+        REQUIRE(run_cli("compress " + quote(path) + " -o " + quote(dir.path("held.vlat")) + " -q" + common).exit_code ==
+                0);
+        CHECK(read_file(dir.path("mapped.vlat")) == read_file(dir.path("held.vlat")));
+    }
+    const CommandResult encoded = run_cli("encode " + quote(path) + " --model " + quote(dir.path("held.vlat")) +
+                                          " -o " + quote(dir.path("encoded.vlat")) + " --memory 64KiB -q");
+    REQUIRE(encoded.exit_code == 0);
+    CHECK(read_vlat(dir.path("encoded.vlat")).assignments == read_vlat(dir.path("held.vlat")).assignments);
+
+    const CommandResult bad = run_cli("compress " + quote(path) + " -o " + quote(dir.path("bad.vlat")) +
+                                      " -m 8 --memory 12XB");
+    CHECK(bad.exit_code != 0);
+    CHECK_THAT(bad.output, Catch::Contains("--memory must be a size of at least 1 byte") && Catch::Contains("'12XB'"));
+    write_bvecs(dir.path("x.bvecs"), stored_mixture(StoredType::u8, 5000, 16, rng).stored);
+    const CommandResult texmex = run_cli("compress " + quote(dir.path("x.bvecs")) + " -o " +
+                                         quote(dir.path("bad.vlat")) + " -m 8 --memory 64KiB");
+    CHECK(texmex.exit_code != 0);
+    CHECK_THAT(texmex.output, Catch::Contains("cannot be read in place"));
+    CHECK_FALSE(std::filesystem::exists(dir.path("bad.vlat")));
+}
