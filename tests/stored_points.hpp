@@ -7,6 +7,7 @@
 
 #include "vlattice/anneal.hpp"
 #include "vlattice/half.hpp"
+#include "vlattice/io.hpp"
 #include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
 
@@ -100,6 +101,26 @@ inline void write_bvecs(const std::string& path, const PointSet& set) {
         out += bytes_of(static_cast<std::int32_t>(set.cols())) + values.substr(i * set.cols(), set.cols());
     }
     write_file(path, out);
+}
+
+// The set written in a file that holds its type: .npy for float16, .u8bin or .i8bin for 8-bit
+// values, .fbin for float32 (the values of `c`).
+inline std::string write_stored_file(const ScratchDir& dir, const StoredCase& c, StoredType type) {
+    switch (type) {
+    case StoredType::f16:
+        write_stored_npy(dir.path("x.npy"), c.stored);
+        return dir.path("x.npy");
+    case StoredType::u8:
+        write_bigann(dir.path("x.u8bin"), c.stored);
+        return dir.path("x.u8bin");
+    case StoredType::i8:
+        write_bigann(dir.path("x.i8bin"), c.stored);
+        return dir.path("x.i8bin");
+    case StoredType::f32:
+        break;
+    }
+    write_vectors(dir.path("x.fbin"), c.values);
+    return dir.path("x.fbin");
 }
 
 inline void check_same_fit(const FitResult& got, const FitResult& want) {

@@ -1098,15 +1098,7 @@ TEST_CASE("cuda: a fit of points mapped from their file equals the fit of the he
     ScratchDir dir;
     // 200,003 rows of 128 dimensions go up through the pinned staging in chunks.
     const StoredCase c = stored_mixture(type == StoredType::f32 ? StoredType::f16 : type, 200003, 128, rng);
-    std::string path = dir.path(type == StoredType::u8 ? "x.u8bin" : type == StoredType::i8 ? "x.i8bin" : "x.npy");
-    if (type == StoredType::f32) {
-        path = dir.path("x.fbin");
-        write_vectors(path, c.values);
-    } else if (type == StoredType::f16) {
-        write_stored_npy(path, c.stored);
-    } else {
-        write_bigann(path, c.stored);
-    }
+    const std::string path = write_stored_file(dir, c, type);
     ReadOptions options;
     options.memory = 1u << 20;
     options.memory_given = true;

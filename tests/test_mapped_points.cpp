@@ -34,26 +34,6 @@ ReadOptions within(std::uint64_t memory) {
     return options;
 }
 
-// The set written in a file that holds its type: .npy for float16, .u8bin or .i8bin for 8-bit
-// values, .fbin for float32 (the values of `c`).
-std::string write_case(const ScratchDir& dir, const StoredCase& c, StoredType type) {
-    switch (type) {
-    case StoredType::f16:
-        write_stored_npy(dir.path("x.npy"), c.stored);
-        return dir.path("x.npy");
-    case StoredType::u8:
-        write_bigann(dir.path("x.u8bin"), c.stored);
-        return dir.path("x.u8bin");
-    case StoredType::i8:
-        write_bigann(dir.path("x.i8bin"), c.stored);
-        return dir.path("x.i8bin");
-    case StoredType::f32:
-        break;
-    }
-    write_vectors(dir.path("x.fbin"), c.values);
-    return dir.path("x.fbin");
-}
-
 // Resident pages backed by files, in bytes (statm's third field).
 std::uint64_t file_resident_bytes() {
     std::FILE* in = std::fopen("/proc/self/statm", "r");
@@ -78,7 +58,7 @@ TEST_CASE("a mapped set reads the rows its file holds", "[points][mapped]") {
     INFO(stored_type_name(type));
     ScratchDir dir;
     const StoredCase c = stored_mixture(type == StoredType::f32 ? StoredType::f16 : type, 20000, 24, rng);
-    const std::string path = write_case(dir, c, type);
+    const std::string path = write_stored_file(dir, c, type);
     const PointSet mapped = read_stored_points(path, within(kSmallLimit));
     const PointView view = mapped.view();
     REQUIRE(view.mapped());
@@ -148,7 +128,7 @@ TEST_CASE("a fit of mapped points equals the fit of the held points", "[points][
     INFO(stored_type_name(type) << ", d " << d);
     ScratchDir dir;
     const StoredCase c = stored_mixture(type == StoredType::f32 ? StoredType::f16 : type, 12001, d, rng);
-    const std::string path = write_case(dir, c, type);
+    const std::string path = write_stored_file(dir, c, type);
     const PointSet held = read_stored_points(path);
     const PointSet mapped = read_stored_points(path, within(kSmallLimit));
     REQUIRE(mapped.view().mapped());
@@ -246,7 +226,7 @@ TEST_CASE("compress under --memory writes the file it writes holding the points"
     const StoredType type = GENERATE(StoredType::u8, StoredType::f16);
     INFO(stored_type_name(type));
     const StoredCase c = stored_mixture(type, 12000, 16, rng);
-    const std::string path = write_case(dir, c, type);
+    const std::string path = write_stored_file(dir, c, type);
     for (const std::string options : {std::string("--bits 4"), std::string("--target-bytes 6")}) {
         INFO(options);
         const std::string common = " -m 32 --iters 8 --device cpu --threads 2 --seed " +

@@ -4,7 +4,6 @@
 #include "runtime/cuda_check.hpp"
 #include "runtime/stream.hpp"
 
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>

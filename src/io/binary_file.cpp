@@ -10,11 +10,11 @@
 
 namespace vlattice::io {
 
-namespace {
-
 std::string system_reason() {
     return std::strerror(errno);
 }
+
+namespace {
 
 void require_regular(const std::string& path, const struct stat& info) {
     if (!S_ISREG(info.st_mode)) {

@@ -12,6 +12,9 @@ namespace vlattice::io {
 // The binary formats are little-endian on disk and are read by copying bytes into place.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "vlattice's readers assume a little-endian host");
 
+// strerror(errno): why the last failed system call failed, for an Error's parentheses.
+std::string system_reason();
+
 // Size in bytes of a regular, non-empty file; Error naming the file otherwise.
 std::uint64_t nonempty_file_size(const std::string& path);
 

@@ -1,6 +1,7 @@
 #include "io/mapped_rows.hpp"
 
 #include "format/temporary_files.hpp"
+#include "io/binary_file.hpp"
 #include "vlattice/types.hpp"
 
 #include <fcntl.h>
@@ -11,7 +12,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -104,10 +104,6 @@ std::size_t add_guard(const std::string& path, const void* base, std::size_t byt
         return i;
     }
     throw Error(path + ": more than " + std::to_string(guards.size()) + " files mapped at once");
-}
-
-std::string system_reason() {
-    return std::strerror(errno);
 }
 
 // Resident pages backed by files (and shared memory) in this process: statm's third field.

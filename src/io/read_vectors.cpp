@@ -187,8 +187,9 @@ PointSet read_stored_points(const std::string& path, const ReadOptions& options)
                byte_size_text(options.memory);
     };
     if (!is_array_extension(extension)) {
-        if (options.memory_given && options.memory > 0 && io::nonempty_file_size(path) > options.memory) {
-            throw Error(path + ": " + beyond_memory(io::nonempty_file_size(path)) +
+        const std::uint64_t file_bytes = options.memory_given ? io::nonempty_file_size(path) : 0;
+        if (options.memory > 0 && file_bytes > options.memory) {
+            throw Error(path + ": " + beyond_memory(file_bytes) +
                         " by the file's size, and only .npy, .fbin, .u8bin and .i8bin rows can be read in place "
                         "from their file");
         }
