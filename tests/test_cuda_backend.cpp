@@ -105,6 +105,32 @@ Matrix spread_scales(Matrix x, std::mt19937_64& rng) {
     return x;
 }
 
+// An environment variable set (or, with null, unset) for one scope, then put back as it was.
+class ScopedVariable {
+public:
+    ScopedVariable(const char* name, const char* value) : name_(name) {
+        const char* before = std::getenv(name);
+        had_ = before != nullptr;
+        before_ = had_ ? before : "";
+        set(value);
+    }
+    ~ScopedVariable() { set(had_ ? before_.c_str() : nullptr); }
+    ScopedVariable(const ScopedVariable&) = delete;
+    ScopedVariable& operator=(const ScopedVariable&) = delete;
+
+private:
+    void set(const char* value) {
+        if (value != nullptr) {
+            setenv(name_.c_str(), value, 1);
+        } else {
+            unsetenv(name_.c_str());
+        }
+    }
+    std::string name_;
+    std::string before_;
+    bool had_ = false;
+};
+
 // Both backends on x with these anchors: the GPU's assign equals the CPU's and the brute-force
 // double argmin.
 void check_exact_assign(const Matrix& x, const Matrix& anchors, const RunSetup& setup, FastKernel kernel) {
@@ -776,6 +802,15 @@ TEST_CASE("cuda: points crowded by many anchors are narrowed by a split pass and
     INFO("storage " << storage_name(storage));
     const Held h = held(raw, storage);
     check_exact_assign(h.points, anchors, h.setup, FastKernel::automatic);
+
+    // A GPU that cannot spare the narrowing's buffers (none counts as free once the points and the
+    // anchors are up) takes the split pass over every point instead, as exactly.
+    auto [cpu, gpu] = on_both(h.points, h.setup, FastKernel::automatic);
+    cpu->upload_anchors(anchors);
+    gpu->upload_anchors(anchors);
+    const ScopedVariable none_free("VLATTICE_GPU_MEMORY", "0");
+    check_assign_matches_cpu(*gpu, *cpu);
+    CHECK(gpu->download_assignments() == reference_assign(h.points, anchors).assignment);
 }
 
 TEST_CASE("cuda: anchors beyond float16's range are still assigned exactly", "[gpu][backend][quick]") {
@@ -965,31 +1000,6 @@ TEST_CASE("cuda: a full fit lands where the CPU's does", "[gpu][anneal]") {
     CHECK(close(on_gpu.energy, recomputed.energy, 1e-12));
 }
 
-// An environment variable set (or, with null, unset) for one scope, then put back as it was.
-class ScopedVariable {
-public:
-    ScopedVariable(const char* name, const char* value) : name_(name) {
-        const char* before = std::getenv(name);
-        had_ = before != nullptr;
-        before_ = had_ ? before : "";
-        set(value);
-    }
-    ~ScopedVariable() { set(had_ ? before_.c_str() : nullptr); }
-    ScopedVariable(const ScopedVariable&) = delete;
-    ScopedVariable& operator=(const ScopedVariable&) = delete;
-
-private:
-    void set(const char* value) {
-        if (value != nullptr) {
-            setenv(name_.c_str(), value, 1);
-        } else {
-            unsetenv(name_.c_str());
-        }
-    }
-    std::string name_;
-    std::string before_;
-    bool had_ = false;
-};
 
 // The 99 KiB of shared memory a block gets on sm_86, sm_89 and sm_120.
 constexpr const char* kSmallBlockShared = "101376";

@@ -1,6 +1,9 @@
 #include "assign/assign_stage.hpp"
 
 #include "runtime/cuda_check.hpp"
+#include "runtime/free_memory.hpp"
+
+#include <limits>
 
 namespace vlattice::cuda {
 
@@ -73,8 +76,10 @@ AssignStats AssignStage::run(PointStage& points, AnchorStage& anchors, bool repa
         if (all_anchor > points.n() / kMaxAllAnchorShare) {
             path_ = FastPath::half_split;
             shortlist_graph_.run(stream, key(generation, repair), shortlist);
-        } else if (worth_narrowing(all_anchor, anchors.m(), points.d())) {
-            narrow(points, anchors, all_anchor, stream);
+        } else if (worth_narrowing(all_anchor, anchors.m(), points.d()) &&
+                   !narrow(points, anchors, all_anchor, stream)) {
+            path_ = FastPath::half_split;
+            shortlist_graph_.run(stream, key(generation, repair), shortlist);
         }
     }
     finish_graph_.run(stream, key(generation, repair), [&] { queue_finish(points, anchors, repair, stream); });
@@ -139,33 +144,61 @@ void AssignStage::queue_finish(PointStage& points, AnchorStage& anchors, bool re
     CUDA_CHECK(cudaMemcpyAsync(&host_[0].changed, changed_.data(), changed_.bytes(), cudaMemcpyDeviceToHost, stream));
 }
 
-// The `count` all-anchor points of the last shortlist, narrowed, queued on the stream.
-void AssignStage::narrow(PointStage& points, AnchorStage& anchors, std::size_t count, cudaStream_t stream) {
+// The `count` all-anchor points of the last shortlist, narrowed, queued on the stream; false, with
+// nothing queued, where the GPU cannot spare the narrowing's buffers.
+bool AssignStage::narrow(PointStage& points, AnchorStage& anchors, std::size_t count, cudaStream_t stream) {
     const AssignPlan plan = plan_assign(count, anchors.m(), points.d(), gpu_);
     const auto stride = static_cast<std::size_t>(half_stride(points.d()));
-    const NarrowBuffers buffers = narrow_scratch_.reserve(count, stride, static_cast<std::size_t>(plan.splits) * count,
-                                                          points.points().tail() != nullptr);
-    launch_narrow(args(points, anchors, true), count, buffers, stream);
+    const std::optional<NarrowBuffers> buffers = narrow_scratch_.reserve(
+        count, stride, static_cast<std::size_t>(plan.splits) * count, points.points().tail() != nullptr);
+    if (!buffers) {
+        return false;
+    }
+    launch_narrow(args(points, anchors, true), count, *buffers, stream);
+    return true;
 }
 
-NarrowBuffers AssignStage::NarrowScratch::reserve(std::size_t count, std::size_t stride, std::size_t candidate_count,
-                                                  bool tails) {
-    if (ids.size() < count || head.size() < count * stride || (tails && tail.size() < count * stride)) {
-        const std::size_t rows = count + count / 4;
-        ids = {};
-        norms = {};
-        head = {};
-        tail = {};
-        ids = DeviceBuffer<std::uint32_t>(rows);
-        norms = DeviceBuffer<float>(rows);
-        head = DeviceBuffer<std::uint16_t>(rows * stride);
-        tail = tails ? DeviceBuffer<std::uint16_t>(rows * stride) : DeviceBuffer<std::uint16_t>();
+namespace {
+
+// The narrowing's buffers for `rows` points of `stride` values and `candidates` candidates.
+template <class Each>
+void narrow_buffers(AssignStage::NarrowScratch& s, std::size_t rows, std::size_t stride, std::size_t candidates,
+                    bool tails, Each&& each) {
+    each(s.ids, rows);
+    each(s.norms, rows);
+    each(s.head, rows * stride);
+    each(s.tail, tails ? rows * stride : 0);
+    each(s.candidates, candidates);
+}
+
+}  // namespace
+
+std::optional<NarrowBuffers> AssignStage::NarrowScratch::reserve(std::size_t count, std::size_t stride,
+                                                                 std::size_t candidate_count, bool tails) {
+    const bool enough = ids.size() >= count && head.size() >= count * stride &&
+                        (!tails || tail.size() >= count * stride) && candidates.size() >= candidate_count;
+    if (!enough) {
+        // A quarter to spare where the GPU has room for it, since the count changes from one assign
+        // to the next; at least the count itself, within half of what is free, else nothing.
+        *this = {};
+        const std::size_t spare = device_memory().free / 2;
+        auto bytes_for = [&](std::size_t share) {
+            Footprint need;
+            narrow_buffers(*this, count + count / share, stride, candidate_count + candidate_count / share, tails,
+                           need);
+            return need.bytes();
+        };
+        std::size_t share = 4;
+        if (bytes_for(share) > spare) {
+            share = std::numeric_limits<std::size_t>::max();
+            if (bytes_for(share) > spare) {
+                return std::nullopt;
+            }
+        }
+        narrow_buffers(*this, count + count / share, stride, candidate_count + candidate_count / share, tails,
+                       AllocateBuffers{});
     }
-    if (candidates.size() < candidate_count) {
-        candidates = {};
-        candidates = DeviceBuffer<Candidate>(candidate_count + candidate_count / 4);
-    }
-    return {ids.data(), norms.data(), head.data(), tail.data(), candidates.data()};
+    return NarrowBuffers{ids.data(), norms.data(), head.data(), tail.data(), candidates.data()};
 }
 
 }  // namespace vlattice::cuda

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 namespace vlattice::cuda {
 
@@ -43,6 +44,22 @@ public:
     // The anchors' operands, made afresh by every assign: the nearest anchors (NearestStage) use them too.
     AnchorOperands& operands() { return operands_; }
 
+    // The narrowing's buffers (launch_narrow). Their size depends on how many points the assign
+    // leaves uncertain of every anchor, which no shape tells, so they are not part of the
+    // footprint: they grow on demand within half of the GPU's free memory, and an assign that would
+    // need more takes the split pass over every point instead (the same anchors, exactly).
+    struct NarrowScratch {
+        DeviceBuffer<std::uint32_t> ids;
+        DeviceBuffer<float> norms;
+        DeviceBuffer<std::uint16_t> head;
+        DeviceBuffer<std::uint16_t> tail;
+        DeviceBuffer<Candidate> candidates;
+
+        // Buffers for `count` points, or none where the GPU cannot spare them.
+        std::optional<NarrowBuffers> reserve(std::size_t count, std::size_t stride, std::size_t candidate_count,
+                                             bool tails);
+    };
+
     // New points: the run starts again on the first fast path.
     void restart();
     // The first iteration's graphs, captured while the device does something else. `generation`
@@ -59,17 +76,6 @@ private:
         unsigned uncertain_counts[2];
     };
 
-    // The narrowing's buffers (launch_narrow), grown on demand with a quarter to spare, since the
-    // count of points it takes changes from one assign to the next.
-    struct NarrowScratch {
-        DeviceBuffer<std::uint32_t> ids;
-        DeviceBuffer<float> norms;
-        DeviceBuffer<std::uint16_t> head;
-        DeviceBuffer<std::uint16_t> tail;
-        DeviceBuffer<Candidate> candidates;
-
-        NarrowBuffers reserve(std::size_t count, std::size_t stride, std::size_t candidate_count, bool tails);
-    };
 
     // The buffers sized by the points, and those sized by the anchors, with their element counts:
     // the lists that the footprints, the allocations and the releases read.
@@ -87,7 +93,7 @@ private:
     AssignArgs args(PointStage& points, AnchorStage& anchors, bool repair);
     void queue_shortlist(PointStage& points, AnchorStage& anchors, bool repair, cudaStream_t stream);
     void queue_finish(PointStage& points, AnchorStage& anchors, bool repair, cudaStream_t stream);
-    void narrow(PointStage& points, AnchorStage& anchors, std::size_t count, cudaStream_t stream);
+    bool narrow(PointStage& points, AnchorStage& anchors, std::size_t count, cudaStream_t stream);
 
     FastKernel kernel_;
     GpuKernels kernels_;

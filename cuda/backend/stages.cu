@@ -1,7 +1,6 @@
 #include "backend/stages.hpp"
 
-#include "runtime/cuda_check.hpp"
-#include "runtime/environment_cap.hpp"
+#include "runtime/free_memory.hpp"
 
 #include <string>
 
@@ -81,14 +80,10 @@ void Stages::release_anchors() {
 }
 
 void Stages::check_fits(const Footprint& need, const std::string& what) const {
-    std::size_t free_bytes = 0;
-    std::size_t total_bytes = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    // VLATTICE_GPU_MEMORY (bytes) lowers what counts as free, for tests of the refusal.
-    free_bytes = environment_cap("VLATTICE_GPU_MEMORY", free_bytes);
-    if (need.bytes() > free_bytes) {
+    const MemoryInfo memory = device_memory();
+    if (need.bytes() > memory.free) {
         throw Error("GPU " + std::to_string(gpu) + " has too little memory for " + what + ": it needs " +
-                    mib(need.bytes()) + ", " + mib(free_bytes) + " of " + mib(total_bytes) + " are free");
+                    mib(need.bytes()) + ", " + mib(memory.free) + " of " + mib(memory.total) + " are free");
     }
 }
 
