@@ -173,10 +173,84 @@ TEST_CASE("inputs whose rows cannot be mapped are refused under --memory", "[poi
         automatic.memory_given = false;
         CHECK(read_stored_points(dir.path(name), automatic).view().widened().data == c.values.data);
     }
-    CHECK_THROWS_WITH(read_stored_points(dir.path("x.h5"), within(kSmallLimit)),
-                      Catch::Contains("only .npy, .fbin, .u8bin and .i8bin rows can be read in place"));
+    // vlattice writes contiguous HDF5 datasets: those are mapped like any array.
+    const PointSet h5 = read_stored_points(dir.path("x.h5"), within(kSmallLimit));
+    CHECK(h5.view().mapped());
+    CHECK(h5.view().widened().data == c.values.data);
     CHECK_THROWS_WITH(load_stored_points(dir.path("x.h5"), within(kSmallLimit), Metric::angular),
                       Catch::Contains("--metric angular"));
+}
+
+TEST_CASE("HDF5 datasets are held in their stored type, and contiguous ones are mapped under --memory",
+          "[points][mapped][io]") {
+    ScratchDir dir;
+    const std::string path = dir.path("types.h5");
+    // Small integers and halves of them are exact in every one of these types; 6,000 x 16 uint8
+    // values take more than kSmallLimit.
+    run_python("import h5py, numpy as np\n"
+               "x = (np.arange(6000 * 16).reshape(6000, 16) % 97 - 40).astype('<f4') / 2\n"
+               "with h5py.File('" + path + "', 'w') as f:\n"
+               "    f['f16'] = x.astype('<f2')\n"
+               "    f['f16_big'] = x.astype('>f2')\n"
+               "    f['u8'] = (x + 20).astype('u1')\n"
+               "    f.create_dataset('u8_gzip', data=(x + 20).astype('u1'), chunks=(333, 16), compression='gzip')\n"
+               "    f['i8'] = np.floor(x).astype('i1')\n"
+               "    f['f64'] = x.astype('<f8')\n");
+    Matrix halves(6000, 16);
+    for (std::size_t e = 0; e < halves.data.size(); ++e) {
+        halves.data[e] = static_cast<float>(static_cast<int>(e % 97) - 40) / 2.0f;
+    }
+    Matrix shifted = halves;
+    Matrix floored = halves;
+    for (std::size_t e = 0; e < halves.data.size(); ++e) {
+        shifted.data[e] = std::trunc(halves.data[e] + 20.0f);
+        floored.data[e] = std::floor(halves.data[e]);
+    }
+    struct Dataset {
+        const char* name;
+        StoredType type;
+        const Matrix& values;
+        const char* unmappable;  // why it cannot stay in the file, or nullptr
+    };
+    const Dataset datasets[] = {
+        {"f16", StoredType::f16, halves, nullptr},
+        {"f16_big", StoredType::f16, halves, "big-endian"},
+        {"u8", StoredType::u8, shifted, nullptr},
+        {"u8_gzip", StoredType::u8, shifted, "not stored contiguously"},
+        {"i8", StoredType::i8, floored, nullptr},
+        {"f64", StoredType::f32, halves, "converted to float32"},
+    };
+    for (const Dataset& d : datasets) {
+        INFO(d.name);
+        ReadOptions held;
+        held.dataset = d.name;
+        const PointSet whole = read_stored_points(path, held);
+        CHECK_FALSE(whole.view().mapped());
+        CHECK(whole.type() == d.type);
+        CHECK(whole.view().widened().data == d.values.data);
+
+        ReadOptions bounded = within(kSmallLimit);
+        bounded.dataset = d.name;
+        if (d.unmappable == nullptr) {
+            const PointSet mapped = read_stored_points(path, bounded);
+            CHECK(mapped.view().mapped());
+            CHECK(mapped.type() == d.type);
+            CHECK(mapped.view().widened().data == d.values.data);
+        } else {
+            CHECK_THROWS_WITH(read_stored_points(path, bounded),
+                              Catch::Contains(path + ": dataset '" + d.name + "'") &&
+                                  Catch::Contains("more than --memory") && Catch::Contains(d.unmappable));
+            // Under the automatic bound, what cannot be mapped is read whole.
+            bounded.memory_given = false;
+            CHECK(read_stored_points(path, bounded).view().widened().data == d.values.data);
+        }
+    }
+    // compress of a mapped dataset writes the file it writes holding the points.
+    const std::string common = " --dataset u8 -m 16 --iters 6 --bits 4 --device cpu --threads 2 -q";
+    REQUIRE(run_cli("compress " + quote(path) + " -o " + quote(dir.path("mapped.vlat")) + " --memory 64KiB" + common)
+                .exit_code == 0);
+    REQUIRE(run_cli("compress " + quote(path) + " -o " + quote(dir.path("held.vlat")) + common).exit_code == 0);
+    CHECK(read_file(dir.path("mapped.vlat")) == read_file(dir.path("held.vlat")));
 }
 
 TEST_CASE("a file that shrinks under its mapping ends the run naming the file and the row",

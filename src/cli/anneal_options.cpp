@@ -84,8 +84,8 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
 void add_memory_option(po::options_description& options, AnnealArgs& a) {
     options.add_options()
         ("memory", po::value(&a.memory)->default_value("auto")->value_name("SIZE"),
-         "host memory INPUT's points may take, as 256MiB or 8GiB: a .npy, .fbin, .u8bin or .i8bin file whose "
-         "points (in their stored type) take more stays in the file, read from it on every pass through a "
+         "host memory INPUT's points may take, as 256MiB or 8GiB: a .npy, .fbin, .u8bin or .i8bin file or a "
+         "contiguous HDF5 dataset whose points (in their stored type) take more stays in the file, read from it on every pass through a "
          "memory mapping of which at most SIZE stays resident, with the same result; other inputs larger than "
          "SIZE are refused. Per-row state (assignments, distances, codes) comes on top. auto: half of the memory "
          "the process may have (the machine's, its control group's or ulimit -v), other inputs read whole");

@@ -9,6 +9,7 @@
 #include <hdf5.h>
 
 #include <functional>
+#include <optional>
 
 namespace vlattice::io {
 
@@ -111,32 +112,6 @@ hsize_t rows_per_block(hid_t dataset, const hsize_t* dims) {
     return std::min(rows, dims[0]);
 }
 
-// Reads the dataset into `points` a block of rows at a time, so that a long read reports its
-// progress (the bytes as stored). float64 is narrowed here rather than by libhdf5, which turns a
-// value beyond float32's range into Inf without saying where it was; other types libhdf5 converts.
-void read_blocks(hid_t dataset, hid_t space, const hsize_t* dims, bool narrowed, std::size_t stored_bytes,
-                 Matrix& points, const std::string& where, const ReadProgress& progress) {
-    const hsize_t block = rows_per_block(dataset, dims);
-    std::vector<double> staging(narrowed ? block * dims[1] : 0);
-    const std::uint64_t total = static_cast<std::uint64_t>(dims[0]) * dims[1] * stored_bytes;
-    for (hsize_t first = 0; first < dims[0]; first += block) {
-        const hsize_t start[2] = {first, 0};
-        const hsize_t count[2] = {std::min(block, dims[0] - first), dims[1]};
-        const Hdf5Handle memory(H5Screate_simple(2, count, nullptr), H5Sclose);
-        if (H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
-            H5Dread(dataset, narrowed ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT, memory.get(), space, H5P_DEFAULT,
-                    narrowed ? static_cast<void*>(staging.data()) : static_cast<void*>(points.row(first))) < 0) {
-            throw Error(where + ": read failed" + hdf5_reason());
-        }
-        if (narrowed) {
-            narrow(staging.data(), count[0] * count[1], first * dims[1], dims[1], points.row(first), where);
-        }
-        if (progress) {
-            progress({(first + count[0]) * dims[1] * stored_bytes, total, dims[0]});
-        }
-    }
-}
-
 // An open 2-D numeric dataset whose shape and storage have been checked.
 struct MatrixDataset {
     hid_t data;
@@ -144,15 +119,112 @@ struct MatrixDataset {
     const hsize_t* dims;  // rows, columns
     H5T_class_t type_class;
     std::string where;    // "FILE: dataset 'NAME'", for errors
+    std::string holder;   // the file its data is in
 };
 
+std::size_t stored_size(const MatrixDataset& d) {
+    const Hdf5Handle type(H5Dget_type(d.data), H5Tclose);
+    return H5Tget_size(type.get());
+}
+
+// Reads the dataset a block of rows at a time as `memory_type`, into block(first, rows), and then
+// calls done(first, rows), so that a long read reports its progress (the bytes as stored).
+void read_blocks(const MatrixDataset& d, hid_t memory_type, const std::function<void*(hsize_t, hsize_t)>& block,
+                 const std::function<void(hsize_t, hsize_t)>& done, const ReadProgress& progress) {
+    const hsize_t rows = rows_per_block(d.data, d.dims);
+    const std::size_t stored_bytes = stored_size(d);
+    const std::uint64_t total = static_cast<std::uint64_t>(d.dims[0]) * d.dims[1] * stored_bytes;
+    for (hsize_t first = 0; first < d.dims[0]; first += rows) {
+        const hsize_t start[2] = {first, 0};
+        const hsize_t count[2] = {std::min(rows, d.dims[0] - first), d.dims[1]};
+        const Hdf5Handle memory(H5Screate_simple(2, count, nullptr), H5Sclose);
+        if (H5Sselect_hyperslab(d.space, H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
+            H5Dread(d.data, memory_type, memory.get(), d.space, H5P_DEFAULT, block(first, count[0])) < 0) {
+            throw Error(d.where + ": read failed" + hdf5_reason());
+        }
+        done(first, count[0]);
+        if (progress) {
+            progress({(first + count[0]) * d.dims[1] * stored_bytes, total, d.dims[0]});
+        }
+    }
+}
+
+// float64 is narrowed here rather than by libhdf5, which turns a value beyond float32's range into
+// Inf without saying where it was; other types libhdf5 converts.
 Matrix read_floats(const MatrixDataset& d, const ReadProgress& progress) {
     Matrix points = allocate_table<Matrix>(d.where, d.dims[0], d.dims[1]);
-    const Hdf5Handle type(H5Dget_type(d.data), H5Tclose);
-    const std::size_t stored_bytes = H5Tget_size(type.get());
-    read_blocks(d.data, d.space, d.dims, d.type_class == H5T_FLOAT && stored_bytes > sizeof(float), stored_bytes,
-                points, d.where, progress);
+    const std::size_t cols = d.dims[1];
+    if (d.type_class != H5T_FLOAT || stored_size(d) <= sizeof(float)) {
+        read_blocks(
+            d, H5T_NATIVE_FLOAT, [&](hsize_t first, hsize_t) -> void* { return points.row(first); },
+            [](hsize_t, hsize_t) {}, progress);
+        return points;
+    }
+    std::vector<double> staging;
+    read_blocks(
+        d, H5T_NATIVE_DOUBLE,
+        [&](hsize_t, hsize_t rows) -> void* {
+            staging.resize(rows * cols);
+            return staging.data();
+        },
+        [&](hsize_t first, hsize_t rows) {
+            narrow(staging.data(), rows * cols, first * cols, cols, points.row(first), d.where);
+        },
+        progress);
     return points;
+}
+
+// The values' type where it is one that vlattice holds as it is: IEEE float32 or float16 (HDF5 has
+// no predefined float16; h5py writes one with IEEE's fields), uint8 or int8.
+std::optional<ElementType> held_type(hid_t type) {
+    const std::size_t size = H5Tget_size(type);
+    if (H5Tget_class(type) == H5T_INTEGER) {
+        if (size != 1) {
+            return std::nullopt;
+        }
+        return H5Tget_sign(type) == H5T_SGN_NONE ? ElementType::u8 : ElementType::i8;
+    }
+    std::size_t sign = 0;
+    std::size_t exponent_at = 0;
+    std::size_t exponent_bits = 0;
+    std::size_t mantissa_at = 0;
+    std::size_t mantissa_bits = 0;
+    if (H5Tget_class(type) != H5T_FLOAT ||
+        H5Tget_fields(type, &sign, &exponent_at, &exponent_bits, &mantissa_at, &mantissa_bits) < 0 ||
+        H5Tget_norm(type) != H5T_NORM_IMPLIED || mantissa_at != 0) {
+        return std::nullopt;
+    }
+    if (size == 4 && sign == 31 && exponent_at == 23 && exponent_bits == 8 && mantissa_bits == 23 &&
+        H5Tget_ebias(type) == 127) {
+        return ElementType::f32;
+    }
+    if (size == 2 && sign == 15 && exponent_at == 10 && exponent_bits == 5 && mantissa_bits == 10 &&
+        H5Tget_ebias(type) == 15) {
+        return ElementType::f16;
+    }
+    return std::nullopt;
+}
+
+// The same type in this machine's byte order, for libhdf5 to read values into: a copy, for the
+// caller to close.
+hid_t native_type(ElementType type, hid_t stored) {
+    switch (type) {
+    case ElementType::u8:
+        return H5Tcopy(H5T_NATIVE_UCHAR);
+    case ElementType::i8:
+        return H5Tcopy(H5T_NATIVE_SCHAR);
+    case ElementType::f32:
+        return H5Tcopy(H5T_NATIVE_FLOAT);
+    default: {
+        const hid_t half = H5Tcopy(stored);
+        H5Tset_order(half, H5T_ORDER_LE);
+        return half;
+    }
+    }
+}
+
+StoredType stored_type(ElementType type) {
+    return *stored_type_of(type);
 }
 
 // Opens `dataset` of `path`, checks it, and hands it to `read`: what the vector and the id readers share.
@@ -210,7 +282,7 @@ void read_matrix_dataset(const std::string& path, const std::string& dataset,
     const std::uint64_t element_bytes = H5Tget_size(type.get());
     check_storage(where, holder_size, data.get(), space.get(), dims,
                   checked_multiply(path, checked_multiply(path, dims[0], dims[1]), element_bytes));
-    read({data.get(), space.get(), dims, type_class, where});
+    read({data.get(), space.get(), dims, type_class, where, holder});
 }
 
 }  // namespace
@@ -219,6 +291,57 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset, const Read
     Matrix points;
     read_matrix_dataset(path, dataset, [&](const MatrixDataset& d) { points = read_floats(d, progress); });
     return points;
+}
+
+PointSet read_hdf5_points(const std::string& path, const std::string& dataset, const ReadProgress& progress) {
+    PointSet points;
+    read_matrix_dataset(path, dataset, [&](const MatrixDataset& d) {
+        const Hdf5Handle stored(H5Dget_type(d.data), H5Tclose);
+        const std::optional<ElementType> held = held_type(stored.get());
+        if (!held || *held == ElementType::f32) {
+            points = PointSet(read_floats(d, progress));
+            return;
+        }
+        const StoredType type = stored_type(*held);
+        const std::size_t row_bytes = d.dims[1] * stored_type_bytes(type);
+        check_memory(d.where + ": " + count_text(d.dims[0]) + " x " + count_text(d.dims[1]) + " " +
+                         stored_type_name(type),
+                     table_bytes(d.dims[0], d.dims[1], stored_type_bytes(type)));
+        points = PointSet::unset(type, d.dims[0], d.dims[1]);
+        auto* out = static_cast<char*>(points.values());
+        const Hdf5Handle memory(native_type(*held, stored.get()), H5Tclose);
+        read_blocks(
+            d, memory.get(), [&](hsize_t first, hsize_t) -> void* { return out + first * row_bytes; },
+            [](hsize_t, hsize_t) {}, progress);
+    });
+    return points;
+}
+
+Hdf5Placement hdf5_placement(const std::string& path, const std::string& dataset) {
+    Hdf5Placement place;
+    read_matrix_dataset(path, dataset, [&](const MatrixDataset& d) {
+        const Hdf5Handle stored(H5Dget_type(d.data), H5Tclose);
+        const std::optional<ElementType> held = held_type(stored.get());
+        place.file = d.holder;
+        place.layout.rows = d.dims[0];
+        place.layout.cols = d.dims[1];
+        place.bytes = table_bytes(d.dims[0], d.dims[1], held ? element_bytes(*held) : sizeof(float));
+        const Hdf5Handle plist(H5Dget_create_plist(d.data), H5Pclose);
+        if (!held) {
+            place.reason = "its values are converted to float32 as they are read (float32, float16, uint8 or int8 "
+                           "values can be read in place)";
+        } else if (H5Pget_layout(plist.get()) != H5D_CONTIGUOUS) {
+            place.reason = "it is not stored contiguously (a chunked or compressed dataset is read only through "
+                           "libhdf5; one that h5py's create_dataset writes with neither chunks nor compression can be "
+                           "read in place)";
+        } else if (H5Tget_size(stored.get()) > 1 && H5Tget_order(stored.get()) != H5T_ORDER_LE) {
+            place.reason = "its values are big-endian";
+        } else {
+            place.layout.type = *held;
+            place.layout.offset = H5Dget_offset(d.data);
+        }
+    });
+    return place;
 }
 
 IdMatrix read_hdf5_ids(const std::string& path, const std::string& dataset) {

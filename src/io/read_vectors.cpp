@@ -186,12 +186,26 @@ PointSet read_stored_points(const std::string& path, const ReadOptions& options)
         return "its points take " + byte_size_text(bytes) + ", more than --memory's " +
                byte_size_text(options.memory);
     };
+    if (is_hdf5_extension(extension)) {
+        const io::Hdf5Placement place = io::hdf5_placement(path, options.dataset);
+        if (options.memory > 0 && place.bytes > options.memory) {
+            if (place.reason.empty()) {
+                return PointSet::mapped(place.file, place.layout.offset, *io::stored_type_of(place.layout.type),
+                                        place.layout.rows, place.layout.cols, static_cast<std::size_t>(options.memory));
+            }
+            if (options.memory_given) {
+                throw Error(path + ": dataset '" + options.dataset + "': " + beyond_memory(place.bytes) +
+                            ", and its rows cannot be read in place from the file: " + place.reason);
+            }
+        }
+        return io::read_hdf5_points(path, options.dataset, options.progress);
+    }
     if (!is_array_extension(extension)) {
         const std::uint64_t file_bytes = options.memory_given ? io::nonempty_file_size(path) : 0;
         if (options.memory > 0 && file_bytes > options.memory) {
             throw Error(path + ": " + beyond_memory(file_bytes) +
-                        " by the file's size, and only .npy, .fbin, .u8bin and .i8bin rows can be read in place "
-                        "from their file");
+                        " by the file's size, and only .npy, .fbin, .u8bin, .i8bin and contiguous HDF5 rows can be "
+                        "read in place from their file");
         }
         return PointSet(read_vectors(path, options));
     }
