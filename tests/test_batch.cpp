@@ -5,7 +5,9 @@
 #include "support.hpp"
 
 #include "vlattice/batch_manifest.hpp"
+#include "vlattice/codec.hpp"
 #include "vlattice/format.hpp"
+#include "vlattice/io.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -454,6 +456,53 @@ TEST_CASE("batch: a re-run with other options or another input redoes the job an
     CHECK(unrecorded.exit_code == 0);
     CHECK_THAT(unrecorded.output, Contains("a: redone: " + out + "/a.results.h5 does not record the input and options"));
     CHECK(row_named(summary(out), "a")["status"] == "ok");
+}
+
+TEST_CASE("batch: --train-sample fits each job on a sample and codes every row, as compress does", "[cli][batch]") {
+    ScratchDir dir;
+    const std::string a = dir.path("a.hdf5");
+    make_ann_file(a, "3000 6 --queries 10 --clusters 6 --k 10");
+    const std::string out = dir.path("out");
+    const std::string options = " -m 8 --iters 12 --device cpu --bits 4 --seed 5 --quiet";
+    const std::string run = "batch " + quote(a) + " -o " + quote(out) + options;
+    REQUIRE(run_cli(run + " --train-sample 500").exit_code == 0);
+    nlohmann::json row = row_named(summary(out), "a");
+    CHECK(row["status"] == "ok");
+    CHECK(row["n"] == 3000);
+    CHECK(row["train_rows"] == 500);
+    REQUIRE(run_cli("compress " + quote(a) + " -o " + quote(dir.path("c.vlat")) + options + " --train-sample 500")
+                .exit_code == 0);
+    // The same anchors, assignments and codes; only the metadata differs.
+    const VlatFile batched = read_vlat(out + "/a.vlat");
+    const VlatFile compressed = read_vlat(dir.path("c.vlat"));
+    CHECK(batched.n == 3000);
+    REQUIRE(batched.sections.size() == compressed.sections.size());
+    for (std::size_t s = 0; s < batched.sections.size(); ++s) {
+        INFO(batched.sections[s].tag);
+        CHECK(batched.sections[s].tag == compressed.sections[s].tag);
+        if (batched.sections[s].tag != "META") {
+            CHECK(batched.sections[s].checksum == compressed.sections[s].checksum);
+        }
+    }
+    // The results hold every row's anchor, and the MSE is every row's.
+    run_python("import h5py\n"
+               "with h5py.File(" + quote(out + "/a.results.h5") + ", 'r') as f:\n"
+               "    assert f['assignments'].shape[0] == 3000, f['assignments'].shape\n");
+    CHECK(row["mse"].get<double>() == Approx(reconstruction_mse(batched, read_vectors(a))).epsilon(1e-12));
+
+    // Another sample is another option: the job runs again.
+    const CommandResult more = run_cli("batch " + quote(a) + " -o " + quote(out) + " -m 8 --iters 12 --device cpu "
+                                       "--bits 4 --seed 5 --train-sample 800");
+    INFO(more.output);
+    CHECK(more.exit_code == 0);
+    CHECK_THAT(more.output, Contains("a: redone: --train-sample changed 500 -> 800"));
+    CHECK(row_named(summary(out), "a")["train_rows"] == 800);
+
+    // A sample smaller than the anchors fails the job, naming both.
+    CHECK(run_cli(run + " --train-sample 4").exit_code == 1);
+    row = row_named(summary(out), "a");
+    CHECK(row["status"] == "failed");
+    CHECK_THAT(row["error"].get<std::string>(), Contains("--train-sample 4 draws fewer rows than the 8 anchors"));
 }
 
 TEST_CASE("batch: a whole-file budget holds every job's file, and a new budget redoes the job", "[cli][batch]") {

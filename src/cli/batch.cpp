@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "device_note.hpp"
 #include "folder_lock.hpp"
+#include "number_options.hpp"
 #include "options.hpp"
 
 #include "vlattice/file_fingerprint.hpp"
@@ -68,6 +69,9 @@ void add_options(po::options_description& options, BatchArgs& a) {
     options.add_options()
         ("device", po::value(&a.device)->default_value("auto")->value_name("KIND"),
          "auto (the GPU when one is usable, else the CPU), cpu, or cuda")
+        ("train-sample", whole_number(&a.train_sample, 0LL)->default_value(0)->value_name("N"),
+         "each job fits its anchors and trains its residual code on N of its rows drawn with --seed, then "
+         "assigns and codes every row; 0 (or N >= the rows): train on every row")
         ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors");
 }
 

@@ -86,13 +86,22 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     print_device_note("batch", choice.note, args.quiet);
 
     OutputGroup outputs;
-    const RunInput input{job.file, points.rows, points.cols, plan.metric};
+    const auto sample = static_cast<std::size_t>(args.train_sample);
+    const bool sampled = sample > 0 && sample < points.rows;
+    const Matrix training = sampled ? points.select(training_rows(points.rows, sample, config.seed)) : Matrix();
+    const PointView fitted_points = sampled ? PointView(training) : points;
+    if (sampled && counts.front() > sample) {
+        throw Error("--train-sample " + std::to_string(sample) + " draws fewer rows than the " +
+                    std::to_string(counts.front()) + " anchors to fit");
+    }
+    RunInput input{job.file, points.rows, points.cols, plan.metric};
+    input.train_rows = fitted_points.rows;
     start = clock::now();
     const TrainedRun run = fit_and_train(
-        points, config, counts, input, AnchorStorage::f32, coding, *choice.backend,
+        fitted_points, config, counts, input, AnchorStorage::f32, coding, *choice.backend,
         [&](const AnnealConfig& fitted) {
-            ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), fitted.max_iters, points.rows);
-            FitResult result = fit(points, fitted, *choice.backend,
+            ProgressBar progress(!args.quiet && ::isatty(STDERR_FILENO), fitted.max_iters, fitted_points.rows);
+            FitResult result = fit(fitted_points, fitted, *choice.backend,
                                    [&](const IterationRecord& record) { progress.update(record); });
             progress.finish();
             return result;
@@ -115,7 +124,9 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
         exhaustive.k = kRecallAt;
         recall = recall_at(search(vlat, evaluation->queries, exhaustive), evaluation->neighbors, kRecallAt);
     }
-    const double mse = vlat.codec == ResidualCodec::none ? result.energy : reconstruction_mse(vlat, points);
+    // The fit's energy is its training rows'; a sampled job measures every row's.
+    const double mse =
+        vlat.codec == ResidualCodec::none && !sampled ? result.energy : reconstruction_mse(vlat, points);
     const double evaluate_seconds = seconds_since(start);
 
     const double code_bytes = code_bytes_per_vector(vlat);
@@ -125,6 +136,7 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
         {"n", points.rows},
         {"d", points.cols},
         {"m", result.anchors.rows},
+        {"train_rows", fitted_points.rows},
         {"bytes_per_vector", code_bytes},
         {"ratio", code_bytes / (4.0 * static_cast<double>(points.cols))},
         {"energy", result.energy},
@@ -143,7 +155,7 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     settings["metric"] = metric_name(plan.metric);
     settings["dataset"] = plan.options["dataset"];
     settings["made_from"] = made_from(plan.input, plan.options, file_fingerprint(outputs.written(plan.outputs.vlat)));
-    write_results_h5(plan.outputs.results, result.anchors, result.assignments, settings, row);
+    write_results_h5(plan.outputs.results, result.anchors, vlat.assignments, settings, row);
     outputs.commit();
     if (!args.quiet) {
         std::fprintf(stderr, "vlattice batch: job %zu of %zu: %s: energy %.6g, recall@10 %s, %.2f s\n", plan.index + 1,

@@ -19,6 +19,7 @@ struct BatchArgs {
     std::string manifest;
     std::string output;
     std::string device;
+    long long train_sample = 0;  // rows each job trains on (0: all)
     bool force = false;
     bool quiet = false;
 };

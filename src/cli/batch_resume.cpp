@@ -26,11 +26,15 @@ std::string shown(const nlohmann::json& value) {
     return value.is_null() ? "unset" : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// The option that sets a recorded key, as typed ("max_iters" is --iters); keys no option sets (the
-// fixed parameters, which a newer vlattice may have changed) keep their name.
+// The option that sets a recorded key, as typed ("max_iters" is --iters; "train_sample" is batch's
+// own option); keys no option sets (the fixed parameters, which a newer vlattice may have changed)
+// keep their name.
 std::string setting_name(const std::string& key) {
     if (key == "max_iters") {
         return "--iters";
+    }
+    if (key == "train_sample") {
+        return "--train-sample";
     }
     po::options_description options;
     AnnealArgs anneal;
@@ -96,6 +100,9 @@ nlohmann::json job_options(const Job& job, Metric metric, const po::variables_ma
     }
     if (values.count("target-file-ratio") > 0) {
         options["target_file_ratio"] = coding.target_file_ratio;
+    }
+    if (values.count("train-sample") && values["train-sample"].as<long long>() > 0) {
+        options["train_sample"] = values["train-sample"].as<long long>();
     }
     return options;
 }

@@ -33,7 +33,7 @@ void write_summary(const std::string& folder, const nlohmann::json& rows) {
     json.commit();
 
     static const char* const kColumns[] = {"dataset", "file", "n", "d", "m", "bytes_per_vector", "ratio", "residuals",
-                                           "energy", "mse", "recall_at_10"};
+                                           "energy", "mse", "recall_at_10", "train_rows"};
     static const char* const kSeconds[] = {"load", "init", "fit", "evaluate", "write"};
     static const char* const kOutcome[] = {"device", "status", "error", "redone"};
     AtomicFile csv((fs::path(folder) / "summary.csv").string());
