@@ -67,25 +67,45 @@ PointView::PointView(StoredType type, const void* data, std::size_t rows_, std::
     : rows(rows_), cols(cols_), type_(type), data_(data) {}
 
 void PointView::reading(std::size_t first, std::size_t count) const {
-    if (mapping_ != nullptr) {
-        const std::size_t row_bytes = cols * stored_type_bytes(type_);
-        mapping_->note_read(static_cast<const char*>(data_) + first * row_bytes, count * row_bytes);
+    if (mapping_ != nullptr && count > 0) {
+        mapping_->note_read(static_cast<const char*>(data_) + first * pitch(),
+                            (count - 1) * pitch() + cols * stored_type_bytes(type_));
     }
 }
 
+const char* PointView::raw_rows(std::size_t first, std::size_t count) const {
+    reading(first, count);
+    return static_cast<const char*>(data_) + first * pitch();
+}
+
 const float* PointView::row(std::size_t i, float* scratch) const {
-    reading(i, 1);
+    const char* values = raw_rows(i, 1);
     if (type_ == StoredType::f32) {
-        return static_cast<const float*>(data_) + i * cols;
+        return reinterpret_cast<const float*>(values);
     }
-    widen_values(type_, static_cast<const char*>(data_) + i * cols * stored_type_bytes(type_), cols, scratch);
+    widen_values(type_, values, cols, scratch);
     return scratch;
 }
 
 void PointView::widen_rows(std::size_t first, std::size_t count, float* out) const {
-    const std::size_t values = count * cols;
     const std::size_t element = stored_type_bytes(type_);
-    const char* from = static_cast<const char*>(data_) + first * cols * element;
+    const char* from = static_cast<const char*>(data_) + first * pitch();
+    if (!contiguous()) {
+        // Rows apart in the file: a share of whole rows at a time.
+        const std::size_t rows_per_share = std::max<std::size_t>(1, kWidenShareValues / std::max<std::size_t>(cols, 1));
+        const std::size_t shares = (count + rows_per_share - 1) / rows_per_share;
+#pragma omp parallel for schedule(static) if (shares > 1)
+        for (std::size_t s = 0; s < shares; ++s) {
+            const std::size_t at = s * rows_per_share;
+            const std::size_t rows_here = std::min(rows_per_share, count - at);
+            const char* share = raw_rows(first + at, rows_here);
+            for (std::size_t r = 0; r < rows_here; ++r) {
+                widen_values(type_, share + r * pitch(), cols, out + (at + r) * cols);
+            }
+        }
+        return;
+    }
+    const std::size_t values = count * cols;
     const std::size_t shares = (values + kWidenShareValues - 1) / kWidenShareValues;
 #pragma omp parallel for schedule(static) if (shares > 1)
     for (std::size_t s = 0; s < shares; ++s) {
@@ -99,9 +119,8 @@ void PointView::widen_rows(std::size_t first, std::size_t count, float* out) con
 }
 
 const float* PointView::block(std::size_t first, std::size_t count, std::vector<float>& scratch) const {
-    if (type_ == StoredType::f32) {
-        reading(first, count);
-        return static_cast<const float*>(data_) + first * cols;
+    if (type_ == StoredType::f32 && contiguous()) {
+        return reinterpret_cast<const float*>(raw_rows(first, count));
     }
     scratch.resize(count * cols);
     widen_rows(first, count, scratch.data());
@@ -127,7 +146,8 @@ Matrix PointView::select(const std::vector<std::uint32_t>& picked) const {
 }
 
 PointView PointView::slice(std::size_t first, std::size_t count) const {
-    PointView part(type_, static_cast<const char*>(data_) + first * cols * stored_type_bytes(type_), count, cols);
+    PointView part(type_, static_cast<const char*>(data_) + first * pitch(), count, cols);
+    part.pitch_ = pitch_;
     part.mapping_ = mapping_;
     return part;
 }
@@ -155,19 +175,21 @@ PointSet PointSet::unset(StoredType type, std::size_t rows, std::size_t cols) {
 }
 
 PointSet PointSet::mapped(const std::string& path, std::uint64_t offset, StoredType type, std::size_t rows,
-                          std::size_t cols, std::size_t resident_limit) {
+                          std::size_t cols, std::size_t resident_limit, std::size_t lead) {
     PointSet out;
     out.type_ = type;
     out.rows_ = rows;
     out.cols_ = cols;
-    out.mapping_ = std::make_shared<const io::MappedRows>(path, offset, rows, cols * stored_type_bytes(type),
+    out.lead_ = lead;
+    out.mapping_ = std::make_shared<const io::MappedRows>(path, offset, rows, lead + cols * stored_type_bytes(type),
                                                           resident_limit);
     return out;
 }
 
 PointView PointSet::view() const {
     if (mapping_) {
-        PointView view(type_, mapping_->data(), rows_, cols_);
+        PointView view(type_, static_cast<const char*>(mapping_->data()) + lead_, rows_, cols_);
+        view.pitch_ = lead_ + cols_ * stored_type_bytes(type_);
         view.mapping_ = mapping_.get();
         return view;
     }

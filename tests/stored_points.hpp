@@ -132,4 +132,15 @@ inline void check_same_fit(const FitResult& got, const FitResult& want) {
     CHECK(got.split == want.split);
 }
 
+// The set written as TEXMEX rows, each after its dimension: .bvecs for uint8, .fvecs for float32
+// (the values of `c`).
+inline std::string write_texmex_file(const ScratchDir& dir, const StoredCase& c, StoredType type) {
+    if (type == StoredType::u8) {
+        write_bvecs(dir.path("x.bvecs"), c.stored);
+        return dir.path("x.bvecs");
+    }
+    write_vectors(dir.path("x.fvecs"), c.values);
+    return dir.path("x.fvecs");
+}
+
 }  // namespace vlattice::test

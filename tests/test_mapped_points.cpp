@@ -6,6 +6,7 @@
 
 #include "format/temporary_files.hpp"
 #include "vlattice/anneal.hpp"
+#include "vlattice/codec.hpp"
 #include "vlattice/cpu_backend.hpp"
 #include "vlattice/io.hpp"
 #include "vlattice/pipeline.hpp"
@@ -55,10 +56,15 @@ TEST_CASE("a mapped set reads the rows its file holds", "[points][mapped]") {
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
     const StoredType type = GENERATE(StoredType::f32, StoredType::f16, StoredType::u8, StoredType::i8);
-    INFO(stored_type_name(type));
+    // TEXMEX rows lie a dimension apart in their file; .fvecs and .bvecs hold float32 and uint8.
+    const bool texmex = GENERATE(false, true);
+    if (texmex && type != StoredType::f32 && type != StoredType::u8) {
+        return;
+    }
+    INFO(stored_type_name(type) << (texmex ? " TEXMEX" : ""));
     ScratchDir dir;
     const StoredCase c = stored_mixture(type == StoredType::f32 ? StoredType::f16 : type, 20000, 24, rng);
-    const std::string path = write_stored_file(dir, c, type);
+    const std::string path = texmex ? write_texmex_file(dir, c, type) : write_stored_file(dir, c, type);
     const PointSet mapped = read_stored_points(path, within(kSmallLimit));
     const PointView view = mapped.view();
     REQUIRE(view.mapped());
@@ -74,6 +80,10 @@ TEST_CASE("a mapped set reads the rows its file holds", "[points][mapped]") {
     std::vector<std::uint32_t> tail(3000);
     std::iota(tail.begin(), tail.end(), 17000u);
     CHECK(view.slice(17000, 3000).widened().data == select_rows(c.values, tail).data);
+    std::vector<float> scratch;
+    const float* block = view.block(5, 7, scratch);
+    CHECK(std::vector<float>(block, block + 7 * c.values.cols) ==
+          std::vector<float>(c.values.row(5), c.values.row(12)));
     // A set within the bound is held, not mapped.
     CHECK_FALSE(read_stored_points(path, within(1u << 30)).view().mapped());
 }
@@ -91,10 +101,16 @@ TEST_CASE("a mapped set keeps about its limit of the file resident", "[points][m
     for (std::size_t e = 0; e < n * d; ++e) {
         bytes[e] = static_cast<std::uint8_t>(rng());
     }
-    write_bigann(dir.path("x.u8bin"), set);
+    const std::string name = GENERATE(std::string("x.u8bin"), std::string("x.bvecs"));
+    INFO(name);
+    if (name == "x.u8bin") {
+        write_bigann(dir.path(name), set);
+    } else {
+        write_bvecs(dir.path(name), set);
+    }
     const std::uint64_t limit = 8u << 20;
     const std::uint64_t before = file_resident_bytes();
-    const PointSet mapped = read_stored_points(dir.path("x.u8bin"), within(limit));
+    const PointSet mapped = read_stored_points(dir.path(name), within(limit));
     const PointView view = mapped.view();
     REQUIRE(view.mapped());
     std::vector<std::uint32_t> order(n);
@@ -118,6 +134,23 @@ TEST_CASE("a mapped set keeps about its limit of the file resident", "[points][m
     CHECK(most <= before + limit);
 }
 
+TEST_CASE("the finite check of mapped rows keeps about its limit of the file resident", "[points][mapped]") {
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    ScratchDir dir;
+    // 48 MB of float16 rows, as .npy, all finite: the check reads every value once.
+    write_stored_npy(dir.path("x.npy"), stored_mixture(StoredType::f16, 187500, 128, rng).stored);
+    const std::uint64_t limit = 8u << 20;
+    const std::uint64_t before = file_resident_bytes();
+    const PointSet mapped = read_stored_points(dir.path("x.npy"), within(limit));
+    REQUIRE(mapped.view().mapped());
+    CHECK_NOTHROW(check_finite(mapped.view(), "x.npy"));
+    const std::uint64_t after = file_resident_bytes();
+    INFO("file pages resident beyond those before: " << (after - std::min(after, before)) << " bytes");
+    CHECK(after <= before + limit);
+}
+
 TEST_CASE("a fit of mapped points equals the fit of the held points", "[points][mapped][anneal]") {
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
@@ -125,10 +158,14 @@ TEST_CASE("a fit of mapped points equals the fit of the held points", "[points][
     const StoredType type = GENERATE(StoredType::f32, StoredType::f16, StoredType::u8, StoredType::i8);
     // d = 8 takes the direct scans and the bounds, d = 24 the GEMM.
     const std::size_t d = GENERATE(std::size_t{8}, std::size_t{24});
-    INFO(stored_type_name(type) << ", d " << d);
+    const bool texmex = GENERATE(false, true);
+    if (texmex && type != StoredType::f32 && type != StoredType::u8) {
+        return;
+    }
+    INFO(stored_type_name(type) << ", d " << d << (texmex ? ", TEXMEX" : ""));
     ScratchDir dir;
     const StoredCase c = stored_mixture(type == StoredType::f32 ? StoredType::f16 : type, 12001, d, rng);
-    const std::string path = write_stored_file(dir, c, type);
+    const std::string path = texmex ? write_texmex_file(dir, c, type) : write_stored_file(dir, c, type);
     const PointSet held = read_stored_points(path);
     const PointSet mapped = read_stored_points(path, within(kSmallLimit));
     REQUIRE(mapped.view().mapped());
@@ -160,19 +197,32 @@ TEST_CASE("inputs whose rows cannot be mapped are refused under --memory", "[poi
     std::mt19937_64 rng(seed());
     ScratchDir dir;
     const StoredCase c = stored_mixture(StoredType::u8, 6000, 16, rng);  // 96 kB as uint8
-    write_bvecs(dir.path("x.bvecs"), c.stored);
-    write_vectors(dir.path("x.fvecs"), c.values);
     write_vectors(dir.path("x.h5"), c.values);
-    for (const std::string name : {"x.bvecs", "x.fvecs"}) {
-        INFO(name);
-        CHECK_THROWS_WITH(read_stored_points(dir.path(name), within(kSmallLimit)),
-                          Catch::Contains(dir.path(name)) && Catch::Contains("more than --memory") &&
-                              Catch::Contains("begin with their dimension"));
-        // Without --memory given, the bound only maps what it can and reads the rest whole.
-        ReadOptions automatic = within(kSmallLimit);
-        automatic.memory_given = false;
-        CHECK(read_stored_points(dir.path(name), automatic).view().widened().data == c.values.data);
+    // .ivecs: int32 values, which are converted to float32 as they are read.
+    std::string ivecs;
+    for (std::size_t i = 0; i < c.values.rows; ++i) {
+        ivecs += bytes_of(static_cast<std::int32_t>(c.values.cols));
+        for (std::size_t k = 0; k < c.values.cols; ++k) {
+            ivecs += bytes_of(static_cast<std::int32_t>(c.values.row(i)[k]));
+        }
     }
+    write_file(dir.path("x.ivecs"), ivecs);
+    CHECK_THROWS_WITH(read_stored_points(dir.path("x.ivecs"), within(kSmallLimit)),
+                      Catch::Contains(dir.path("x.ivecs")) && Catch::Contains("more than --memory") &&
+                          Catch::Contains("converted to float32"));
+    // Without --memory given, the bound only maps what it can and reads the rest whole.
+    ReadOptions automatic = within(kSmallLimit);
+    automatic.memory_given = false;
+    CHECK(read_stored_points(dir.path("x.ivecs"), automatic).view().widened().data == c.values.data);
+
+    // A TEXMEX row of another dimension is named before anything is mapped, as a whole read names it.
+    write_bvecs(dir.path("x.bvecs"), c.stored);
+    std::string bvecs = read_file(dir.path("x.bvecs"));
+    const std::int32_t wrong = 15;
+    bvecs.replace(4321 * (4 + c.values.cols), 4, bytes_of(wrong));
+    write_file(dir.path("bad.bvecs"), bvecs);
+    CHECK_THROWS_WITH(read_stored_points(dir.path("bad.bvecs"), within(kSmallLimit)),
+                      Catch::Contains(dir.path("bad.bvecs") + ": row 4321 has dimension 15, expected 16"));
     // vlattice writes contiguous HDF5 datasets: those are mapped like any array.
     const PointSet h5 = read_stored_points(dir.path("x.h5"), within(kSmallLimit));
     CHECK(h5.view().mapped());
@@ -313,6 +363,20 @@ TEST_CASE("compress under --memory writes the file it writes holding the points"
                 0);
         CHECK(read_file(dir.path("mapped.vlat")) == read_file(dir.path("held.vlat")));
     }
+    if (type == StoredType::u8) {
+        // The same rows as .bvecs, mapped a row's dimension apart: the same anchors, ids and codes.
+        const std::string bvecs = write_texmex_file(dir, c, type);
+        const std::string common = " -m 32 --iters 8 --device cpu --threads 2 --bits 4 -q --seed " +
+                                   std::to_string(run_seed % 100000);
+        REQUIRE(run_cli("compress " + quote(bvecs) + " -o " + quote(dir.path("texmex.vlat")) + " --memory 64KiB" +
+                        common).exit_code == 0);
+        REQUIRE(run_cli("compress " + quote(path) + " -o " + quote(dir.path("array.vlat")) + common).exit_code == 0);
+        const VlatFile texmex = read_vlat(dir.path("texmex.vlat"));
+        const VlatFile array = read_vlat(dir.path("array.vlat"));
+        CHECK(texmex.anchors.data == array.anchors.data);
+        CHECK(texmex.assignments == array.assignments);
+        CHECK(reconstruction_mse(texmex, c.values) == reconstruction_mse(array, c.values));
+    }
     const CommandResult encoded = run_cli("encode " + quote(path) + " --model " + quote(dir.path("held.vlat")) +
                                           " -o " + quote(dir.path("encoded.vlat")) + " --memory 64KiB -q");
     REQUIRE(encoded.exit_code == 0);
@@ -322,10 +386,13 @@ TEST_CASE("compress under --memory writes the file it writes holding the points"
                                       " -m 8 --memory 12XB");
     CHECK(bad.exit_code != 0);
     CHECK_THAT(bad.output, Catch::Contains("--memory must be a size of at least 1 byte") && Catch::Contains("'12XB'"));
-    write_bvecs(dir.path("x.bvecs"), stored_mixture(StoredType::u8, 5000, 16, rng).stored);
-    const CommandResult texmex = run_cli("compress " + quote(dir.path("x.bvecs")) + " -o " +
-                                         quote(dir.path("bad.vlat")) + " -m 8 --memory 64KiB");
-    CHECK(texmex.exit_code != 0);
-    CHECK_THAT(texmex.output, Catch::Contains("cannot be read in place"));
+    write_vectors(dir.path("x.h5"), c.values);
+    run_python("import h5py\n"
+               "with h5py.File('" + dir.path("x.h5") + "', 'a') as f:\n"
+               "    f.create_dataset('packed', data=f['train'][:], chunks=(1000, 16), compression='gzip')\n");
+    const CommandResult chunked = run_cli("compress " + quote(dir.path("x.h5")) + " --dataset packed -o " +
+                                          quote(dir.path("bad.vlat")) + " -m 8 --memory 64KiB");
+    CHECK(chunked.exit_code != 0);
+    CHECK_THAT(chunked.output, Catch::Contains("cannot be read in place") && Catch::Contains("not stored contiguously"));
     CHECK_FALSE(std::filesystem::exists(dir.path("bad.vlat")));
 }

@@ -39,7 +39,15 @@ public:
     StoredType type() const { return type_; }
     // The Matrix this view was made from, else nullptr: where a caller needs float32 rows in place.
     const Matrix* matrix() const { return matrix_; }
+    // Row 0's first value; row i's lies i * pitch() bytes on.
     const void* data() const { return data_; }
+    // Bytes from one row's values to the next row's: cols values, or more where each row of a mapped
+    // file begins with its dimension (TEXMEX).
+    std::size_t pitch() const { return pitch_ != 0 ? pitch_ : cols * stored_type_bytes(type_); }
+    bool contiguous() const { return pitch() == cols * stored_type_bytes(type_); }
+    // Rows [first, first + count) of the stored values as they are, reported to the mapping (where
+    // there is one) as read: row first + r at the result + r * pitch().
+    const char* raw_rows(std::size_t first, std::size_t count) const;
 
     // Row i as float32: the row itself under float32, else widened into `scratch` (cols values).
     const float* row(std::size_t i, float* scratch) const;
@@ -65,6 +73,7 @@ private:
 
     StoredType type_ = StoredType::f32;
     const void* data_ = nullptr;
+    std::size_t pitch_ = 0;  // 0: contiguous rows
     const Matrix* matrix_ = nullptr;
     const io::MappedRows* mapping_ = nullptr;
 };
@@ -79,11 +88,12 @@ public:
     explicit PointSet(Matrix points);
     // rows x cols values of `type` (not f32), unset, for a reader to fill through values().
     static PointSet unset(StoredType type, std::size_t rows, std::size_t cols);
-    // rows x cols values of `type` that stay in the file at `path`, contiguous from byte `offset`,
-    // read through a memory mapping of which about `resident_limit` bytes stay resident
-    // (src/io/mapped_rows.hpp); throws Error naming the file when it cannot be mapped.
+    // rows x cols values of `type` that stay in the file at `path`, the rows one after the other from
+    // byte `offset`, each `lead` bytes (a TEXMEX row's dimension) before its values, read through a
+    // memory mapping of which about `resident_limit` bytes stay resident (src/io/mapped_rows.hpp);
+    // throws Error naming the file when it cannot be mapped.
     static PointSet mapped(const std::string& path, std::uint64_t offset, StoredType type, std::size_t rows,
-                           std::size_t cols, std::size_t resident_limit);
+                           std::size_t cols, std::size_t resident_limit, std::size_t lead = 0);
 
     std::size_t rows() const { return rows_; }
     std::size_t cols() const { return cols_; }
@@ -100,6 +110,7 @@ private:
     StoredType type_ = StoredType::f32;
     std::size_t rows_ = 0;
     std::size_t cols_ = 0;
+    std::size_t lead_ = 0;  // of each mapped row, before its values
     Matrix floats_;
     std::vector<std::uint8_t, UnsetAllocator<std::uint8_t>> bytes_;
     std::shared_ptr<const io::MappedRows> mapping_;

@@ -84,10 +84,10 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
 void add_memory_option(po::options_description& options, AnnealArgs& a) {
     options.add_options()
         ("memory", po::value(&a.memory)->default_value("auto")->value_name("SIZE"),
-         "host memory INPUT's points may take, as 256MiB or 8GiB: a .npy, .fbin, .u8bin or .i8bin file or a "
-         "contiguous HDF5 dataset whose points (in their stored type) take more stays in the file, read from it on every pass through a "
-         "memory mapping of which at most SIZE stays resident, with the same result; other inputs larger than "
-         "SIZE are refused. Per-row state (assignments, distances, codes) comes on top. auto: half of the memory "
+         "host memory INPUT's points may take, as 256MiB or 8GiB: a .npy, big-ann or TEXMEX file or a "
+         "contiguous HDF5 dataset of float32, float16, uint8 or int8 values whose points take more (in their "
+         "stored type) stays in the file, read from it on every pass through a memory mapping of which at most "
+         "SIZE stays resident, with the same result; other inputs larger than SIZE are refused. Per-row state (assignments, distances, codes) comes on top. auto: half of the memory "
          "the process may have (the machine's, its control group's or ulimit -v), other inputs read whole");
 }
 

@@ -53,7 +53,9 @@ void for_each_index(std::size_t n, bool parallel, const Body& body) {
 class DSquaredSampler {
 public:
     DSquaredSampler(const PointView& points, std::vector<std::size_t> sample, std::size_t m)
-        : floats_(points.type() == StoredType::f32 ? static_cast<const float*>(points.data()) : nullptr),
+        : floats_(points.type() == StoredType::f32 && points.contiguous() && !points.mapped()
+                      ? static_cast<const float*>(points.data())
+                      : nullptr),
           cols_(points.cols), widened_(floats_ ? Matrix() : sampled_rows(points, sample)), sample_(std::move(sample)),
           anchors_(m, points.cols), nearest_(sample_.size(), 0.0),
           members_(m), radius_(m, 0.0), gap_(m, 0.0), moved_(sample_.size()),

@@ -140,16 +140,24 @@ std::string unmappable_reason(const ArrayLayout& layout) {
                " values are converted to float32 as they are read (float32, float16, uint8 or int8 values can be "
                "read in place)";
     }
-    if (layout.dimension_first) {
-        return "its rows each begin with their dimension, so they are not one array (the same rows in .fbin, "
-               ".u8bin or .npy are)";
-    }
     return "";
 }
 
-PointSet map_stored_array(const BinaryFile& file, const ArrayLayout& layout, std::size_t resident_limit) {
+PointSet map_stored_array(const BinaryFile& file, const ArrayLayout& layout, std::size_t resident_limit,
+                          const ReadProgress& progress) {
+    if (layout.dimension_first) {
+        // Each row's dimension is checked once, by reads beside the mapping (the page cache's, not
+        // the process's memory), as a whole read checks it.
+        read_row_blocks(file, layout.offset, layout.rows, layout.row_bytes(), "the rows' dimensions", progress,
+                        layout.rows, [&](const char* raw, std::size_t first, std::size_t rows) {
+                            for (std::size_t i = 0; i < rows; ++i) {
+                                check_row_dimension(raw + i * layout.row_bytes(), first + i, layout.cols,
+                                                    file.path());
+                            }
+                        });
+    }
     return PointSet::mapped(file.path(), layout.offset, *stored_type_of(layout.type), layout.rows, layout.cols,
-                            resident_limit);
+                            resident_limit, layout.value_offset());
 }
 
 PointSet read_stored_array(const BinaryFile& file, const ArrayLayout& layout, const ReadProgress& progress) {

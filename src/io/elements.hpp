@@ -213,12 +213,15 @@ PointSet read_stored_array(const BinaryFile& file, const ArrayLayout& layout, co
 std::optional<StoredType> stored_type_of(ElementType type);
 
 // Why the rows of `layout` cannot be read in place from their file, as a phrase; empty when they
-// can (one array of a stored type).
+// can (values of a stored type).
 std::string unmappable_reason(const ArrayLayout& layout);
 
 // The rows of `layout` in place in `file`, mapped (PointSet::mapped) with `resident_limit` bytes
-// resident; unmappable_reason(layout) must be empty.
-PointSet map_stored_array(const BinaryFile& file, const ArrayLayout& layout, std::size_t resident_limit);
+// resident; unmappable_reason(layout) must be empty. TEXMEX rows, each after its dimension, are
+// mapped a row's length apart, once a read of the file (its progress reported) has checked every
+// row's dimension.
+PointSet map_stored_array(const BinaryFile& file, const ArrayLayout& layout, std::size_t resident_limit,
+                          const ReadProgress& progress);
 
 // The listed rows (increasing) of the array as float32 into `out` (rows.size() x cols), each read on
 // its own, on the threads: a sample of a file without reading the rest.

@@ -204,8 +204,8 @@ PointSet read_stored_points(const std::string& path, const ReadOptions& options)
         const std::uint64_t file_bytes = options.memory_given ? io::nonempty_file_size(path) : 0;
         if (options.memory > 0 && file_bytes > options.memory) {
             throw Error(path + ": " + beyond_memory(file_bytes) +
-                        " by the file's size, and only .npy, .fbin, .u8bin, .i8bin and contiguous HDF5 rows can be "
-                        "read in place from their file");
+                        " by the file's size, and only .npy, big-ann, TEXMEX and contiguous HDF5 rows can be read "
+                        "in place from their file");
         }
         return PointSet(read_vectors(path, options));
     }
@@ -217,7 +217,7 @@ PointSet read_stored_points(const std::string& path, const ReadOptions& options)
     if (options.memory > 0 && bytes > options.memory) {
         const std::string reason = io::unmappable_reason(layout);
         if (reason.empty()) {
-            return io::map_stored_array(file, layout, static_cast<std::size_t>(options.memory));
+            return io::map_stored_array(file, layout, static_cast<std::size_t>(options.memory), options.progress);
         }
         if (options.memory_given) {
             throw Error(path + ": " + beyond_memory(bytes) + ", and its rows cannot be read in place from the file: " +
@@ -328,15 +328,34 @@ bool any_not_finite(const Bits* values, std::size_t count, Bits exponent) {
 }  // namespace
 
 void check_finite(const PointView& points, const std::string& path, std::size_t first_row) {
-    const std::size_t count = points.rows * points.cols;
+    if (points.type() != StoredType::f32 && points.type() != StoredType::f16) {
+        return;  // 8-bit values are always finite
+    }
+    const auto scan = [&](const char* raw, std::size_t count) {
+        return points.type() == StoredType::f32
+                   ? any_not_finite(reinterpret_cast<const std::uint32_t*>(raw), count, std::uint32_t{0x7f800000u})
+                   : any_not_finite(reinterpret_cast<const std::uint16_t*>(raw), count, std::uint16_t{0x7c00u});
+    };
+    // A block of rows at a time, so that a mapping counts what the scan reads; rows apart in their
+    // file (TEXMEX) one by one, on the threads.
+    const std::size_t block = std::max<std::size_t>(1, (std::size_t{1} << 22) / points.cols);
     bool found = false;
-    if (points.type() == StoredType::f32) {
-        found = any_not_finite(static_cast<const std::uint32_t*>(points.data()), count, std::uint32_t{0x7f800000u});
-    } else if (points.type() == StoredType::f16) {
-        found = any_not_finite(static_cast<const std::uint16_t*>(points.data()), count, std::uint16_t{0x7c00u});
+    for (std::size_t first = 0; first < points.rows && !found; first += block) {
+        const std::size_t rows = std::min(block, points.rows - first);
+        const char* raw = points.raw_rows(first, rows);
+        if (points.contiguous()) {
+            found = scan(raw, rows * points.cols);
+            continue;
+        }
+        int any = 0;
+#pragma omp parallel for schedule(static) reduction(| : any)
+        for (std::size_t r = 0; r < rows; ++r) {
+            any |= scan(raw + r * points.pitch(), points.cols) ? 1 : 0;
+        }
+        found = any != 0;
     }
     if (!found) {
-        return;  // 8-bit values are always finite
+        return;
     }
     // Only a set that holds one is searched again, in order, for the first.
     std::vector<float> scratch(points.cols);
