@@ -9,8 +9,9 @@ bin/vlattice lies in a folder with a lib/ beside it (a GPU bundle) runs with tha
 LD_LIBRARY_PATH. peak/file is the process's peak resident memory over the input file's size;
 wall/fit is the wall time over k-means++ and the iterations. "other fit" is what the fit spends
 outside its phases (checking the points; in older builds, rounding a copy of them). A build that
-does not report the upload apart counts it in k-means++. After the table, a line says whether
-every run wrote the same .vlat, byte for byte, or lists each run's SHA-256.
+does not report the upload apart counts it in k-means++. After the table come each run's seconds
+in the iterations' phases (assign, reduce, update, maintenance, energy), and a line that says
+whether every run wrote the same .vlat, byte for byte, or lists each run's SHA-256.
 """
 import argparse
 import hashlib
@@ -68,6 +69,7 @@ def main():
           "| peak GB | peak/file | wall/fit |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     digests = []
+    phases = []
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(a.input))) as out_dir:
         for run in range(a.runs):
             for name, binary in builds:
@@ -83,6 +85,11 @@ def main():
                       f"| {iterations:.2f} | {other:.2f} | {s['validation']:.2f} | {s['code']:.2f} | {s['write']:.2f} "
                       f"| {peak / 1e9:.2f} | {peak / file_bytes:.2f} | {wall / (seeding + iterations):.2f} |",
                       flush=True)
+                phases.append(f"{name} run {run + 1}: " + ", ".join(
+                    f"{p} {s[p]:.2f}" for p in ("assign", "reduce", "update", "maintenance", "energy")))
+    print("the iterations' phases (s):")
+    for line in phases:
+        print("  " + line)
     if len({d for _, d in digests}) == 1:
         print(f"every run wrote the same .vlat (sha256 {digests[0][1]})")
     else:
