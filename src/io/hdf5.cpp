@@ -178,6 +178,10 @@ Matrix read_floats(const MatrixDataset& d, const ReadProgress& progress) {
 // no predefined float16; h5py writes one with IEEE's fields), uint8 or int8.
 std::optional<ElementType> held_type(hid_t type) {
     const std::size_t size = H5Tget_size(type);
+    // Every bit of the value its own: no padding bits, no offset.
+    if (H5Tget_precision(type) != size * 8 || H5Tget_offset(type) != 0) {
+        return std::nullopt;
+    }
     if (H5Tget_class(type) == H5T_INTEGER) {
         if (size != 1) {
             return std::nullopt;
@@ -221,10 +225,6 @@ hid_t native_type(ElementType type, hid_t stored) {
         return half;
     }
     }
-}
-
-StoredType stored_type(ElementType type) {
-    return *stored_type_of(type);
 }
 
 // Opens `dataset` of `path`, checks it, and hands it to `read`: what the vector and the id readers share.
@@ -302,7 +302,7 @@ PointSet read_hdf5_points(const std::string& path, const std::string& dataset, c
             points = PointSet(read_floats(d, progress));
             return;
         }
-        const StoredType type = stored_type(*held);
+        const StoredType type = *stored_type_of(*held);
         const std::size_t row_bytes = d.dims[1] * stored_type_bytes(type);
         check_memory(d.where + ": " + count_text(d.dims[0]) + " x " + count_text(d.dims[1]) + " " +
                          stored_type_name(type),
