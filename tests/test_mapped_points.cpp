@@ -274,6 +274,19 @@ TEST_CASE("HDF5 datasets are held in their stored type, and contiguous ones are 
         INFO(d.name);
         ReadOptions held;
         held.dataset = d.name;
+        // A contiguous little-endian dataset is also read by rows at its place in the file (a
+        // --train-sample run reads only its sample), float64 narrowed as it is read.
+        const std::unique_ptr<VectorRows> by_rows = open_vector_rows(path, held);
+        const bool in_place = std::string(d.name) != "u8_gzip" && std::string(d.name) != "f16_big";
+        REQUIRE((by_rows != nullptr) == in_place);
+        if (by_rows) {
+            const std::vector<std::uint32_t> picked = {0, 5, 4321, 5999};
+            CHECK(by_rows->selection(picked).data == select_rows(d.values, picked).data);
+            Matrix tile;
+            by_rows->read_range(100, 50, tile);
+            CHECK(std::vector<float>(tile.data.begin(), tile.data.end()) ==
+                  std::vector<float>(d.values.row(100), d.values.row(150)));
+        }
         const PointSet whole = read_stored_points(path, held);
         CHECK_FALSE(whole.view().mapped());
         CHECK(whole.type() == d.type);

@@ -641,9 +641,14 @@ TEST_CASE("a run trained on a sample of a file read by rows codes what one that 
     for (const std::size_t zero : {std::size_t{7}, std::size_t{1900}}) {
         std::fill(points.row(zero), points.row(zero) + points.cols, 0.0f);
     }
-    // .npy, .fbin and .fvecs are read by rows (the sample, then a tile at a time); HDF5 is read whole.
-    const std::string whole = dir.path("x.h5");
-    write_vectors(whole, points);
+    // .npy, .fbin, .fvecs and a contiguous HDF5 dataset are read by rows (the sample, then a tile at
+    // a time); a chunked HDF5 dataset is read whole.
+    const std::string contiguous = dir.path("x.h5");
+    write_vectors(contiguous, points);
+    const std::string whole = dir.path("chunked.h5");
+    run_python("import h5py\n"
+               "with h5py.File('" + contiguous + "', 'r') as f, h5py.File('" + whole + "', 'w') as g:\n"
+               "    g.create_dataset('train', data=f['train'][:], chunks=(100, 20), compression='gzip')\n");
     const std::string npy = dir.path("x.npy");
     write_vectors(npy, points);
     const std::string fbin = dir.path("x.fbin");
@@ -657,7 +662,7 @@ TEST_CASE("a run trained on a sample of a file read by rows codes what one that 
         const CommandResult read_whole = run_cli("compress " + quote(whole) + " -o " + quote(dir.path("w.vlat")) + run);
         INFO(read_whole.output);
         REQUIRE(read_whole.exit_code == 0);
-        for (const std::string& by_rows : {npy, fbin, fvecs}) {
+        for (const std::string& by_rows : {npy, fbin, fvecs, contiguous}) {
             INFO(by_rows);
             const CommandResult streamed =
                 run_cli("compress " + quote(by_rows) + " -o " + quote(dir.path("s.vlat")) + run);

@@ -66,8 +66,10 @@ public:
     virtual Matrix selection(const std::vector<std::uint32_t>& rows) const = 0;
 };
 
-// The file opened for reading by rows, its header and sizes checked as read_vectors checks them; no
-// reader (nullptr) for HDF5, which is read whole.
+// The file opened for reading by rows, its header and sizes checked as read_vectors checks them: an
+// array format, or an HDF5 dataset stored contiguously (libhdf5 says where its values lie, and they
+// are read from there); no reader (nullptr) for a chunked or compressed HDF5 dataset, or a type
+// libhdf5 alone converts, which are read whole.
 std::unique_ptr<VectorRows> open_vector_rows(const std::string& path, const ReadOptions& options = {});
 
 // Throws Error naming `path` unless it is a regular, non-empty file: the check every reader makes

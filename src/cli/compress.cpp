@@ -100,8 +100,8 @@ void add_options(po::options_description& options, CompressArgs& a) {
          "-m and the fit's options are then unused")
         ("train-sample", whole_number(&a.train_sample, 0LL)->default_value(0)->value_name("N"),
          "fit the anchors and train the residual code on N rows drawn with --seed, then assign and code every "
-         "row with them, a tile at a time; from .npy, big-ann and TEXMEX files only the N rows are read for "
-         "the fit and then the file a tile at a time, so the set is never held whole; 0 (or N >= the rows): "
+         "row with them, a tile at a time; from .npy, big-ann and TEXMEX files and contiguous HDF5 datasets only "
+         "the N rows are read for the fit and then the file a tile at a time, so the set is never held whole; 0 (or N >= the rows): "
          "train on every row")
         ("report", po::value(&a.report)->value_name("FILE"),
          "also write a JSON run report: config, every iteration, seconds per phase")

@@ -174,19 +174,20 @@ Matrix read_floats(const MatrixDataset& d, const ReadProgress& progress) {
     return points;
 }
 
-// The values' type where it is one that vlattice holds as it is: IEEE float32 or float16 (HDF5 has
-// no predefined float16; h5py writes one with IEEE's fields), uint8 or int8.
-std::optional<ElementType> held_type(hid_t type) {
+// The values' type where io reads it from the file's bytes (element_bytes): IEEE float16 (HDF5 has
+// no predefined one; h5py writes one with IEEE's fields), float32 or float64, uint8, int8 or int32,
+// every bit of the value its own.
+std::optional<ElementType> element_type(hid_t type) {
     const std::size_t size = H5Tget_size(type);
-    // Every bit of the value its own: no padding bits, no offset.
     if (H5Tget_precision(type) != size * 8 || H5Tget_offset(type) != 0) {
         return std::nullopt;
     }
     if (H5Tget_class(type) == H5T_INTEGER) {
-        if (size != 1) {
-            return std::nullopt;
+        const bool sign = H5Tget_sign(type) != H5T_SGN_NONE;
+        if (size == 1) {
+            return sign ? ElementType::i8 : ElementType::u8;
         }
-        return H5Tget_sign(type) == H5T_SGN_NONE ? ElementType::u8 : ElementType::i8;
+        return size == 4 && sign ? std::optional<ElementType>(ElementType::i32) : std::nullopt;
     }
     std::size_t sign = 0;
     std::size_t exponent_at = 0;
@@ -195,18 +196,27 @@ std::optional<ElementType> held_type(hid_t type) {
     std::size_t mantissa_bits = 0;
     if (H5Tget_class(type) != H5T_FLOAT ||
         H5Tget_fields(type, &sign, &exponent_at, &exponent_bits, &mantissa_at, &mantissa_bits) < 0 ||
-        H5Tget_norm(type) != H5T_NORM_IMPLIED || mantissa_at != 0) {
+        H5Tget_norm(type) != H5T_NORM_IMPLIED || mantissa_at != 0 || sign != size * 8 - 1 ||
+        exponent_at != mantissa_bits || exponent_bits + mantissa_bits + 1 != size * 8) {
         return std::nullopt;
     }
-    if (size == 4 && sign == 31 && exponent_at == 23 && exponent_bits == 8 && mantissa_bits == 23 &&
-        H5Tget_ebias(type) == 127) {
-        return ElementType::f32;
-    }
-    if (size == 2 && sign == 15 && exponent_at == 10 && exponent_bits == 5 && mantissa_bits == 10 &&
-        H5Tget_ebias(type) == 15) {
+    const std::size_t bias = H5Tget_ebias(type);
+    if (size == 2 && exponent_bits == 5 && bias == 15) {
         return ElementType::f16;
     }
+    if (size == 4 && exponent_bits == 8 && bias == 127) {
+        return ElementType::f32;
+    }
+    if (size == 8 && exponent_bits == 11 && bias == 1023) {
+        return ElementType::f64;
+    }
     return std::nullopt;
+}
+
+// The type a PointSet holds the values in as they are (float32, float16, uint8, int8), else nullopt.
+std::optional<ElementType> held_type(hid_t type) {
+    const std::optional<ElementType> element = element_type(type);
+    return element && stored_type_of(*element) ? element : std::nullopt;
 }
 
 // The same type in this machine's byte order, for libhdf5 to read values into: a copy, for the
@@ -321,15 +331,13 @@ Hdf5Placement hdf5_placement(const std::string& path, const std::string& dataset
     Hdf5Placement place;
     read_matrix_dataset(path, dataset, [&](const MatrixDataset& d) {
         const Hdf5Handle stored(H5Dget_type(d.data), H5Tclose);
-        const std::optional<ElementType> held = held_type(stored.get());
+        const std::optional<ElementType> element = element_type(stored.get());
+        const bool held = element && stored_type_of(*element);
         place.file = d.holder;
-        place.layout.rows = d.dims[0];
-        place.layout.cols = d.dims[1];
-        place.bytes = table_bytes(d.dims[0], d.dims[1], held ? element_bytes(*held) : sizeof(float));
+        place.bytes = table_bytes(d.dims[0], d.dims[1], held ? element_bytes(*element) : sizeof(float));
         const Hdf5Handle plist(H5Dget_create_plist(d.data), H5Pclose);
-        if (!held) {
-            place.reason = "its values are converted to float32 as they are read (float32, float16, uint8 or int8 "
-                           "values can be read in place)";
+        if (!element) {
+            place.reason = "its values are of a type that libhdf5 converts to float32 as they are read";
         } else if (H5Pget_layout(plist.get()) != H5D_CONTIGUOUS) {
             place.reason = "it is not stored contiguously (a chunked or compressed dataset is read only through "
                            "libhdf5; one that h5py's create_dataset writes with neither chunks nor compression can be "
@@ -337,8 +345,11 @@ Hdf5Placement hdf5_placement(const std::string& path, const std::string& dataset
         } else if (H5Tget_size(stored.get()) > 1 && H5Tget_order(stored.get()) != H5T_ORDER_LE) {
             place.reason = "its values are big-endian";
         } else {
-            place.layout.type = *held;
-            place.layout.offset = H5Dget_offset(d.data);
+            place.layout = ArrayLayout{H5Dget_offset(d.data), d.dims[0], d.dims[1], *element, false};
+            if (!held) {
+                place.reason = "its values are converted to float32 as they are read (float32, float16, uint8 or "
+                               "int8 values can be read in place)";
+            }
         }
     });
     return place;

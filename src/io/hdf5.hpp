@@ -9,6 +9,7 @@
 #include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
 
+#include <optional>
 #include <string>
 
 namespace vlattice::io {
@@ -20,11 +21,13 @@ Matrix read_hdf5(const std::string& path, const std::string& dataset, const Read
 PointSet read_hdf5_points(const std::string& path, const std::string& dataset, const ReadProgress& progress = {});
 
 // Where the dataset's values lie: the file that holds them (another one behind an external link),
-// their layout there, and the bytes its points take as a PointSet holds them. `reason` says why they
-// cannot be read in place, as a phrase; when it is empty, the layout is one array of a stored type.
+// their layout there where they can be read from it at their offset (a contiguous dataset of
+// little-endian values of a type io reads), and the bytes its points take as a PointSet holds them.
+// `reason` says why they cannot be read in place as points of their own type, as a phrase; when it
+// is empty, the layout is one array of a stored type.
 struct Hdf5Placement {
     std::string file;
-    ArrayLayout layout;
+    std::optional<ArrayLayout> layout;
     std::uint64_t bytes = 0;
     std::string reason;
 };

@@ -140,6 +140,8 @@ public:
     ArrayRows(const std::string& path, const std::string& extension) : file_(path) {
         layout_ = array_layout(file_, extension);
     }
+    // Values that another reader (libhdf5) found at a place in the file, its sizes checked.
+    ArrayRows(const std::string& path, const io::ArrayLayout& layout) : file_(path), layout_(layout) {}
 
     std::size_t rows() const override { return layout_.rows; }
     std::size_t cols() const override { return layout_.cols; }
@@ -177,6 +179,10 @@ std::unique_ptr<VectorRows> open_vector_rows(const std::string& path, const Read
     if (is_array_extension(extension)) {
         return std::make_unique<ArrayRows>(path, extension);
     }
+    if (is_hdf5_extension(extension)) {
+        const io::Hdf5Placement place = io::hdf5_placement(path, options.dataset);
+        return place.layout ? std::make_unique<ArrayRows>(place.file, *place.layout) : nullptr;
+    }
     return nullptr;
 }
 
@@ -190,8 +196,9 @@ PointSet read_stored_points(const std::string& path, const ReadOptions& options)
         const io::Hdf5Placement place = io::hdf5_placement(path, options.dataset);
         if (options.memory > 0 && place.bytes > options.memory) {
             if (place.reason.empty()) {
-                return PointSet::mapped(place.file, place.layout.offset, *io::stored_type_of(place.layout.type),
-                                        place.layout.rows, place.layout.cols, static_cast<std::size_t>(options.memory));
+                return PointSet::mapped(place.file, place.layout->offset, *io::stored_type_of(place.layout->type),
+                                        place.layout->rows, place.layout->cols,
+                                        static_cast<std::size_t>(options.memory));
             }
             if (options.memory_given) {
                 throw Error(path + ": dataset '" + options.dataset + "': " + beyond_memory(place.bytes) +
