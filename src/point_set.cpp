@@ -88,8 +88,6 @@ const float* PointView::row(std::size_t i, float* scratch) const {
 }
 
 void PointView::widen_rows(std::size_t first, std::size_t count, float* out) const {
-    const std::size_t element = stored_type_bytes(type_);
-    const char* from = static_cast<const char*>(data_) + first * pitch();
     if (!contiguous()) {
         // Rows apart in the file: a share of whole rows at a time.
         const std::size_t rows_per_share = std::max<std::size_t>(1, kWidenShareValues / std::max<std::size_t>(cols, 1));
@@ -105,6 +103,8 @@ void PointView::widen_rows(std::size_t first, std::size_t count, float* out) con
         }
         return;
     }
+    const std::size_t element = stored_type_bytes(type_);
+    const char* from = static_cast<const char*>(data_) + first * pitch();
     const std::size_t values = count * cols;
     const std::size_t shares = (values + kWidenShareValues - 1) / kWidenShareValues;
 #pragma omp parallel for schedule(static) if (shares > 1)

@@ -255,8 +255,13 @@ TEST_CASE("a file read by rows gives the rows a whole read gives", "[io]") {
                "    np.array(x.shape, dtype='<u4').tofile(f)\n"
                "    np.clip(np.abs(x) * 10, 0, 255).astype('u1').tofile(f)\n" + kWriteTexmex +
                "write_texmex(" + quoted(dir.path("t.bvecs")) + ", np.clip(np.abs(x) * 10, 0, 255), 'u1')\n" +
-               "write_texmex(" + quoted(dir.path("t.fvecs")) + ", x, '<f4')\n");
-    for (const std::string name : {"h.npy", "d.npy", "b.u8bin", "t.bvecs", "t.fvecs"}) {
+               "write_texmex(" + quoted(dir.path("t.fvecs")) + ", x, '<f4')\n"
+               "import h5py\n"
+               "with h5py.File(" + quoted(dir.path("c.h5")) + ", 'w') as f:\n"
+               "    f['train'] = x.astype('<f8')\n"
+               "    f.create_dataset('packed', data=x, chunks=(100, 40), compression='gzip')\n");
+    // An HDF5 dataset stored contiguously is read at its place in the file; a chunked one is not.
+    for (const std::string name : {"h.npy", "d.npy", "b.u8bin", "t.bvecs", "t.fvecs", "c.h5"}) {
         INFO(name);
         const std::string path = dir.path(name);
         const Matrix whole = read_vectors(path);
@@ -276,8 +281,7 @@ TEST_CASE("a file read by rows gives the rows a whole read gives", "[io]") {
         CHECK_THROWS_WITH(rows->read_range(3000, 2, part), Contains("rows 3000 to 3002 asked of 3001"));
         CHECK_THROWS_WITH(rows->selection({4, 3}), Contains("increasing"));
     }
-    vlattice::write_vectors(dir.path("x.h5"), points);
-    CHECK(vlattice::open_vector_rows(dir.path("x.h5")) == nullptr);
+    CHECK(vlattice::open_vector_rows(dir.path("c.h5"), ReadOptions{"packed"}) == nullptr);
 
     // A TEXMEX row of another dimension is named when read, in a range or a selection.
     std::string file;

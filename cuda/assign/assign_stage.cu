@@ -35,15 +35,17 @@ void AssignStage::allocate_anchors(std::size_t n, std::size_t m, int d) {
     operands_.allocate(m, static_cast<std::size_t>(d));
 }
 
+// The narrowing's scratch goes too: it may hold half of what was free, which the next anchor
+// count's footprint check must see.
 void AssignStage::release_anchors() {
     anchor_buffers(0, AssignPlan{}, ReleaseBuffers{});
     operands_.release();
+    narrow_scratch_ = {};
 }
 
 void AssignStage::release() {
     point_buffers(0, ReleaseBuffers{});
     release_anchors();
-    narrow_scratch_ = {};
 }
 
 void AssignStage::restart() {
@@ -195,8 +197,15 @@ std::optional<NarrowBuffers> AssignStage::NarrowScratch::reserve(std::size_t cou
                 return std::nullopt;
             }
         }
-        narrow_buffers(*this, count + count / share, stride, candidate_count + candidate_count / share, tails,
-                       AllocateBuffers{});
+        try {
+            narrow_buffers(*this, count + count / share, stride, candidate_count + candidate_count / share, tails,
+                           AllocateBuffers{});
+        } catch (const Error&) {
+            // Taken since the look (another process, a sibling fit): the split pass needs none.
+            *this = {};
+            static_cast<void>(cudaGetLastError());
+            return std::nullopt;
+        }
     }
     return NarrowBuffers{ids.data(), norms.data(), head.data(), tail.data(), candidates.data()};
 }

@@ -88,12 +88,12 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     OutputGroup outputs;
     const auto sample = static_cast<std::size_t>(args.train_sample);
     const bool sampled = sample > 0 && sample < points.rows;
-    const Matrix training = sampled ? points.select(training_rows(points.rows, sample, config.seed)) : Matrix();
-    const PointView fitted_points = sampled ? PointView(training) : points;
     if (sampled && counts.front() > sample) {
         throw Error("--train-sample " + std::to_string(sample) + " draws fewer rows than the " +
-                    std::to_string(counts.front()) + " anchors to fit");
+                    std::to_string(counts.front()) + " anchors to fit (-m)");
     }
+    const Matrix training = sampled ? points.select(training_rows(points.rows, sample, config.seed)) : Matrix();
+    const PointView fitted_points = sampled ? PointView(training) : points;
     RunInput input{job.file, points.rows, points.cols, plan.metric};
     input.train_rows = fitted_points.rows;
     start = clock::now();

@@ -349,6 +349,10 @@ Hdf5Placement hdf5_placement(const std::string& path, const std::string& dataset
             if (!held) {
                 place.reason = "its values are converted to float32 as they are read (float32, float16, uint8 or "
                                "int8 values can be read in place)";
+            } else if (place.layout->offset % element_bytes(*element) != 0) {
+                // libhdf5 places raw data at any byte; reads at an offset copy it out, a mapping could not.
+                place.reason = "its values start at byte " + std::to_string(place.layout->offset) +
+                               ", not at a multiple of their size";
             }
         }
     });

@@ -321,11 +321,10 @@ std::optional<Metric> input_metric(const std::string& path, const std::string& f
 namespace {
 
 // Whether any of `count` values holds an all-ones exponent (Inf or NaN): flags or-ed together
-// vectorise, and the threads share the scan.
+// vectorise.
 template <class Bits>
 bool any_not_finite(const Bits* values, std::size_t count, Bits exponent) {
     std::uint32_t found = 0;
-#pragma omp parallel for schedule(static) reduction(| : found) if (count >= (std::size_t{1} << 20))
     for (std::size_t e = 0; e < count; ++e) {
         found |= static_cast<std::uint32_t>((values[e] & exponent) == exponent);
     }
@@ -343,24 +342,26 @@ void check_finite(const PointView& points, const std::string& path, std::size_t 
                    ? any_not_finite(reinterpret_cast<const std::uint32_t*>(raw), count, std::uint32_t{0x7f800000u})
                    : any_not_finite(reinterpret_cast<const std::uint16_t*>(raw), count, std::uint16_t{0x7c00u});
     };
-    // A block of rows at a time, so that a mapping counts what the scan reads; rows apart in their
-    // file (TEXMEX) one by one, on the threads.
-    const std::size_t block = std::max<std::size_t>(1, (std::size_t{1} << 22) / points.cols);
-    bool found = false;
-    for (std::size_t first = 0; first < points.rows && !found; first += block) {
-        const std::size_t rows = std::min(block, points.rows - first);
+    // Blocks of about 64 Ki values on the threads, each reported as read just before it is scanned,
+    // so that a mapping counts what the scan makes resident while it can still give it back.
+    const std::size_t rows_per_block =
+        std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(points.cols, 1));
+    const std::size_t blocks = (points.rows + rows_per_block - 1) / rows_per_block;
+    int any = 0;
+#pragma omp parallel for schedule(static) reduction(| : any) if (blocks > 1)
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t first = b * rows_per_block;
+        const std::size_t rows = std::min(rows_per_block, points.rows - first);
         const char* raw = points.raw_rows(first, rows);
         if (points.contiguous()) {
-            found = scan(raw, rows * points.cols);
+            any |= scan(raw, rows * points.cols) ? 1 : 0;
             continue;
         }
-        int any = 0;
-#pragma omp parallel for schedule(static) reduction(| : any)
         for (std::size_t r = 0; r < rows; ++r) {
             any |= scan(raw + r * points.pitch(), points.cols) ? 1 : 0;
         }
-        found = any != 0;
     }
+    const bool found = any != 0;
     if (!found) {
         return;
     }
