@@ -231,7 +231,7 @@ hid_t native_type(ElementType type, hid_t stored) {
         return H5Tcopy(H5T_NATIVE_FLOAT);
     default: {
         const hid_t half = H5Tcopy(stored);
-        H5Tset_order(half, H5T_ORDER_LE);
+        H5Tset_order(half, H5Tget_order(H5T_NATIVE_USHORT));
         return half;
     }
     }
