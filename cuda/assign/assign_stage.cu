@@ -3,8 +3,6 @@
 #include "runtime/cuda_check.hpp"
 #include "runtime/free_memory.hpp"
 
-#include <limits>
-
 namespace vlattice::cuda {
 
 namespace {
@@ -71,18 +69,14 @@ AssignStats AssignStage::run(PointStage& points, AnchorStage& anchors, bool repa
     // One half-precision product leaves a window of uncertainty of the rows' rounding times the
     // distance (single_window.cuh). Where anchors crowd around the points (many nearly
     // equidistant), many points then need every anchor re-scored; they are narrowed (a split
-    // pass over just them), or when they are most of the points, the shortlist is redone split
-    // and the run keeps that path from then on.
+    // pass over just them), or when they are most of the points or the GPU cannot spare the
+    // narrowing's buffers, the shortlist is redone split and the run keeps that path from then on.
     const std::size_t all_anchor = host_[0].uncertain_counts[1];
-    if (kernel_ == FastKernel::automatic && repair && path_ == FastPath::half_single) {
-        if (all_anchor > points.n() / kMaxAllAnchorShare) {
-            path_ = FastPath::half_split;
-            shortlist_graph_.run(stream, key(generation, repair), shortlist);
-        } else if (worth_narrowing(all_anchor, anchors.m(), points.d()) &&
-                   !narrow(points, anchors, all_anchor, stream)) {
-            path_ = FastPath::half_split;
-            shortlist_graph_.run(stream, key(generation, repair), shortlist);
-        }
+    if (kernel_ == FastKernel::automatic && repair && path_ == FastPath::half_single &&
+        (all_anchor > points.n() / kMaxAllAnchorShare ||
+         (worth_narrowing(all_anchor, anchors.m(), points.d()) && !narrow(points, anchors, all_anchor, stream)))) {
+        path_ = FastPath::half_split;
+        shortlist_graph_.run(stream, key(generation, repair), shortlist);
     }
     finish_graph_.run(stream, key(generation, repair), [&] { queue_finish(points, anchors, repair, stream); });
     CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -183,23 +177,22 @@ std::optional<NarrowBuffers> AssignStage::NarrowScratch::reserve(std::size_t cou
         // A quarter to spare where the GPU has room for it, since the count changes from one assign
         // to the next; at least the count itself, within half of what is free, else nothing.
         *this = {};
-        const std::size_t spare = device_memory().free / 2;
-        auto bytes_for = [&](std::size_t share) {
+        const std::size_t free = device_memory().free / 2;
+        const auto sized = [&](std::size_t spare_quarters, auto&& each) {
+            narrow_buffers(*this, count + spare_quarters * count / 4, stride,
+                           candidate_count + spare_quarters * candidate_count / 4, tails, each);
+        };
+        const auto bytes = [&](std::size_t spare_quarters) {
             Footprint need;
-            narrow_buffers(*this, count + count / share, stride, candidate_count + candidate_count / share, tails,
-                           need);
+            sized(spare_quarters, need);
             return need.bytes();
         };
-        std::size_t share = 4;
-        if (bytes_for(share) > spare) {
-            share = std::numeric_limits<std::size_t>::max();
-            if (bytes_for(share) > spare) {
-                return std::nullopt;
-            }
+        if (bytes(0) > free) {
+            return std::nullopt;
         }
+        const std::size_t quarters = bytes(1) <= free ? 1 : 0;
         try {
-            narrow_buffers(*this, count + count / share, stride, candidate_count + candidate_count / share, tails,
-                           AllocateBuffers{});
+            sized(quarters, AllocateBuffers{});
         } catch (const Error&) {
             // Taken since the look (another process, a sibling fit): the split pass needs none.
             *this = {};

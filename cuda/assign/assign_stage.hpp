@@ -76,7 +76,6 @@ private:
         unsigned uncertain_counts[2];
     };
 
-
     // The buffers sized by the points, and those sized by the anchors, with their element counts:
     // the lists that the footprints, the allocations and the releases read.
     template <class Each>

@@ -87,8 +87,16 @@ void add_memory_option(po::options_description& options, AnnealArgs& a) {
          "host memory INPUT's points may take, as 256MiB or 8GiB: a .npy, big-ann or TEXMEX file or a "
          "contiguous HDF5 dataset of float32, float16, uint8 or int8 values whose points take more (in their "
          "stored type) stays in the file, read from it on every pass through a memory mapping of which at most "
-         "SIZE stays resident, with the same result; other inputs larger than SIZE are refused. Per-row state (assignments, distances, codes) comes on top. auto: half of the memory "
-         "the process may have (the machine's, its control group's or ulimit -v), other inputs read whole");
+         "SIZE stays resident, with the same result; other inputs larger than SIZE are refused. Per-row state "
+         "(assignments, distances, codes) comes on top. auto: half of the memory the process may have (the "
+         "machine's, its control group's or ulimit -v), other inputs read whole");
+}
+
+void check_train_sample(std::size_t sample, std::size_t anchors) {
+    if (anchors > sample) {
+        throw Error("--train-sample " + std::to_string(sample) + " draws fewer rows than the " +
+                    std::to_string(anchors) + " anchors to fit (-m)");
+    }
 }
 
 void check_memory_arg(AnnealArgs& a) {

@@ -58,6 +58,9 @@ std::string input_file(const std::string& input, const AnnealArgs& args);
 // the storage and the assign precision into the config. Throws UsageError.
 void check_anneal_args(AnnealArgs& args);
 
+// Throws Error unless `sample` training rows (--train-sample) hold the `anchors` to fit.
+void check_train_sample(std::size_t sample, std::size_t anchors);
+
 // --metric, where `auto` asks the input (an HDF5 file's `distance` attribute) and falls back to l2.
 Metric metric_of(const AnnealArgs& args, const std::string& input);
 

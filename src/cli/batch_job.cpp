@@ -1,5 +1,6 @@
 #include "batch_job.hpp"
 
+#include "anneal_options.hpp"
 #include "batch_resume.hpp"
 #include "device_note.hpp"
 #include "progress.hpp"
@@ -88,9 +89,8 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     OutputGroup outputs;
     const auto sample = static_cast<std::size_t>(args.train_sample);
     const bool sampled = sample > 0 && sample < points.rows;
-    if (sampled && counts.front() > sample) {
-        throw Error("--train-sample " + std::to_string(sample) + " draws fewer rows than the " +
-                    std::to_string(counts.front()) + " anchors to fit (-m)");
+    if (sampled) {
+        check_train_sample(sample, counts.front());
     }
     const Matrix training = sampled ? points.select(training_rows(points.rows, sample, config.seed)) : Matrix();
     const PointView fitted_points = sampled ? PointView(training) : points;

@@ -101,8 +101,8 @@ void add_options(po::options_description& options, CompressArgs& a) {
         ("train-sample", whole_number(&a.train_sample, 0LL)->default_value(0)->value_name("N"),
          "fit the anchors and train the residual code on N rows drawn with --seed, then assign and code every "
          "row with them, a tile at a time; from .npy, big-ann and TEXMEX files and contiguous HDF5 datasets only "
-         "the N rows are read for the fit and then the file a tile at a time, so the set is never held whole; 0 (or N >= the rows): "
-         "train on every row")
+         "the N rows are read for the fit and then the file a tile at a time, so the set is never held whole; "
+         "0 (or N >= the rows): train on every row")
         ("report", po::value(&a.report)->value_name("FILE"),
          "also write a JSON run report: config, every iteration, seconds per phase")
         ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors");
@@ -297,9 +297,8 @@ int compress(int argc, char** argv, bool model_only) {
     if (source || !coding.file_budget) {
         config.anchors = counts.front();
     }
-    if (sampled && !source && counts.front() > fitted_points.rows) {
-        throw Error("--train-sample " + std::to_string(fitted_points.rows) + " draws fewer rows than the " +
-                    std::to_string(counts.front()) + " anchors to fit (-m)");
+    if (sampled && !source) {
+        check_train_sample(fitted_points.rows, counts.front());
     }
     start = std::chrono::steady_clock::now();
     // The fits name their own step inside this one.

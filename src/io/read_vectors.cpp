@@ -186,50 +186,51 @@ std::unique_ptr<VectorRows> open_vector_rows(const std::string& path, const Read
     return nullptr;
 }
 
+namespace {
+
+// Points that take more than --memory, in place in their file where `reason` is empty (`layout`
+// there, in `file`); refused where it is not and SIZE was given; nullopt: read them whole.
+std::optional<PointSet> map_beyond_memory(const std::string& name, const std::string& file,
+                                          const io::ArrayLayout* layout, std::uint64_t bytes,
+                                          const std::string& reason, const ReadOptions& options) {
+    if (options.memory == 0 || bytes <= options.memory) {
+        return std::nullopt;
+    }
+    if (reason.empty()) {
+        return io::map_stored_array(io::BinaryFile(file), *layout, static_cast<std::size_t>(options.memory),
+                                    options.progress);
+    }
+    if (!options.memory_given) {
+        return std::nullopt;
+    }
+    throw Error(name + ": its points take " + byte_size_text(bytes) + ", more than --memory's " +
+                byte_size_text(options.memory) + ", and its rows cannot be read in place from the file: " + reason);
+}
+
+}  // namespace
+
 PointSet read_stored_points(const std::string& path, const ReadOptions& options) {
     const std::string extension = extension_of(path, options.format);
-    const auto beyond_memory = [&](std::uint64_t bytes) {
-        return "its points take " + byte_size_text(bytes) + ", more than --memory's " +
-               byte_size_text(options.memory);
-    };
     if (is_hdf5_extension(extension)) {
         const io::Hdf5Placement place = io::hdf5_placement(path, options.dataset);
-        if (options.memory > 0 && place.bytes > options.memory) {
-            if (place.reason.empty()) {
-                return PointSet::mapped(place.file, place.layout->offset, *io::stored_type_of(place.layout->type),
-                                        place.layout->rows, place.layout->cols,
-                                        static_cast<std::size_t>(options.memory));
-            }
-            if (options.memory_given) {
-                throw Error(path + ": dataset '" + options.dataset + "': " + beyond_memory(place.bytes) +
-                            ", and its rows cannot be read in place from the file: " + place.reason);
-            }
+        if (std::optional<PointSet> mapped =
+                map_beyond_memory(path + ": dataset '" + options.dataset + "'", place.file,
+                                  place.layout ? &*place.layout : nullptr, place.bytes, place.reason, options)) {
+            return std::move(*mapped);
         }
         return io::read_hdf5_points(path, options.dataset, options.progress);
     }
     if (!is_array_extension(extension)) {
-        const std::uint64_t file_bytes = options.memory_given ? io::nonempty_file_size(path) : 0;
-        if (options.memory > 0 && file_bytes > options.memory) {
-            throw Error(path + ": " + beyond_memory(file_bytes) +
-                        " by the file's size, and only .npy, big-ann, TEXMEX and contiguous HDF5 rows can be read "
-                        "in place from their file");
-        }
-        return PointSet(read_vectors(path, options));
+        throw_unsupported(path, options.format, kReadable);
     }
     io::BinaryFile file(path);
     const io::ArrayLayout layout = array_layout(file, extension);
     const std::optional<StoredType> stored = io::stored_type_of(layout.type);
     const std::uint64_t bytes =
         table_bytes(layout.rows, layout.cols, stored ? stored_type_bytes(*stored) : sizeof(float));
-    if (options.memory > 0 && bytes > options.memory) {
-        const std::string reason = io::unmappable_reason(layout);
-        if (reason.empty()) {
-            return io::map_stored_array(file, layout, static_cast<std::size_t>(options.memory), options.progress);
-        }
-        if (options.memory_given) {
-            throw Error(path + ": " + beyond_memory(bytes) + ", and its rows cannot be read in place from the file: " +
-                        reason);
-        }
+    if (std::optional<PointSet> mapped =
+            map_beyond_memory(path, path, &layout, bytes, io::unmappable_reason(layout), options)) {
+        return std::move(*mapped);
     }
     return io::read_stored_array(file, layout, options.progress);
 }
@@ -361,8 +362,7 @@ void check_finite(const PointView& points, const std::string& path, std::size_t 
             any |= scan(raw + r * points.pitch(), points.cols) ? 1 : 0;
         }
     }
-    const bool found = any != 0;
-    if (!found) {
+    if (any == 0) {
         return;
     }
     // Only a set that holds one is searched again, in order, for the first.
