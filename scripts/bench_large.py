@@ -4,7 +4,9 @@ writing), with the ratios the out-of-memory work is held to.
 
   bench_large.py INPUT [--build NAME=PATH ...] [--runs K] [-- compress options ...]
 Each --build (default: vlattice=build/vlattice) runs `PATH compress INPUT -o OUT --report R` with
-the options after --, once per run; the table has one row per build and run. A build whose
+the options after --, once per run; the table has one row per build and run. Options after PATH
+in a --build are that build's own ("held=b/vlattice", "streamed=b/vlattice --gpu-memory 12GiB"
+compare two settings of one build). A build whose
 bin/vlattice lies in a folder with a lib/ beside it (a GPU bundle) runs with that lib/ on
 LD_LIBRARY_PATH. peak/file is the process's peak resident memory over the input file's size;
 wall/fit is the wall time over k-means++ and the iterations. "other fit" is what the fit spends
@@ -62,7 +64,8 @@ def main():
     cut = argv.index("--") if "--" in argv else len(argv)
     a = parser.parse_args(argv[:cut])
     options = argv[cut + 1:]
-    builds = [b.split("=", 1) for b in a.build] or [["vlattice", "build/vlattice"]]
+    builds = [[name] + spec.split() for name, spec in (b.split("=", 1) for b in a.build)] or \
+        [["vlattice", "build/vlattice"]]
     file_bytes = os.path.getsize(a.input)
     print(f"input {a.input}: {file_bytes / 1e9:.2f} GB; options: {' '.join(options)}")
     print("| build | wall s | load | upload | k-means++ | iterations | other fit | validation | code | write "
@@ -72,8 +75,8 @@ def main():
     phases = []
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(a.input))) as out_dir:
         for run in range(a.runs):
-            for name, binary in builds:
-                wall, peak, s, digest = run_once(binary, a.input, options, out_dir)
+            for name, binary, *own in builds:
+                wall, peak, s, digest = run_once(binary, a.input, options + own, out_dir)
                 digests.append((f"{name} run {run + 1}", digest))
                 upload = s.get("init_upload")  # builds before it was reported have none
                 seeding = s["init"] - (upload or 0.0)

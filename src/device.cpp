@@ -67,7 +67,7 @@ BackendChoice cpu_choice(int threads, const std::string& why) {
 
 }  // namespace
 
-BackendChoice make_backend(DeviceKind kind, int gpu, int threads, GpuKernels kernels) {
+BackendChoice make_backend(DeviceKind kind, int gpu, int threads, GpuKernels kernels, std::size_t gpu_memory) {
     if (kind == DeviceKind::cpu) {
         return cpu_choice(threads, "");
     }
@@ -75,12 +75,12 @@ BackendChoice make_backend(DeviceKind kind, int gpu, int threads, GpuKernels ker
 #ifdef VLATTICE_HAVE_CUDA
     if (status.usable) {
         if (kind == DeviceKind::cuda) {
-            return {make_cuda_backend(gpu, FastKernel::automatic, kGatherFloats, kernels), ""};
+            return {make_cuda_backend(gpu, FastKernel::automatic, kGatherFloats, kernels, gpu_memory), ""};
         }
         // `auto` promises a run: a GPU that is present but cannot start one (too little memory,
         // an architecture this build has no code for) sends it to the CPU, with the reason.
         try {
-            return {make_cuda_backend(gpu, FastKernel::automatic, kGatherFloats, kernels), ""};
+            return {make_cuda_backend(gpu, FastKernel::automatic, kGatherFloats, kernels, gpu_memory), ""};
         } catch (const Error& e) {
             return cpu_choice(threads, std::string("GPU ") + status.description + " unusable (" + e.what() +
                                            "); running on the CPU");
@@ -88,6 +88,7 @@ BackendChoice make_backend(DeviceKind kind, int gpu, int threads, GpuKernels ker
     }
 #else
     static_cast<void>(kernels);
+    static_cast<void>(gpu_memory);
 #endif
     const std::string why = "no usable GPU: " + status.description;
     if (kind == DeviceKind::cuda) {

@@ -87,6 +87,38 @@ const float* PointView::row(std::size_t i, float* scratch) const {
     return scratch;
 }
 
+void PointView::pack_rows(std::size_t first, std::size_t count, void* out) const {
+    const std::size_t row_bytes = cols * stored_type_bytes(type_);
+    char* to = static_cast<char*>(out);
+    if (!contiguous()) {
+        const std::size_t rows_per_share = std::max<std::size_t>(1, kWidenShareValues / std::max<std::size_t>(cols, 1));
+        const std::size_t shares = (count + rows_per_share - 1) / rows_per_share;
+#pragma omp parallel for schedule(static) if (shares > 1)
+        for (std::size_t s = 0; s < shares; ++s) {
+            const std::size_t at = s * rows_per_share;
+            const std::size_t rows_here = std::min(rows_per_share, count - at);
+            const char* share = raw_rows(first + at, rows_here);
+            for (std::size_t r = 0; r < rows_here; ++r) {
+                std::memcpy(to + (at + r) * row_bytes, share + r * pitch(), row_bytes);
+            }
+        }
+        return;
+    }
+    const std::size_t bytes = count * row_bytes;
+    const std::size_t share_bytes = kWidenShareValues * stored_type_bytes(type_);
+    const char* from = static_cast<const char*>(data_) + first * pitch();
+    const std::size_t shares = (bytes + share_bytes - 1) / share_bytes;
+#pragma omp parallel for schedule(static) if (shares > 1)
+    for (std::size_t s = 0; s < shares; ++s) {
+        const std::size_t at = s * share_bytes;
+        const std::size_t share = std::min(share_bytes, bytes - at);
+        if (mapping_ != nullptr) {
+            mapping_->note_read(from + at, share);
+        }
+        std::memcpy(to + at, from + at, share);
+    }
+}
+
 void PointView::widen_rows(std::size_t first, std::size_t count, float* out) const {
     if (!contiguous()) {
         // Rows apart in the file: a share of whole rows at a time.

@@ -1129,6 +1129,77 @@ TEST_CASE("cuda: a fit of points mapped from their file equals the fit of the he
     check_same_fit(fit(mapped.view(), config, *gpu), fit(held.view(), config, *gpu));
 }
 
+// Streamed points: the same anchors, assignments, merges and splits as held ones, bit for bit, for
+// float32 rows with tails, float16 and uint8 rows, under f32 and f16 storage, over tiles the last of
+// which is partial.
+TEST_CASE("cuda: a fit of points streamed through the GPU equals the fit of the held points", "[gpu][anneal]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const StoredType type = GENERATE(StoredType::f32, StoredType::f16, StoredType::u8);
+    const PointStorage storage = GENERATE(PointStorage::f32, PointStorage::f16);
+    INFO(stored_type_name(type) << " under " << storage_name(storage));
+    const std::size_t n = 50003;
+    const StoredCase c = stored_mixture(type == StoredType::f32 ? StoredType::u8 : type, n, 128, rng);
+    const Matrix floats = duplicated_points(n, 128, rng);
+    const PointView points = type == StoredType::f32 ? PointView(floats) : c.stored.view();
+    AnnealConfig config;
+    config.anchors = 100;
+    config.max_iters = 8;
+    config.maintenance_every = 4;
+    config.seed = run_seed;
+    config.storage = storage;
+    auto gpu = make_cuda_backend(0);
+    const FitResult held = fit(points, config, *gpu);
+    const ScopedVariable tiles("VLATTICE_GPU_TILE_ROWS", "8192");
+    auto streamed = make_cuda_backend(0);
+    check_same_fit(fit(points, config, *streamed), held);
+}
+
+TEST_CASE("cuda: a GPU memory limit below what held points take streams them, with the same fit",
+          "[gpu][anneal]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    std::mt19937_64 rng(run_seed);
+    const bool floats = GENERATE(false, true);
+    INFO((floats ? "float32 under f32" : "uint8 under f16"));
+    // A million rows of 128 take 256 MB held as 16-bit rows (float32 ones with tails: 768 MB); what
+    // they carry, 28 MB.
+    const std::size_t n = 1000003;
+    const StoredCase c = floats ? StoredCase{} : stored_mixture(StoredType::u8, n, 128, rng);
+    const Matrix values = floats ? duplicated_points(n, 128, rng) : Matrix();
+    const PointView points = floats ? PointView(values) : c.stored.view();
+    AnnealConfig config;
+    config.anchors = 100;
+    config.max_iters = 6;
+    config.maintenance_every = 3;
+    config.seed = run_seed;
+    config.storage = floats ? PointStorage::f32 : PointStorage::f16;
+    auto gpu = make_cuda_backend(0);
+    const FitResult held = fit(points, config, *gpu);
+    auto limited = make_cuda_backend(0, FastKernel::automatic, kGatherFloats, GpuKernels::automatic, 192u << 20);
+    check_same_fit(fit(points, config, *limited), held);
+}
+
+TEST_CASE("cuda: a GPU memory limit too small for the points' state is refused, naming the limit",
+          "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    std::mt19937_64 rng(seed());
+    const Matrix x = duplicated_points(100003, 16, rng);
+    auto gpu = make_cuda_backend(0, FastKernel::automatic, kGatherFloats, GpuKernels::automatic, 1u << 20);
+    RunSetup setup;
+    CHECK_THROWS_WITH(gpu->upload_points(x, setup),
+                      Catch::Contains("too little memory") && Catch::Contains("the run's limit is 1 MiB"));
+}
+
 TEST_CASE("cuda: a kernel family the environment names wrongly is an error", "[gpu][backend][quick]") {
     if (!gpu_usable()) {
         return;

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <thread>
@@ -88,8 +89,14 @@ TEST_CASE("a mapped set reads the rows its file holds", "[points][mapped]") {
     const float* block = view.block(5, 7, scratch);
     CHECK(std::vector<float>(block, block + 7 * c.values.cols) ==
           std::vector<float>(c.values.row(5), c.values.row(12)));
+    // Packed in the stored type, without TEXMEX's leads: the held set's bytes.
+    const PointSet held = read_stored_points(path);
+    const std::size_t row_bytes = c.values.cols * stored_type_bytes(type);
+    std::vector<char> packed(3000 * row_bytes);
+    view.pack_rows(17000, 3000, packed.data());
+    CHECK(std::memcmp(packed.data(), held.view().raw_rows(17000, 3000), packed.size()) == 0);
     // A set within the bound is held, not mapped.
-    CHECK_FALSE(read_stored_points(path, within(1u << 30)).view().mapped());
+    CHECK_FALSE(held.view().mapped());
 }
 
 TEST_CASE("a mapped set keeps about its limit of the file resident", "[points][mapped]") {
@@ -426,6 +433,11 @@ TEST_CASE("compress under --memory writes the file it writes holding the points"
                                       " -m 8 --memory 12XB");
     CHECK(bad.exit_code != 0);
     CHECK_THAT(bad.output, Catch::Contains("--memory must be a size of at least 1 byte") && Catch::Contains("'12XB'"));
+    const CommandResult bad_gpu = run_cli("compress " + quote(path) + " -o " + quote(dir.path("bad.vlat")) +
+                                          " -m 8 --gpu-memory 0");
+    CHECK(bad_gpu.exit_code != 0);
+    CHECK_THAT(bad_gpu.output, Catch::Contains("--gpu-memory must be a size of at least 1 byte"));
+    CHECK_FALSE(std::filesystem::exists(dir.path("bad.vlat")));
     write_vectors(dir.path("x.h5"), c.values);
     run_python("import h5py\n"
                "with h5py.File('" + dir.path("x.h5") + "', 'a') as f:\n"

@@ -48,6 +48,10 @@ TEST_CASE("a view widens every stored type to its float32 values", "[points]") {
                                      std::iota(rows.begin(), rows.end(), 100u);
                                      return rows;
                                  }()).data);
+    // Packed in their stored bytes, as a GPU's tile of streamed points takes them.
+    std::vector<char> packed(1500 * 37 * stored_type_bytes(type));
+    view.pack_rows(1000, 1500, packed.data());
+    CHECK(std::memcmp(packed.data(), static_cast<const char*>(view.data()) + 1000 * view.pitch(), packed.size()) == 0);
     std::vector<float> block;
     const float* values = view.block(10, 3, block);
     CHECK(std::equal(values, values + 3 * 37, c.values.row(10)));

@@ -3,6 +3,8 @@
 #include "runtime/cuda_check.hpp"
 #include "runtime/free_memory.hpp"
 
+#include <algorithm>
+
 namespace vlattice::cuda {
 
 namespace {
@@ -56,29 +58,28 @@ void AssignStage::restart() {
 
 void AssignStage::prepare(PointStage& points, AnchorStage& anchors, bool repair, std::uint64_t generation,
                           cudaStream_t stream) {
+    if (points.streamed()) {
+        return;  // a streamed assign launches tile by tile
+    }
     const std::uint64_t graph_key = key(generation, repair);
-    shortlist_graph_.prepare(stream, graph_key, [&] { queue_shortlist(points, anchors, repair, stream); });
-    finish_graph_.prepare(stream, graph_key, [&] { queue_finish(points, anchors, repair, stream); });
+    const Tile all = whole(points);
+    shortlist_graph_.prepare(stream, graph_key, [&] { queue_shortlist(points, anchors, all, repair, stream); });
+    finish_graph_.prepare(stream, graph_key, [&] { queue_finish(points, anchors, all, repair, stream); });
 }
 
 AssignStats AssignStage::run(PointStage& points, AnchorStage& anchors, bool repair, std::uint64_t generation,
                              cudaStream_t stream) {
-    const auto shortlist = [&] { queue_shortlist(points, anchors, repair, stream); };
+    if (points.streamed()) {
+        return run_streamed(points, anchors, repair, stream);
+    }
+    const Tile all = whole(points);
+    const auto shortlist = [&] { queue_shortlist(points, anchors, all, repair, stream); };
     shortlist_graph_.run(stream, key(generation, repair), shortlist);
     CUDA_CHECK(cudaStreamSynchronize(stream));
-    // One half-precision product leaves a window of uncertainty of the rows' rounding times the
-    // distance (single_window.cuh). Where anchors crowd around the points (many nearly
-    // equidistant), many points then need every anchor re-scored; they are narrowed (a split
-    // pass over just them), or when they are most of the points or the GPU cannot spare the
-    // narrowing's buffers, the shortlist is redone split and the run keeps that path from then on.
-    const std::size_t all_anchor = host_[0].uncertain_counts[1];
-    if (kernel_ == FastKernel::automatic && repair && path_ == FastPath::half_single &&
-        (all_anchor > points.n() / kMaxAllAnchorShare ||
-         (worth_narrowing(all_anchor, anchors.m(), points.d()) && !narrow(points, anchors, all_anchor, stream)))) {
-        path_ = FastPath::half_split;
+    if (needs_split_pass(points, anchors, all, repair, stream)) {
         shortlist_graph_.run(stream, key(generation, repair), shortlist);
     }
-    finish_graph_.run(stream, key(generation, repair), [&] { queue_finish(points, anchors, repair, stream); });
+    finish_graph_.run(stream, key(generation, repair), [&] { queue_finish(points, anchors, all, repair, stream); });
     CUDA_CHECK(cudaStreamSynchronize(stream));
     AssignStats stats;
     stats.changed = static_cast<std::size_t>(host_[0].changed);
@@ -86,20 +87,66 @@ AssignStats AssignStage::run(PointStage& points, AnchorStage& anchors, bool repa
     return stats;
 }
 
+// The same steps as a held assign, tile by tile, without graphs: the anchors' operands once, then
+// each tile's shortlist, narrowing and repair while it is on the device.
+AssignStats AssignStage::run_streamed(PointStage& points, AnchorStage& anchors, bool repair, cudaStream_t stream) {
+    CUDA_CHECK(cudaMemsetAsync(changed_.data(), 0, changed_.bytes(), stream));
+    queue_operands(points, anchors, stream);
+    points.each_pass(stream, [&](std::size_t first, std::size_t rows, const DevicePoints& rows_of_tile) {
+        const Tile tile{first, rows, &rows_of_tile};
+        queue_tile_shortlist(points, anchors, tile, repair, stream);
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        if (needs_split_pass(points, anchors, tile, repair, stream)) {
+            queue_tile_shortlist(points, anchors, tile, repair, stream);
+        }
+        queue_tile_finish(points, anchors, tile, repair, stream);
+    });
+    anchors.queue_settled(stream);
+    points.queue_energy_sum(stream);
+    CUDA_CHECK(cudaMemcpyAsync(&host_[0].changed, changed_.data(), changed_.bytes(), cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    AssignStats stats;
+    stats.changed = static_cast<std::size_t>(host_[0].changed);
+    stats.energy = points.energy_sum() / static_cast<double>(points.n());
+    return stats;
+}
+
+// One half-precision product leaves a window of uncertainty of the rows' rounding times the
+// distance (single_window.cuh). Where anchors crowd around the points (many nearly equidistant),
+// many points then need every anchor re-scored; they are narrowed (a split pass over just them,
+// queued here), or when they are most of the points or the GPU cannot spare the narrowing's
+// buffers, true: the shortlist is to be redone split, and the run keeps that path from then on.
+bool AssignStage::needs_split_pass(PointStage& points, AnchorStage& anchors, const Tile& tile, bool repair,
+                                   cudaStream_t stream) {
+    const std::size_t all_anchor = host_[0].uncertain_counts[1];
+    if (kernel_ == FastKernel::automatic && repair && path_ == FastPath::half_single &&
+        (all_anchor > tile.rows / kMaxAllAnchorShare ||
+         (worth_narrowing(all_anchor, anchors.m(), points.d()) &&
+          !narrow(points, anchors, tile, all_anchor, stream)))) {
+        path_ = FastPath::half_split;
+        return true;
+    }
+    return false;
+}
+
 // What the captured graphs depend on besides their buffers.
 std::uint64_t AssignStage::key(std::uint64_t generation, bool repair) const {
     return (generation << 3) | (static_cast<std::uint64_t>(path_) << 1) | (repair ? 1 : 0);
 }
 
-AssignArgs AssignStage::args(PointStage& points, AnchorStage& anchors, bool repair) {
-    const DevicePoints& rows = points.points();
+AssignStage::Tile AssignStage::whole(const PointStage& points) {
+    return {0, points.n(), &points.points()};
+}
+
+AssignArgs AssignStage::args(PointStage& points, AnchorStage& anchors, const Tile& tile, bool repair) {
+    const DevicePoints& rows = *tile.points;
     AssignArgs args;
     args.points = rows.rows();
     args.point_norms = rows.norms();
     args.anchors = anchors.data();
     args.anchor_norms = operands_.norms();
     args.max_anchor_norm_bits = operands_.max_norm_bits();
-    args.n = points.n();
+    args.n = tile.rows;
     args.m = anchors.m();
     args.d = points.d();
     args.path = path_;
@@ -116,41 +163,58 @@ AssignArgs AssignStage::args(PointStage& points, AnchorStage& anchors, bool repa
     args.uncertain = uncertain_.data();
     args.uncertain_counts = uncertain_counts_.data();
     args.gpu = gpu_;
-    args.prior = {points.distance(), points.assignment(), anchors.moved()};
+    args.prior = {points.distance() + tile.first, points.assignment() + tile.first, anchors.moved()};
     return args;
 }
 
 // Anchors change between assigns (update, uploads), so their norms and operands are made afresh.
-void AssignStage::queue_shortlist(PointStage& points, AnchorStage& anchors, bool repair, cudaStream_t stream) {
-    CUDA_CHECK(cudaMemsetAsync(uncertain_counts_.data(), 0, uncertain_counts_.bytes(), stream));
+void AssignStage::queue_operands(PointStage& points, AnchorStage& anchors, cudaStream_t stream) {
     operands_.queue(anchors.data(), anchors.m(), points.d(), points.points().half_type(), points.points().exponent(),
                     stream);
-    launch_shortlist(args(points, anchors, repair), stream);
+}
+
+void AssignStage::queue_shortlist(PointStage& points, AnchorStage& anchors, const Tile& tile, bool repair,
+                                  cudaStream_t stream) {
+    queue_operands(points, anchors, stream);
+    queue_tile_shortlist(points, anchors, tile, repair, stream);
+}
+
+void AssignStage::queue_tile_shortlist(PointStage& points, AnchorStage& anchors, const Tile& tile, bool repair,
+                                       cudaStream_t stream) {
+    CUDA_CHECK(cudaMemsetAsync(uncertain_counts_.data(), 0, uncertain_counts_.bytes(), stream));
+    launch_shortlist(args(points, anchors, tile, repair), stream);
     CUDA_CHECK(cudaMemcpyAsync(host_[0].uncertain_counts, uncertain_counts_.data(), uncertain_counts_.bytes(),
                                cudaMemcpyDeviceToHost, stream));
 }
 
-void AssignStage::queue_finish(PointStage& points, AnchorStage& anchors, bool repair, cudaStream_t stream) {
+void AssignStage::queue_finish(PointStage& points, AnchorStage& anchors, const Tile& tile, bool repair,
+                               cudaStream_t stream) {
     CUDA_CHECK(cudaMemsetAsync(changed_.data(), 0, changed_.bytes(), stream));
-    launch_repair(args(points, anchors, repair), stream);
-    points.queue_take(anchors.data(), chosen_.data(), changed_.data(), stream);
+    queue_tile_finish(points, anchors, tile, repair, stream);
     // The distances are the current anchors': nothing has moved since them.
     anchors.queue_settled(stream);
     points.queue_energy_sum(stream);
     CUDA_CHECK(cudaMemcpyAsync(&host_[0].changed, changed_.data(), changed_.bytes(), cudaMemcpyDeviceToHost, stream));
 }
 
+void AssignStage::queue_tile_finish(PointStage& points, AnchorStage& anchors, const Tile& tile, bool repair,
+                                    cudaStream_t stream) {
+    launch_repair(args(points, anchors, tile, repair), stream);
+    points.queue_take(anchors.data(), chosen_.data(), changed_.data(), tile.first, tile.rows, *tile.points, stream);
+}
+
 // The `count` all-anchor points of the last shortlist, narrowed, queued on the stream; false, with
 // nothing queued, where the GPU cannot spare the narrowing's buffers.
-bool AssignStage::narrow(PointStage& points, AnchorStage& anchors, std::size_t count, cudaStream_t stream) {
+bool AssignStage::narrow(PointStage& points, AnchorStage& anchors, const Tile& tile, std::size_t count,
+                         cudaStream_t stream) {
     const AssignPlan plan = plan_assign(count, anchors.m(), points.d(), gpu_);
     const auto stride = static_cast<std::size_t>(half_stride(points.d()));
     const std::optional<NarrowBuffers> buffers = narrow_scratch_.reserve(
-        count, stride, static_cast<std::size_t>(plan.splits) * count, points.points().tail() != nullptr);
+        count, stride, static_cast<std::size_t>(plan.splits) * count, tile.points->tail() != nullptr, spare_);
     if (!buffers) {
         return false;
     }
-    launch_narrow(args(points, anchors, true), count, *buffers, stream);
+    launch_narrow(args(points, anchors, tile, true), count, *buffers, stream);
     return true;
 }
 
@@ -170,14 +234,15 @@ void narrow_buffers(AssignStage::NarrowScratch& s, std::size_t rows, std::size_t
 }  // namespace
 
 std::optional<NarrowBuffers> AssignStage::NarrowScratch::reserve(std::size_t count, std::size_t stride,
-                                                                 std::size_t candidate_count, bool tails) {
+                                                                 std::size_t candidate_count, bool tails,
+                                                                 std::size_t spare) {
     const bool enough = ids.size() >= count && head.size() >= count * stride &&
                         (!tails || tail.size() >= count * stride) && candidates.size() >= candidate_count;
     if (!enough) {
         // A quarter to spare where the GPU has room for it, since the count changes from one assign
         // to the next; at least the count itself, within half of what is free, else nothing.
         *this = {};
-        const std::size_t free = device_memory().free / 2;
+        const std::size_t free = std::min(device_memory().free / 2, spare);
         const auto sized = [&](std::size_t spare_quarters, auto&& each) {
             narrow_buffers(*this, count + spare_quarters * count / 4, stride,
                            candidate_count + spare_quarters * candidate_count / 4, tails, each);

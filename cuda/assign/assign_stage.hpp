@@ -55,17 +55,20 @@ public:
         DeviceBuffer<std::uint16_t> tail;
         DeviceBuffer<Candidate> candidates;
 
-        // Buffers for `count` points, or none where the GPU cannot spare them.
+        // Buffers for `count` points, or none where the GPU cannot spare them (nor `spare` bytes hold them).
         std::optional<NarrowBuffers> reserve(std::size_t count, std::size_t stride, std::size_t candidate_count,
-                                             bool tails);
+                                             bool tails, std::size_t spare);
     };
 
+    // The most the narrowing's buffers may take besides the footprints (--gpu-memory's remainder).
+    void limit_scratch(std::size_t spare) { spare_ = spare; }
     // New points: the run starts again on the first fast path.
     void restart();
     // The first iteration's graphs, captured while the device does something else. `generation`
     // changes whenever a buffer the graphs name is replaced.
     void prepare(PointStage& points, AnchorStage& anchors, bool repair, std::uint64_t generation, cudaStream_t stream);
-    // Every point's anchor, exactly (with `repair`), and the mean squared distance. Returns once done.
+    // Every point's anchor, exactly (with `repair`), and the mean squared distance, held points in
+    // the captured graphs, streamed ones tile by tile. Returns once done.
     AssignStats run(PointStage& points, AnchorStage& anchors, bool repair, std::uint64_t generation,
                     cudaStream_t stream);
 
@@ -88,11 +91,27 @@ private:
         each(candidates_, static_cast<std::size_t>(plan.splits) * n);
     }
 
+    // The points one pass works on: all held ones, or a streamed tile.
+    struct Tile {
+        std::size_t first;
+        std::size_t rows;
+        const DevicePoints* points;
+    };
+    static Tile whole(const PointStage& points);
+
     std::uint64_t key(std::uint64_t generation, bool repair) const;
-    AssignArgs args(PointStage& points, AnchorStage& anchors, bool repair);
-    void queue_shortlist(PointStage& points, AnchorStage& anchors, bool repair, cudaStream_t stream);
-    void queue_finish(PointStage& points, AnchorStage& anchors, bool repair, cudaStream_t stream);
-    bool narrow(PointStage& points, AnchorStage& anchors, std::size_t count, cudaStream_t stream);
+    AssignArgs args(PointStage& points, AnchorStage& anchors, const Tile& tile, bool repair);
+    AssignStats run_streamed(PointStage& points, AnchorStage& anchors, bool repair, cudaStream_t stream);
+    bool needs_split_pass(PointStage& points, AnchorStage& anchors, const Tile& tile, bool repair,
+                          cudaStream_t stream);
+    void queue_operands(PointStage& points, AnchorStage& anchors, cudaStream_t stream);
+    void queue_shortlist(PointStage& points, AnchorStage& anchors, const Tile& tile, bool repair, cudaStream_t stream);
+    void queue_tile_shortlist(PointStage& points, AnchorStage& anchors, const Tile& tile, bool repair,
+                              cudaStream_t stream);
+    void queue_finish(PointStage& points, AnchorStage& anchors, const Tile& tile, bool repair, cudaStream_t stream);
+    void queue_tile_finish(PointStage& points, AnchorStage& anchors, const Tile& tile, bool repair,
+                           cudaStream_t stream);
+    bool narrow(PointStage& points, AnchorStage& anchors, const Tile& tile, std::size_t count, cudaStream_t stream);
 
     FastKernel kernel_;
     GpuKernels kernels_;
@@ -108,6 +127,7 @@ private:
     DeviceBuffer<unsigned> uncertain_counts_{2};
     DeviceBuffer<unsigned long long> changed_{1};
     NarrowScratch narrow_scratch_;
+    std::size_t spare_ = static_cast<std::size_t>(-1);
     PinnedBuffer<HostScalars> host_{1};
 };
 

@@ -3,6 +3,7 @@
 #include "vlattice/cuda_backend.hpp"
 
 #include "fit/init.hpp"
+#include "fit/member_lists.hpp"
 
 #include "backend/stages.hpp"
 #include "codes/product_encode.cuh"
@@ -27,13 +28,14 @@ int select_device(int gpu) {
 
 class CudaBackend final : public Backend {
 public:
-    CudaBackend(int gpu, FastKernel kernel, std::size_t gather_floats, GpuKernels kernels)
+    CudaBackend(int gpu, FastKernel kernel, std::size_t gather_floats, GpuKernels kernels, std::size_t memory_limit)
         : gpu_(select_device(gpu)),
           gpu_shape_(cuda::gpu_shape(gpu)),
           kernels_(cuda::resolve_kernels(kernels, gpu)),
           kernel_(kernel),
           gather_floats_(gather_floats),
-          stages_(gpu_, kernel, gather_floats, kernels_, gpu_shape_) {}
+          memory_limit_(memory_limit),
+          stages_(gpu_, kernel, gather_floats, kernels_, gpu_shape_, memory_limit) {}
 
     // Frees the buffers on this backend's GPU, whatever device the thread uses by then, and only once
     // the work queued on its stream has run (update is never waited for). A destructor cannot report
@@ -51,13 +53,15 @@ public:
         // Points of the shape held go into the same buffers, and the anchors' buffers stay for a
         // seeding of as many anchors: sub-space fits upload many sets of one shape, and every
         // cudaFree waits for the whole device, the other fits' streams included.
-        if (stages_.points.holds(points.rows, points.cols, setup.format.storage)) {
+        const std::size_t tile_rows =
+            stages_.plan_tiles(points.rows, points.cols, points.type(), setup.format.storage);
+        if (stages_.points.holds(points.rows, points.cols, setup.format.storage, tile_rows)) {
             stream_.synchronize();
             m_ = 0;  // the anchors were the old points'
             have_stats_ = false;
         } else {
             release_anchors();
-            stages_.allocate_points(points.rows, points.cols, setup.format.storage);
+            stages_.allocate_points(points.rows, points.cols, points.type(), setup.format.storage, tile_rows);
         }
         stages_.points.upload(points, setup.format, stream_.get());
         precision_ = setup.precision;
@@ -158,14 +162,23 @@ public:
         return stages_.points.download_assignment(stream_.get());
     }
 
+    // Streamed points are gathered where they all are, on the host; split_members then splits them on
+    // the CPU, which gives the device's splits bit for bit.
     std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         require_listed(anchors, "gather_members");
+        if (stages_.points.streamed()) {
+            return gather_member_rows(stages_.points.host_points(), stages_.points.download_assignment(stream_.get()),
+                                      m_, anchors, limit);
+        }
         const cuda::SortSpace sort = stages_.reduce.sort_space();
         return stages_.maintenance.gather(stages_.points, sort, m_, anchors, limit, stream_.get());
     }
 
     std::vector<MemberSplit> split_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         require_listed(anchors, "split_members");
+        if (stages_.points.streamed()) {
+            return Backend::split_members(anchors, limit);
+        }
         const cuda::SortSpace sort = stages_.reduce.sort_space();
         return stages_.maintenance.split(stages_.points, sort, m_, anchors, limit, stream_.get());
     }
@@ -187,7 +200,7 @@ public:
     // Sub-space fits are small: several streams keep the GPU busy while each waits on its host.
     std::size_t side_by_side() const override { return kSiblings; }
     std::unique_ptr<Backend> sibling() const override {
-        return std::make_unique<CudaBackend>(gpu_, kernel_, gather_floats_, kernels_);
+        return std::make_unique<CudaBackend>(gpu_, kernel_, gather_floats_, kernels_, memory_limit_);
     }
     bool trains_side_by_side() const override { return true; }
 
@@ -267,6 +280,7 @@ private:
     GpuKernels kernels_;  // resolved: never automatic
     FastKernel kernel_;
     std::size_t gather_floats_;
+    std::size_t memory_limit_;
     cuda::Stream stream_;
     // Bumped whenever buffers are replaced, so that no captured graph outlives what it names.
     std::uint64_t generation_ = 0;
@@ -281,8 +295,8 @@ private:
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend(int gpu, FastKernel kernel, std::size_t gather_floats,
-                                           GpuKernels kernels) {
-    return std::make_unique<CudaBackend>(gpu, kernel, gather_floats, kernels);
+                                           GpuKernels kernels, std::size_t memory_limit) {
+    return std::make_unique<CudaBackend>(gpu, kernel, gather_floats, kernels, memory_limit);
 }
 
 }  // namespace vlattice

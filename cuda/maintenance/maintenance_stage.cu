@@ -122,7 +122,7 @@ std::vector<std::uint32_t> MaintenanceStage::for_pieces(const PointStage& points
                                                         std::size_t limit, cudaStream_t stream, Consume consume) {
     const std::size_t d = static_cast<std::size_t>(points.d());
     GatherArgs args;
-    args.points = points.rows();
+    args.points = points.points().rows();
     args.assignment = points.assignment();
     args.n = points.n();
     args.m = m;

@@ -135,20 +135,66 @@ void DevicePoints::upload(const PointView& points, const PointFormat& format, cu
     }
     n_ = n;
     d_ = d;
-    launch_squared_norms(rows(), n, static_cast<int>(d), norms_.data(), nullptr, stream);
     fit_buffer(head_norms_, n);
     fit_buffer(roundings_, n);
+    queue_norms(stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void DevicePoints::queue_norms(cudaStream_t stream) {
+    launch_squared_norms(rows(), n_, static_cast<int>(d_), norms_.data(), nullptr, stream);
     HeadNormArgs heads;
     heads.rows = rows();
     heads.head = head_.data();
-    heads.count = n;
-    heads.d = static_cast<int>(d);
-    heads.exponent = format.exponent;
+    heads.count = n_;
+    heads.d = static_cast<int>(d_);
+    heads.exponent = format_.exponent;
     heads.type = half_type();
     heads.head_norms = head_norms_.data();
     heads.roundings = roundings_.data();
     launch_head_norms(heads, stream);
-    CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void DevicePoints::add_tile_footprint(Footprint& need, std::size_t capacity, std::size_t d, PointStorage storage,
+                                      bool floats) {
+    const std::size_t stride = static_cast<std::size_t>(half_stride(static_cast<int>(d)));
+    need.add<std::uint16_t>(capacity * stride).add<float>(capacity).add<float>(capacity).add<float>(capacity);
+    need.add<float>(capacity * d);  // floats_ or the landing
+    if (storage == PointStorage::f32 && floats) {
+        need.add<std::uint16_t>(capacity * stride);
+    }
+}
+
+void DevicePoints::reserve_tile(std::size_t capacity, std::size_t d, const PointFormat& format, bool floats) {
+    release();
+    format_ = format;
+    d_ = d;
+    const std::size_t stride = static_cast<std::size_t>(half_stride(static_cast<int>(d)));
+    head_ = DeviceBuffer<std::uint16_t>(capacity * stride);
+    norms_ = DeviceBuffer<float>(capacity);
+    head_norms_ = DeviceBuffer<float>(capacity);
+    roundings_ = DeviceBuffer<float>(capacity);
+    if (format.storage == PointStorage::f32 && floats) {
+        floats_ = DeviceBuffer<float>(capacity * d);
+        tail_ = DeviceBuffer<std::uint16_t>(capacity * stride);
+    } else {
+        landing_ = DeviceBuffer<float>(capacity * d);
+    }
+}
+
+void DevicePoints::queue_tile(std::size_t count, unsigned* flags, cudaStream_t stream) {
+    SplitArgs split;
+    split.rows = tile_landing();
+    split.count = count;
+    split.d = static_cast<int>(d_);
+    split.exponent = format_.exponent;
+    split.type = half_type();
+    split.head = head_.data();
+    split.tail = tail_.size() > 0 ? tail_.data() : nullptr;
+    split.flags = flags;
+    launch_split_rows(split, stream);
+    n_ = count;
+    queue_norms(stream);
 }
 
 void DevicePoints::release() {
@@ -159,6 +205,7 @@ void DevicePoints::release() {
     head_norms_ = {};
     roundings_ = {};
     flags_ = {};
+    landing_ = {};
     n_ = 0;
     d_ = 0;
 }

@@ -33,6 +33,19 @@ public:
     void upload(const PointView& points, const PointFormat& format, cudaStream_t stream);
     void release();
 
+    // A tile of streamed points (PointTiles): buffers for up to `capacity` rows of dimension d in
+    // `format`, the float32 rows kept where `floats` (f32 storage whose points are not all exact in
+    // the 16-bit format: what upload keeps for the same points).
+    static void add_tile_footprint(Footprint& need, std::size_t capacity, std::size_t d, PointStorage storage,
+                                   bool floats);
+    void reserve_tile(std::size_t capacity, std::size_t d, const PointFormat& format, bool floats);
+    // Where a tile's rows land in float32 before queue_tile: capacity x d.
+    float* tile_landing() { return floats_.size() > 0 ? floats_.data() : landing_.data(); }
+    // The `count` rows at tile_landing() made into this tile's rows, norms and head norms, bit for bit
+    // those that upload makes of the same rows; the rounding flags (kHalfOverflow, kHalfInexact) are
+    // ORed into *flags.
+    void queue_tile(std::size_t count, unsigned* flags, cudaStream_t stream);
+
     std::size_t n() const { return n_; }
     PointStorage storage() const { return format_.storage; }
     PointRows rows() const;
@@ -48,6 +61,8 @@ public:
     const float* roundings() const { return roundings_.data(); }
 
 private:
+    // The norms and head norms of the n_ rows held (launch_squared_norms, launch_head_norms).
+    void queue_norms(cudaStream_t stream);
     // Copies the rows up in chunks of whole rows: the chunk from row `first` lands at land(first), and
     // consume(first, rows, landed) queues the work on it. Returns once everything has run.
     template <class Land, class Consume>
@@ -63,6 +78,7 @@ private:
     DeviceBuffer<float> head_norms_;
     DeviceBuffer<float> roundings_;
     DeviceBuffer<unsigned> flags_;
+    DeviceBuffer<float> landing_;  // a tile's float32 rows, unless they stay in floats_
 };
 
 }  // namespace vlattice::cuda

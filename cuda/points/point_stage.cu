@@ -20,33 +20,56 @@ void PointStage::check(const PointView& points) {
     }
 }
 
-void PointStage::add_footprint(Footprint& need, std::size_t n, std::size_t d, PointStorage storage) {
-    DevicePoints::add_footprint(need, n, d, storage);
+void PointStage::add_footprint(Footprint& need, std::size_t n, std::size_t d, StoredType type, PointStorage storage,
+                               std::size_t tile_rows) {
+    if (tile_rows > 0) {
+        PointTiles::add_footprint(need, tile_rows, d, type, storage);
+    } else {
+        DevicePoints::add_footprint(need, n, d, storage);
+    }
     buffers(n, need);
 }
 
-bool PointStage::holds(std::size_t n, std::size_t d, PointStorage storage) const {
-    return assignment_.size() == n && d_ == d && points_.storage() == storage;
+bool PointStage::holds(std::size_t n, std::size_t d, PointStorage storage, std::size_t tile_rows) const {
+    return tile_rows == 0 && tile_rows_ == 0 && assignment_.size() == n && d_ == d && points_.storage() == storage;
 }
 
-void PointStage::allocate(std::size_t n, std::size_t d) {
+void PointStage::allocate(std::size_t n, std::size_t d, std::size_t tile_rows) {
     release();
     buffers(n, AllocateBuffers{});
     d_ = d;
+    tile_rows_ = tile_rows;
 }
 
 void PointStage::release() {
     points_.release();
+    tiles_.release();
+    host_ = PointView();
     buffers(0, ReleaseBuffers{});
     n_ = 0;
     d_ = 0;
+    tile_rows_ = 0;
 }
 
 void PointStage::upload(const PointView& points, const PointFormat& format, cudaStream_t stream) {
-    points_.upload(points, format, stream);
+    n_ = 0;
+    if (streamed()) {
+        tiles_.load(points, format, tile_rows_, stream);
+    } else {
+        points_.upload(points, format, stream);
+    }
+    host_ = points;
     CUDA_CHECK(cudaMemsetAsync(assignment_.data(), 0xff, assignment_.bytes(), stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
     n_ = points.rows;
+}
+
+void PointStage::each_pass(cudaStream_t stream, const PointTiles::Visit& visit) {
+    if (streamed()) {
+        tiles_.each(stream, visit);
+    } else {
+        visit(0, n_, points_);
+    }
 }
 
 std::vector<std::uint32_t> PointStage::download_assignment(cudaStream_t stream) const {
@@ -58,29 +81,31 @@ std::vector<std::uint32_t> PointStage::download_assignment(cudaStream_t stream) 
 }
 
 void PointStage::queue_take(const float* anchors, const std::uint32_t* chosen, unsigned long long* changed,
-                            cudaStream_t stream) {
+                            std::size_t first, std::size_t rows, const DevicePoints& tile, cudaStream_t stream) {
     PointDistanceArgs args;
-    args.points = points_.rows();
+    args.points = tile.rows();
     args.anchors = anchors;
-    args.n = n_;
+    args.n = rows;
     args.d = d();
     args.source = chosen;
-    args.assignment = assignment_.data();
+    args.assignment = assignment_.data() + first;
     args.changed = changed;
-    args.distance = distance_.data();
-    args.block_sums = block_sums_.data();
+    args.distance = distance_.data() + first;
+    args.block_sums = block_sums_.data() + first / kPointsPerDistanceBlock;
     launch_point_distances(args, stream);
 }
 
 void PointStage::queue_block_sums(const float* anchors, cudaStream_t stream) {
-    PointDistanceArgs args;
-    args.points = points_.rows();
-    args.anchors = anchors;
-    args.n = n_;
-    args.d = d();
-    args.source = assignment_.data();
-    args.block_sums = block_sums_.data();
-    launch_point_distances(args, stream);
+    each_pass(stream, [&](std::size_t first, std::size_t rows, const DevicePoints& tile) {
+        PointDistanceArgs args;
+        args.points = tile.rows();
+        args.anchors = anchors;
+        args.n = rows;
+        args.d = d();
+        args.source = assignment_.data() + first;
+        args.block_sums = block_sums_.data() + first / kPointsPerDistanceBlock;
+        launch_point_distances(args, stream);
+    });
 }
 
 void PointStage::queue_energy_sum(cudaStream_t stream) {

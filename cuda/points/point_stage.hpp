@@ -1,9 +1,13 @@
 // The points of a run on the device and what each carries from one call to the next: its anchor, its
-// distance to that anchor, and the per-block sums of those distances that the energy adds up.
+// distance to that anchor, and the per-block sums of those distances that the energy adds up. The
+// points themselves are either held (DevicePoints) or streamed a tile per pass (PointTiles); what
+// each point carries stays on the device either way, and every pass over the points goes through
+// each_pass, which gives the held points as one tile.
 #pragma once
 
 #include "points/device_points.hpp"
 #include "points/point_distance.cuh"
+#include "points/point_tiles.hpp"
 #include "runtime/device_buffer.hpp"
 
 #include "vlattice/point_format.hpp"
@@ -14,6 +18,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,30 +33,42 @@ public:
     // Throws Error unless `points` are 1 to 2^31 - 1 whole rows the kernels can take.
     static void check(const PointView& points);
 
-    // The device memory of n x d points in `storage` and of their state.
-    void add_footprint(Footprint& need, std::size_t n, std::size_t d, PointStorage storage);
+    // The device memory of n x d points in `storage` and of their state: all held, or streamed in
+    // tiles of `tile_rows` (0: held) rows stored as `type`.
+    void add_footprint(Footprint& need, std::size_t n, std::size_t d, StoredType type, PointStorage storage,
+                       std::size_t tile_rows);
     // Buffers for n x d points in `storage` are there (the points themselves may not be).
-    bool holds(std::size_t n, std::size_t d, PointStorage storage) const;
-    void allocate(std::size_t n, std::size_t d);
+    bool holds(std::size_t n, std::size_t d, PointStorage storage, std::size_t tile_rows) const;
+    void allocate(std::size_t n, std::size_t d, std::size_t tile_rows);
     void release();
 
     // Replaces the points (rounded to `format`) and sets every point's anchor to none. Returns once
-    // they are on the device. The buffers must be of their shape (holds).
+    // they are on the device, or, when streamed, once a pass has checked them; streamed points must
+    // then outlive the run. The buffers must be of their shape (holds).
     void upload(const PointView& points, const PointFormat& format, cudaStream_t stream);
 
     std::size_t n() const { return n_; }  // 0 until an upload has succeeded
     int d() const { return static_cast<int>(d_); }
-    const DevicePoints& points() const { return points_; }
-    PointRows rows() const { return points_.rows(); }
+    bool streamed() const { return tile_rows_ > 0; }
+    // The most points one tile of each_pass holds: n when they are held.
+    std::size_t pass_rows() const { return streamed() ? tile_rows_ : n_; }
+    // The points' format as the kernels see it (the held points, or the last tile).
+    const DevicePoints& points() const { return streamed() ? tiles_.tile() : points_; }
+    // The uploaded points on the host, for what a streamed run does there.
+    const PointView& host_points() const { return host_; }
+    // Calls visit(first, rows, tile) for the points in tiles of at most pass_rows(), in order, each
+    // on the device when visit queues its work on `stream`.
+    void each_pass(cudaStream_t stream, const PointTiles::Visit& visit);
     std::uint32_t* assignment() { return assignment_.data(); }
     const std::uint32_t* assignment() const { return assignment_.data(); }
     std::vector<std::uint32_t> download_assignment(cudaStream_t stream) const;
     double* distance() { return distance_.data(); }
 
-    // Each point takes its anchor from `chosen`, counting the changes into *changed (zeroed by the
-    // caller), with its distance to it; and the blocks' sums of those distances.
-    void queue_take(const float* anchors, const std::uint32_t* chosen, unsigned long long* changed,
-                    cudaStream_t stream);
+    // Each point of the tile of `rows` points from `first` takes its anchor from `chosen` (the tile's),
+    // counting the changes into *changed (zeroed by the caller), with its distance to it; and the
+    // blocks' sums of those distances.
+    void queue_take(const float* anchors, const std::uint32_t* chosen, unsigned long long* changed, std::size_t first,
+                    std::size_t rows, const DevicePoints& tile, cudaStream_t stream);
     // The blocks' sums of the distances to the points' anchors, changing nothing else.
     void queue_block_sums(const float* anchors, cudaStream_t stream);
     // The blocks' sums added up on the device, on their way to energy_sum().
@@ -71,6 +88,9 @@ private:
     }
 
     DevicePoints points_;
+    PointTiles tiles_;
+    PointView host_;
+    std::size_t tile_rows_ = 0;
     std::size_t n_ = 0;
     std::size_t d_ = 0;
     DeviceBuffer<std::uint32_t> assignment_;

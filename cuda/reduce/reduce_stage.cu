@@ -29,6 +29,9 @@ std::size_t ReduceStage::temp_bytes(std::size_t n, std::size_t m) {
 }
 
 void ReduceStage::prepare(PointStage& points, AnchorStage& anchors, std::uint64_t generation, cudaStream_t stream) {
+    if (points.streamed()) {
+        return;  // a streamed reduce launches tile by tile
+    }
     graphs_[1].prepare(stream, generation, [&] { queue(points, anchors, true, stream); });
 }
 
@@ -36,7 +39,11 @@ void ReduceStage::run(PointStage& points, AnchorStage& anchors, double trim, std
                       cudaStream_t stream) {
     host_trim_[0] = trim;
     const bool trims = trims_any(trim, points.n());
-    graphs_[trims ? 1 : 0].run(stream, generation, [&] { queue(points, anchors, trims, stream); });
+    if (points.streamed()) {
+        queue(points, anchors, trims, stream);
+    } else {
+        graphs_[trims ? 1 : 0].run(stream, generation, [&] { queue(points, anchors, trims, stream); });
+    }
     CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -71,7 +78,6 @@ SortSpace ReduceStage::sort_space() {
 void ReduceStage::queue(PointStage& points, AnchorStage& anchors, bool trims, cudaStream_t stream) {
     CUDA_CHECK(cudaMemcpyAsync(trim_.data(), host_trim_.data(), sizeof(double), cudaMemcpyHostToDevice, stream));
     ReduceArgs args;
-    args.points = points.rows();
     args.anchors = anchors.data();
     args.distance = points.distance();
     args.assignment = points.assignment();
@@ -95,7 +101,14 @@ void ReduceStage::queue(PointStage& points, AnchorStage& anchors, bool trims, cu
     args.means = means_.data();
     args.temp = temp_.data();
     args.temp_bytes = temp_.bytes();
-    launch_robust_reduce(args, stream);
+    if (args.n == 0 || args.m == 0) {
+        return;
+    }
+    const std::uint32_t* grouped = launch_reduce_groups(args, stream);
+    points.each_pass(stream, [&](std::size_t first, std::size_t rows, const DevicePoints& tile) {
+        launch_member_sums(args, grouped, MemberTile{tile.rows(), first, rows}, stream);
+    });
+    launch_reduce_finalize(args, stream);
 }
 
 }  // namespace vlattice::cuda

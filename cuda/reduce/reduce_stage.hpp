@@ -1,5 +1,5 @@
-// The robust reduce of a run (robust_reduce.cuh) as a captured graph: each anchor's trimmed member
-// mean, counts and variance, left on the device for the update. Its sorting space is sized by the
+// The robust reduce of a run (robust_reduce.cuh) as a captured graph, or for streamed points tile by
+// tile: each anchor's trimmed member mean, counts and variance, left on the device for the update. Its sorting space is sized by the
 // points; maintenance borrows it between reduces to group the members of the anchors it measures.
 #pragma once
 

@@ -176,9 +176,14 @@ __device__ std::size_t owning_anchor(const std::uint32_t* __restrict__ item_offs
 // Typed rows, so that the loads of several members are in flight together: the members are
 // scattered rows, and with a branch on the row type per value, or one value per load, each thread
 // waited on memory once per member and coordinate (226 us per call at Fashion-MNIST, 35 at
-// 10,000 x 128).
+// 10,000 x 128). `points` are the rows [first, last) (all of them, or a streamed tile): a chunk's
+// members are in point order, so those in the tile are a run of them, and with `carry` their sums
+// go on from where the tiles before left each chunk's, adding the same values in the same order as
+// one pass over all the points would. The kept distances, which need no rows, are summed with
+// `distances` (once per reduce).
 template <RowType kType, int kCount>
-__global__ void member_sums_kernel(PointRows points, int d, const double* __restrict__ distance,
+__global__ void member_sums_kernel(PointRows points, std::uint32_t first, std::uint32_t last, bool carry,
+                                   bool distances, int d, const double* __restrict__ distance,
                                    const std::uint32_t* __restrict__ members, const std::uint32_t* __restrict__ offsets,
                                    const std::uint32_t* __restrict__ kept,
                                    const std::uint32_t* __restrict__ item_offsets,
@@ -199,7 +204,7 @@ __global__ void member_sums_kernel(PointRows points, int d, const double* __rest
     }
     __syncthreads();
 
-    if (threadIdx.x < kWarp) {
+    if (distances && threadIdx.x < kWarp) {
         double sum = 0.0;
         for (int r = threadIdx.x; r < size; r += kWarp) {
             sum += distance[chunk[r]];
@@ -209,15 +214,48 @@ __global__ void member_sums_kernel(PointRows points, int d, const double* __rest
             partial_distance[b] = sum;
         }
     }
+    // The chunk's members in [first, last): [lo, hi).
+    int lo = 0;
+    int hi = size;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (chunk[mid] < first) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    const int from = lo;
+    hi = size;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (chunk[mid] < last) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    const int to = lo;
+    if (carry && from == to) {
+        return;
+    }
     constexpr int kInFlight = 8;
     for (int k = threadIdx.x * kCount; k < d; k += blockDim.x * kCount) {
         double sum[kCount] = {};
-        int r = 0;
-        for (; r + kInFlight <= size; r += kInFlight) {
+        if (carry) {
+#pragma unroll
+            for (int v = 0; v < kCount; ++v) {
+                if (k + v < d) {
+                    sum[v] = partial_sums[static_cast<std::size_t>(b) * d + k + v];
+                }
+            }
+        }
+        int r = from;
+        for (; r + kInFlight <= to; r += kInFlight) {
             float values[kInFlight][kCount];
 #pragma unroll
             for (int q = 0; q < kInFlight; ++q) {
-                points.load<kType>(chunk[r + q], k, values[q]);
+                points.load<kType>(chunk[r + q] - first, k, values[q]);
             }
 #pragma unroll
             for (int q = 0; q < kInFlight; ++q) {
@@ -227,9 +265,9 @@ __global__ void member_sums_kernel(PointRows points, int d, const double* __rest
                 }
             }
         }
-        for (; r < size; ++r) {
+        for (; r < to; ++r) {
             float values[kCount];
-            points.load<kType>(chunk[r], k, values);
+            points.load<kType>(chunk[r] - first, k, values);
 #pragma unroll
             for (int v = 0; v < kCount; ++v) {
                 sum[v] += static_cast<double>(values[v]);
@@ -347,10 +385,7 @@ std::size_t robust_reduce_temp_bytes(std::size_t n, std::size_t m) {
     return std::max(by_anchor, scan);
 }
 
-void launch_robust_reduce(const ReduceArgs& a, cudaStream_t stream) {
-    if (a.n == 0 || a.m == 0) {
-        return;
-    }
+const std::uint32_t* launch_reduce_groups(const ReduceArgs& a, cudaStream_t stream) {
     cub::DoubleBuffer<std::uint32_t> anchor_keys(a.anchor_keys[0], a.anchor_keys[1]);
     cub::DoubleBuffer<std::uint32_t> members(a.members[0], a.members[1]);
     // Stable, so each anchor's members stay in point order.
@@ -374,18 +409,28 @@ void launch_robust_reduce(const ReduceArgs& a, cudaStream_t stream) {
     }
     temp_bytes = a.temp_bytes;
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(a.temp, temp_bytes, a.item_counts, a.item_offsets, a.m + 1, stream));
+    return ordered;
+}
 
+void launch_member_sums(const ReduceArgs& a, const std::uint32_t* ordered, const MemberTile& tile,
+                        cudaStream_t stream) {
     const auto chunks = static_cast<unsigned>(max_member_chunks(a.n, a.m));
-    const bool by_16 = a.points.loads_by_16();
-    with_row_type(a.points.type, [&](auto type) {
+    const bool by_16 = tile.points.loads_by_16();
+    const auto first = static_cast<std::uint32_t>(tile.first);
+    const auto last = static_cast<std::uint32_t>(tile.first + tile.rows);
+    const bool carry = tile.first > 0;
+    with_row_type(tile.points.type, [&](auto type) {
         constexpr RowType kType = decltype(type)::value;
         constexpr int kWide = kValuesPerLoad<kType>;
         const auto kernel = by_16 ? member_sums_kernel<kType, kWide> : member_sums_kernel<kType, 1>;
         kernel<<<chunks, member_threads(a.d, by_16 ? kWide : 1), 0, stream>>>(
-            a.points, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
-            a.partial_distance);
+            tile.points, first, last, carry, !carry, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m,
+            a.partial_sums, a.partial_distance);
     });
     check_launch("member_sums_kernel", stream);
+}
+
+void launch_reduce_finalize(const ReduceArgs& a, cudaStream_t stream) {
     finalize_kernel<<<static_cast<unsigned>(a.m), kFinalizeThreads, 0, stream>>>(
         a.partial_sums, a.partial_distance, a.item_offsets, a.kept, a.anchors, a.d, a.means, a.variance);
     check_launch("finalize_kernel", stream);

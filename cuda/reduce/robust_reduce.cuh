@@ -14,7 +14,6 @@
 namespace vlattice::cuda {
 
 struct ReduceArgs {
-    PointRows points;
     const float* anchors = nullptr;
     const double* distance = nullptr;        // n: each point's distance to its anchor, from assign
     const std::uint32_t* assignment = nullptr;
@@ -52,6 +51,18 @@ std::size_t max_member_chunks(std::size_t n, std::size_t m);
 std::size_t robust_reduce_temp_bytes(std::size_t n, std::size_t m);
 // Whether trimming `trim` of n points can drop any member of any anchor.
 bool trims_any(double trim, std::size_t n);
-void launch_robust_reduce(const ReduceArgs& args, cudaStream_t stream);
+// A reduce in three steps, so that the member sums can take streamed points a tile at a time:
+// the members grouped by anchor, each anchor's kept ones first (returns where the grouped members
+// lie, once the stream has run); the member sums of every tile of the points, in order, the first
+// from row 0; then each anchor's mean and variance.
+const std::uint32_t* launch_reduce_groups(const ReduceArgs& args, cudaStream_t stream);
+struct MemberTile {
+    PointRows points;  // rows [first, first + rows) of the points
+    std::size_t first = 0;
+    std::size_t rows = 0;
+};
+void launch_member_sums(const ReduceArgs& args, const std::uint32_t* grouped, const MemberTile& tile,
+                        cudaStream_t stream);
+void launch_reduce_finalize(const ReduceArgs& args, cudaStream_t stream);
 
 }  // namespace vlattice::cuda

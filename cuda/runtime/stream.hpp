@@ -1,5 +1,5 @@
 // Owners of a CUDA stream and of a CUDA event, for the backend's one explicit stream and the
-// double-buffered upload.
+// double-buffered uploads.
 #pragma once
 
 #include "runtime/cuda_check.hpp"
@@ -47,6 +47,8 @@ public:
 
     void record(cudaStream_t stream) { CUDA_CHECK(cudaEventRecord(event_, stream)); }
     void synchronize() const { CUDA_CHECK(cudaEventSynchronize(event_)); }
+    // Work queued on `stream` from here on waits for what this event last recorded.
+    void hold(cudaStream_t stream) const { CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
 
 private:
     cudaEvent_t event_ = nullptr;

@@ -22,8 +22,15 @@ void SeedStage::queue(const PointStage& points, AnchorStage& anchors, const Seed
                                cudaMemcpyHostToDevice, stream));
     CUDA_CHECK(cudaMemcpyAsync(chosen_.data(), &first_, sizeof first_, cudaMemcpyHostToDevice, stream));
     CUDA_CHECK(cudaMemsetAsync(degenerate_.data(), 0, degenerate_.bytes(), stream));
-    // The sampled rows in float32, in sample order, whatever the storage.
-    launch_gather_rows(points.rows(), sample_ids_.data(), s, points.d(), sample_rows_.data(), stream);
+    // The sampled rows in float32, in sample order, whatever the storage: the same values from the
+    // host's rows where the points are streamed.
+    if (points.streamed()) {
+        host_rows_ = points.host_points().select(sample_);
+        CUDA_CHECK(cudaMemcpyAsync(sample_rows_.data(), host_rows_.data.data(), host_rows_.data.size() * sizeof(float),
+                                   cudaMemcpyHostToDevice, stream));
+    } else {
+        launch_gather_rows(points.points().rows(), sample_ids_.data(), s, points.d(), sample_rows_.data(), stream);
+    }
 
     SeedArgs args;
     args.sample = sample_rows_.data();
@@ -46,6 +53,7 @@ bool SeedStage::fell_through(cudaStream_t stream) {
     int degenerate = 0;
     CUDA_CHECK(cudaMemcpyAsync(&degenerate, degenerate_.data(), sizeof degenerate, cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
+    host_rows_ = Matrix();
     if (sample_rows_.bytes() + nearest_.bytes() + gap_.bytes() > kKeptBytes) {
         *this = SeedStage();
     }

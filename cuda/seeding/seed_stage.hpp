@@ -43,6 +43,7 @@ private:
     DeviceBuffer<std::uint32_t> chosen_{1};
     DeviceBuffer<int> degenerate_{1};
     std::vector<std::uint32_t> sample_;
+    Matrix host_rows_;  // the sampled rows of streamed points, until their copy up has run
     std::uint32_t first_ = 0;
 };
 

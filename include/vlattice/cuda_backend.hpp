@@ -8,7 +8,8 @@
 
 namespace vlattice {
 
-// The CUDA backend on GPU `gpu`: everything of size n stays on the device for the whole run, and
+// The CUDA backend on GPU `gpu`: everything of size n stays on the device for the whole run (the
+// points themselves unless they are streamed), and
 // every kernel and copy runs on the backend's own stream. Its results equal the CPU backend's
 // (assignments exactly, sums to rounding). Defined only in builds with VLATTICE_HAVE_CUDA, so include
 // and call it under that macro. Throws Error when the GPU cannot be used. Its methods make `gpu` the
@@ -28,9 +29,12 @@ enum class FastKernel { automatic, single, split };
 // small enough for compute-sanitizer still cross a piece's end.
 constexpr std::size_t kGatherFloats = std::size_t{16} << 20;
 
-// `kernels` picks the family of kernels (GpuKernels); throws Error when the GPU cannot run a forced one.
+// `kernels` picks the family of kernels (GpuKernels); throws Error when the GPU cannot run a forced
+// one. `memory_limit` bounds the device memory the run's buffers take (0: what the GPU has free);
+// points whose rows do not fit beside the rest are streamed through the GPU a tile per pass, with
+// the same results as when they are held.
 std::unique_ptr<Backend> make_cuda_backend(int gpu = 0, FastKernel kernel = FastKernel::automatic,
                                            std::size_t gather_floats = kGatherFloats,
-                                           GpuKernels kernels = GpuKernels::automatic);
+                                           GpuKernels kernels = GpuKernels::automatic, std::size_t memory_limit = 0);
 
 }  // namespace vlattice

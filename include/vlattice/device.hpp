@@ -3,6 +3,7 @@
 
 #include "vlattice/backend.hpp"
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -40,7 +41,9 @@ GpuStatus gpu_status(int gpu);
 
 // `automatic` picks the GPU when one is usable, else the CPU with a note that says why.
 // `cuda` throws Error saying why no GPU can be used (no CUDA build, no device, driver too old).
-BackendChoice make_backend(DeviceKind kind, int gpu, int threads, GpuKernels kernels = GpuKernels::automatic);
+// `gpu_memory` bounds the GPU memory a CUDA backend's buffers take (0: what is free; make_cuda_backend).
+BackendChoice make_backend(DeviceKind kind, int gpu, int threads, GpuKernels kernels = GpuKernels::automatic,
+                           std::size_t gpu_memory = 0);
 
 // For the other work with a GPU path (decoding, search): whether to take it. `automatic` takes it
 // when the GPU is usable, else notes why not; `cuda` throws Error saying why no GPU can be used.

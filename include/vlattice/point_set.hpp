@@ -54,6 +54,9 @@ public:
     // Rows [first, first + count) widened (or under float32 copied) into `out` (count x cols), on the
     // OpenMP threads when large.
     void widen_rows(std::size_t first, std::size_t count, float* out) const;
+    // Rows [first, first + count) in their stored type, packed at `out` (count x cols values, without
+    // a TEXMEX row's lead), on the OpenMP threads when large: what a GPU's tile of streamed points takes.
+    void pack_rows(std::size_t first, std::size_t count, void* out) const;
     // Rows [first, first + count) as float32 and contiguous: in place under float32, else widened into
     // `scratch`, which is resized to hold them.
     const float* block(std::size_t first, std::size_t count, std::vector<float>& scratch) const;

@@ -76,6 +76,11 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
          "Ampere), hopper (wgmma, sm_90 only), portable (mma.sync tensor cores, sm_80 on) or cuda-cores "
          "(float32 FMAs); every one gives the same result; auto defers to the VLATTICE_KERNEL variable "
          "when it is set")
+        ("gpu-memory", po::value(&a.gpu_memory)->default_value("auto")->value_name("SIZE"),
+         "GPU memory the run's buffers may take, as 8GiB: points whose rows do not fit beside the anchors and "
+         "each point's state (28 bytes a point) are streamed through the GPU from host memory, a tile per pass, "
+         "with the same result as when they are held; auto: the GPU's free memory, streaming only where the "
+         "points would leave less than an eighth of it")
         ("dataset", po::value(&a.dataset)->default_value(dataset)->value_name("NAME"),
          "dataset to read from an HDF5 INPUT");
     add_memory_option(options, a);
@@ -152,6 +157,7 @@ void check_anneal_args(AnnealArgs& a) {
     a.config.assign_precision = parse_option_value([&] { return parse_precision(a.precision); });
     a.kernels = parse_option_value([&] { return parse_gpu_kernels(a.kernel); });
     check_memory_arg(a);
+    a.gpu_memory_bytes = a.gpu_memory == "auto" ? 0 : parse_byte_size_option(a.gpu_memory, "--gpu-memory");
     // Only the name here: `auto` waits for the input, which metric_of reads.
     given_metric(a);
 }

@@ -25,6 +25,8 @@ struct AnnealArgs {
     int gpu = 0;
     std::string kernel;  // --kernel, checked into `kernels`
     GpuKernels kernels = GpuKernels::automatic;
+    std::string gpu_memory;           // --gpu-memory, checked into `gpu_memory_bytes` (0 for auto)
+    std::uint64_t gpu_memory_bytes = 0;
     std::string dataset;
     std::string input_format;  // --input-format, for the commands that declare it; empty: by extension
     std::string memory;        // --memory, checked into `memory_bytes` (0 for auto)

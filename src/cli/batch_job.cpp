@@ -83,7 +83,7 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     if (!coding.file_budget) {
         config.anchors = counts.front();
     }
-    BackendChoice choice = make_backend(device, anneal.gpu, config.threads, anneal.kernels);
+    BackendChoice choice = make_backend(device, anneal.gpu, config.threads, anneal.kernels, anneal.gpu_memory_bytes);
     print_device_note("batch", choice.note, args.quiet);
 
     OutputGroup outputs;

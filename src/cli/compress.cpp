@@ -220,7 +220,8 @@ int compress(int argc, char** argv, bool model_only) {
     }
     check_inputs({{"INPUT", args.input}});
 
-    BackendChoice choice = make_backend(device, args.anneal.gpu, config.threads, args.anneal.kernels);
+    BackendChoice choice = make_backend(device, args.anneal.gpu, config.threads, args.anneal.kernels,
+                                        args.anneal.gpu_memory_bytes);
 
     ReportContext context;
     context.backend = choice.backend->name();

@@ -5,6 +5,7 @@
 #include "cpu/exact_assign.hpp"
 #include "cpu/robust_reduce.hpp"
 #include "fit/init.hpp"
+#include "fit/member_lists.hpp"
 #include "numeric.hpp"
 
 #include <cblas.h>
@@ -147,31 +148,8 @@ public:
 
     std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         require(assigned_, "gather_members needs an assign of the current anchors first");
-        const PointView& x = points_;
         require_distinct_anchors(anchors, anchors_.rows, name(), "gather_members");
-        std::vector<std::uint32_t> slot_of(anchors_.rows, kUnassigned);
-        for (std::size_t t = 0; t < anchors.size(); ++t) {
-            if (anchors[t] < anchors_.rows) {
-                slot_of[anchors[t]] = static_cast<std::uint32_t>(t);
-            }
-        }
-        std::vector<std::vector<std::size_t>> members(anchors.size());
-        for (std::size_t i = 0; i < x.rows; ++i) {
-            const std::uint32_t a = assignment_[i];
-            if (a < anchors_.rows && slot_of[a] != kUnassigned && members[slot_of[a]].size() < limit) {
-                members[slot_of[a]].push_back(i);
-            }
-        }
-        std::vector<Matrix> out;
-        out.reserve(anchors.size());
-        for (const std::vector<std::size_t>& rows : members) {
-            Matrix m(rows.size(), x.cols);
-            for (std::size_t r = 0; r < rows.size(); ++r) {
-                x.widen_rows(rows[r], 1, m.row(r));
-            }
-            out.push_back(std::move(m));
-        }
-        return out;
+        return gather_member_rows(points_, assignment_, anchors_.rows, anchors, limit);
     }
 
     NearestRows nearest_rows(const Matrix& rows) override { return cpu::nearest_rows(rows); }

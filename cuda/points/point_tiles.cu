@@ -1,0 +1,111 @@
+#include "points/point_tiles.hpp"
+
+#include "points/stored_rows.cuh"
+#include "runtime/cuda_check.hpp"
+
+#include <algorithm>
+#include <future>
+#include <string>
+
+namespace vlattice::cuda {
+
+
+void PointTiles::add_footprint(Footprint& need, std::size_t capacity, std::size_t d, StoredType type,
+                               PointStorage storage) {
+    DevicePoints::add_tile_footprint(need, capacity, d, storage, true);
+    need.add<char>(2 * capacity * d * stored_type_bytes(type));
+}
+
+void PointTiles::load(const PointView& points, const PointFormat& format, std::size_t capacity,
+                      cudaStream_t stream) {
+    release();
+    CUDA_CHECK(cudaGetDevice(&gpu_));
+    host_ = points;
+    format_ = format;
+    capacity_ = std::min(capacity, points.rows);
+    row_bytes_ = points.cols * stored_type_bytes(points.type());
+    for (int h = 0; h < 2; ++h) {
+        pinned_[h] = PinnedBuffer<char>(capacity_ * row_bytes_);
+        raw_[h] = DeviceBuffer<char>(capacity_ * row_bytes_);
+    }
+    // The check pass keeps no float32 rows; its flags say whether the run's tiles must.
+    tile_.reserve_tile(capacity_, points.cols, format, false);
+    CUDA_CHECK(cudaMemsetAsync(flags_.data(), 0, flags_.bytes(), stream));
+    pass(stream, flags_.data(), [](std::size_t, std::size_t, const DevicePoints&) {});
+    unsigned flags = 0;
+    CUDA_CHECK(cudaMemcpyAsync(&flags, flags_.data(), sizeof flags, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    if ((flags & kHalfOverflow) != 0 || (format.storage != PointStorage::f32 && (flags & kHalfInexact) != 0)) {
+        release();
+        throw Error(std::string("cuda backend: the points are not held exactly by the ") +
+                    storage_name(format.storage) + " format with exponent " + std::to_string(format.exponent) +
+                    " (they must be rounded with round_to_format first)");
+    }
+    if ((flags & kHalfInexact) != 0) {
+        tile_.reserve_tile(capacity_, points.cols, format, true);
+    }
+}
+
+void PointTiles::release() {
+    for (int h = 0; h < 2; ++h) {
+        pinned_[h] = {};
+        raw_[h] = {};
+    }
+    tile_.release();
+    host_ = PointView();
+    capacity_ = 0;
+}
+
+void PointTiles::each(cudaStream_t stream, const Visit& visit) {
+    CUDA_CHECK(cudaMemsetAsync(flags_.data(), 0, flags_.bytes(), stream));
+    pass(stream, flags_.data(), visit);
+}
+
+std::size_t PointTiles::rows_of(std::size_t t) const {
+    return std::min(capacity_, host_.rows - t * capacity_);
+}
+
+void PointTiles::stage(std::size_t t) {
+    CUDA_CHECK(cudaSetDevice(gpu_));  // a thread of its own
+    const std::size_t h = t % 2;
+    const std::size_t rows = rows_of(t);
+    landed_[h].synchronize();  // tile t - 2 has left this half
+    host_.pack_rows(t * capacity_, rows, pinned_[h].data());
+    consumed_[h].hold(copy_stream_.get());  // and the device has widened it
+    CUDA_CHECK(cudaMemcpyAsync(raw_[h].data(), pinned_[h].data(), rows * row_bytes_, cudaMemcpyHostToDevice,
+                               copy_stream_.get()));
+    landed_[h].record(copy_stream_.get());
+}
+
+void PointTiles::pass(cudaStream_t stream, unsigned* flags, const Visit& visit) {
+    const std::size_t tiles = (host_.rows + capacity_ - 1) / capacity_;
+    stage(0);
+    for (std::size_t t = 0; t < tiles; ++t) {
+        // The next tile is copied while this one is worked on; a failure in either surfaces here,
+        // and the copy is waited for before anything it uses can go.
+        std::future<void> next;
+        if (t + 1 < tiles) {
+            next = std::async(std::launch::async, [this, t] { stage(t + 1); });
+        }
+        const std::size_t h = t % 2;
+        const std::size_t rows = rows_of(t);
+        landed_[h].hold(stream);
+        launch_widen_stored(raw_[h].data(), host_.type(), rows * host_.cols, tile_.tile_landing(), stream);
+        consumed_[h].record(stream);
+        tile_.queue_tile(rows, flags, stream);
+        try {
+            visit(t * capacity_, rows, tile_);
+        } catch (...) {
+            if (next.valid()) {
+                next.wait();
+            }
+            throw;
+        }
+        if (next.valid()) {
+            next.get();
+        }
+    }
+    CUDA_CHECK(cudaStreamSynchronize(copy_stream_.get()));
+}
+
+}  // namespace vlattice::cuda
