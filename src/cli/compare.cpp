@@ -81,12 +81,12 @@ void add_options(po::options_description& options, CompareArgs& a) {
 }
 
 // Asked before the CPU run, so that a machine without a GPU fails at once, with the reason.
-std::unique_ptr<Backend> make_gpu_backend(int gpu, int threads, GpuKernels kernels) {
+std::unique_ptr<Backend> make_gpu_backend(int gpu, int threads, GpuKernels kernels, std::size_t gpu_memory) {
     const GpuStatus status = gpu_status(gpu);
     if (!status.usable) {
         throw Error("no usable GPU: " + status.description + "; compare needs one");
     }
-    return make_backend(DeviceKind::cuda, gpu, threads, kernels).backend;
+    return make_backend(DeviceKind::cuda, gpu, threads, kernels, gpu_memory).backend;
 }
 
 FitResult run(const PointView& points, const AnnealConfig& config, Backend& backend, bool show_progress) {
@@ -189,7 +189,8 @@ int compare(int argc, char** argv) {
     c.metric = metric_of(args.anneal, c.input);
 
     // The GPU is asked for first, so that a machine without one fails before the long CPU run.
-    const std::unique_ptr<Backend> gpu = make_gpu_backend(args.anneal.gpu, c.config.threads, args.anneal.kernels);
+    const std::unique_ptr<Backend> gpu = make_gpu_backend(args.anneal.gpu, c.config.threads, args.anneal.kernels,
+                                                               args.anneal.gpu_memory_bytes);
     const BackendChoice cpu_choice = make_backend(DeviceKind::cpu, args.anneal.gpu, c.config.threads);
     if (!cpu_choice.note.empty() && !args.quiet) {
         print_notice(kHelp.name, "note", cpu_choice.note);
