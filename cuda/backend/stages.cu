@@ -41,7 +41,8 @@ std::size_t Stages::plan_tiles(std::size_t n, std::size_t d, StoredType type, Po
     if (forced != kNoTiles) {
         return std::max<std::size_t>(kTileAlign, forced / kTileAlign * kTileAlign);
     }
-    const std::size_t room = available() + point_bytes_;  // the old points' buffers go first
+    // The old points' and anchors' buffers go before new points come.
+    const std::size_t room = available() + point_bytes_ + anchor_bytes_;
     Footprint held;
     points.add_footprint(held, n, d, type, storage, 0);
     assign.add_point_footprint(held, n);
