@@ -87,39 +87,11 @@ const float* PointView::row(std::size_t i, float* scratch) const {
     return scratch;
 }
 
-void PointView::pack_rows(std::size_t first, std::size_t count, void* out) const {
-    const std::size_t row_bytes = cols * stored_type_bytes(type_);
-    char* to = static_cast<char*>(out);
-    if (!contiguous()) {
-        const std::size_t rows_per_share = std::max<std::size_t>(1, kWidenShareValues / std::max<std::size_t>(cols, 1));
-        const std::size_t shares = (count + rows_per_share - 1) / rows_per_share;
-#pragma omp parallel for schedule(static) if (shares > 1)
-        for (std::size_t s = 0; s < shares; ++s) {
-            const std::size_t at = s * rows_per_share;
-            const std::size_t rows_here = std::min(rows_per_share, count - at);
-            const char* share = raw_rows(first + at, rows_here);
-            for (std::size_t r = 0; r < rows_here; ++r) {
-                std::memcpy(to + (at + r) * row_bytes, share + r * pitch(), row_bytes);
-            }
-        }
-        return;
-    }
-    const std::size_t bytes = count * row_bytes;
-    const std::size_t share_bytes = kWidenShareValues * stored_type_bytes(type_);
-    const char* from = static_cast<const char*>(data_) + first * pitch();
-    const std::size_t shares = (bytes + share_bytes - 1) / share_bytes;
-#pragma omp parallel for schedule(static) if (shares > 1)
-    for (std::size_t s = 0; s < shares; ++s) {
-        const std::size_t at = s * share_bytes;
-        const std::size_t share = std::min(share_bytes, bytes - at);
-        if (mapping_ != nullptr) {
-            mapping_->note_read(from + at, share);
-        }
-        std::memcpy(to + at, from + at, share);
-    }
-}
-
-void PointView::widen_rows(std::size_t first, std::size_t count, float* out) const {
+// Rows [first, first + count) in shares on the OpenMP threads: rows(r, row, rows_here) for each
+// share of whole rows where they lie apart (row r of the range at `row`, pitch() apart), else
+// values(v, from, values_here) for each share of values read from `from` (value v of the range).
+template <class Rows, class Values>
+void PointView::in_shares(std::size_t first, std::size_t count, Rows rows, Values values) const {
     if (!contiguous()) {
         // Rows apart in the file: a share of whole rows at a time.
         const std::size_t rows_per_share = std::max<std::size_t>(1, kWidenShareValues / std::max<std::size_t>(cols, 1));
@@ -128,26 +100,50 @@ void PointView::widen_rows(std::size_t first, std::size_t count, float* out) con
         for (std::size_t s = 0; s < shares; ++s) {
             const std::size_t at = s * rows_per_share;
             const std::size_t rows_here = std::min(rows_per_share, count - at);
-            const char* share = raw_rows(first + at, rows_here);
-            for (std::size_t r = 0; r < rows_here; ++r) {
-                widen_values(type_, share + r * pitch(), cols, out + (at + r) * cols);
-            }
+            rows(at, raw_rows(first + at, rows_here), rows_here);
         }
         return;
     }
     const std::size_t element = stored_type_bytes(type_);
     const char* from = static_cast<const char*>(data_) + first * pitch();
-    const std::size_t values = count * cols;
-    const std::size_t shares = (values + kWidenShareValues - 1) / kWidenShareValues;
+    const std::size_t total = count * cols;
+    const std::size_t shares = (total + kWidenShareValues - 1) / kWidenShareValues;
 #pragma omp parallel for schedule(static) if (shares > 1)
     for (std::size_t s = 0; s < shares; ++s) {
         const std::size_t at = s * kWidenShareValues;
-        const std::size_t share = std::min(kWidenShareValues, values - at);
+        const std::size_t share = std::min(kWidenShareValues, total - at);
         if (mapping_ != nullptr) {
             mapping_->note_read(from + at * element, share * element);
         }
-        widen_values(type_, from + at * element, share, out + at);
+        values(at, from + at * element, share);
     }
+}
+
+void PointView::pack_rows(std::size_t first, std::size_t count, void* out) const {
+    const std::size_t element = stored_type_bytes(type_);
+    const std::size_t row_bytes = cols * element;
+    char* to = static_cast<char*>(out);
+    in_shares(
+        first, count,
+        [&](std::size_t at, const char* rows, std::size_t rows_here) {
+            for (std::size_t r = 0; r < rows_here; ++r) {
+                std::memcpy(to + (at + r) * row_bytes, rows + r * pitch(), row_bytes);
+            }
+        },
+        [&](std::size_t at, const char* from, std::size_t values) {
+            std::memcpy(to + at * element, from, values * element);
+        });
+}
+
+void PointView::widen_rows(std::size_t first, std::size_t count, float* out) const {
+    in_shares(
+        first, count,
+        [&](std::size_t at, const char* rows, std::size_t rows_here) {
+            for (std::size_t r = 0; r < rows_here; ++r) {
+                widen_values(type_, rows + r * pitch(), cols, out + (at + r) * cols);
+            }
+        },
+        [&](std::size_t at, const char* from, std::size_t values) { widen_values(type_, from, values, out + at); });
 }
 
 const float* PointView::block(std::size_t first, std::size_t count, std::vector<float>& scratch) const {

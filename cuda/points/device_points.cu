@@ -30,6 +30,17 @@ std::size_t chunk_rows(std::size_t n, std::size_t d) {
 
 }  // namespace
 
+bool DevicePoints::rounded_to(unsigned flags, const PointFormat& format) {
+    // The exponent keeps every point below 2^15 after scaling, so an overflow means a wrong format.
+    return (flags & kHalfOverflow) == 0 && (format.storage == PointStorage::f32 || (flags & kHalfInexact) == 0);
+}
+
+void DevicePoints::throw_not_rounded(const PointFormat& format) {
+    throw Error(std::string("cuda backend: the points are not held exactly by the ") + storage_name(format.storage) +
+                " format with exponent " + std::to_string(format.exponent) +
+                " (they must be rounded with round_to_format first)");
+}
+
 void DevicePoints::add_footprint(Footprint& need, std::size_t n, std::size_t d, PointStorage storage) {
     const std::size_t stride = static_cast<std::size_t>(half_stride(static_cast<int>(d)));
     need.add<std::uint16_t>(n * stride).add<float>(n).add<float>(n).add<float>(n);
@@ -119,12 +130,9 @@ void DevicePoints::upload(const PointView& points, const PointFormat& format, cu
     unsigned flags = 0;
     CUDA_CHECK(cudaMemcpyAsync(&flags, flags_.data(), sizeof flags, cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
-    // The exponent keeps every point below 2^15 after scaling, so an overflow means a wrong format.
-    if ((flags & kHalfOverflow) != 0 || (format.storage != PointStorage::f32 && (flags & kHalfInexact) != 0)) {
+    if (!rounded_to(flags, format)) {
         release();
-        throw Error(std::string("cuda backend: the points are not held exactly by the ") +
-                    storage_name(format.storage) + " format with exponent " + std::to_string(format.exponent) +
-                    " (they must be rounded with round_to_format first)");
+        throw_not_rounded(format);
     }
     if ((flags & kHalfInexact) == 0) {
         // Every point is exact in the 16-bit format (pixels, say): the products need no point tails,

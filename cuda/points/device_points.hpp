@@ -33,6 +33,11 @@ public:
     void upload(const PointView& points, const PointFormat& format, cudaStream_t stream);
     void release();
 
+    // Whether the rounding flags of points split in `format` say they were rounded to it; and the
+    // error that says they were not.
+    static bool rounded_to(unsigned flags, const PointFormat& format);
+    [[noreturn]] static void throw_not_rounded(const PointFormat& format);
+
     // A tile of streamed points (PointTiles): buffers for up to `capacity` rows of dimension d in
     // `format`, the float32 rows kept where `floats` (f32 storage whose points are not all exact in
     // the 16-bit format: what upload keeps for the same points).

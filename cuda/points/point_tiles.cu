@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <future>
-#include <string>
 
 namespace vlattice::cuda {
 
@@ -35,11 +34,9 @@ void PointTiles::load(const PointView& points, const PointFormat& format, std::s
     unsigned flags = 0;
     CUDA_CHECK(cudaMemcpyAsync(&flags, flags_.data(), sizeof flags, cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
-    if ((flags & kHalfOverflow) != 0 || (format.storage != PointStorage::f32 && (flags & kHalfInexact) != 0)) {
+    if (!DevicePoints::rounded_to(flags, format)) {
         release();
-        throw Error(std::string("cuda backend: the points are not held exactly by the ") +
-                    storage_name(format.storage) + " format with exponent " + std::to_string(format.exponent) +
-                    " (they must be rounded with round_to_format first)");
+        DevicePoints::throw_not_rounded(format);
     }
     if ((flags & kHalfInexact) != 0) {
         tile_.reserve_tile(capacity_, points.cols, format, true);

@@ -181,6 +181,21 @@ __device__ std::size_t owning_anchor(const std::uint32_t* __restrict__ item_offs
 // go on from where the tiles before left each chunk's, adding the same values in the same order as
 // one pass over all the points would. The kept distances, which need no rows, are summed with
 // `distances` (once per reduce).
+// How many of a chunk's `size` members, in point order, lie below point `row`.
+__device__ inline int members_below(const std::uint32_t* chunk, int size, std::uint32_t row) {
+    int lo = 0;
+    int hi = size;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (chunk[mid] < row) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
 template <RowType kType, int kCount>
 __global__ void member_sums_kernel(PointRows points, std::uint32_t first, std::uint32_t last, bool carry,
                                    bool distances, int d, const double* __restrict__ distance,
@@ -214,28 +229,9 @@ __global__ void member_sums_kernel(PointRows points, std::uint32_t first, std::u
             partial_distance[b] = sum;
         }
     }
-    // The chunk's members in [first, last): [lo, hi).
-    int lo = 0;
-    int hi = size;
-    while (lo < hi) {
-        const int mid = (lo + hi) / 2;
-        if (chunk[mid] < first) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    const int from = lo;
-    hi = size;
-    while (lo < hi) {
-        const int mid = (lo + hi) / 2;
-        if (chunk[mid] < last) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    const int to = lo;
+    // The chunk's members in [first, last): [from, to).
+    const int from = members_below(chunk, size, first);
+    const int to = members_below(chunk, size, last);
     if (carry && from == to) {
         return;
     }

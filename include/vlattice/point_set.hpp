@@ -73,6 +73,9 @@ private:
     friend class PointSet;
     // What every read above reports to the mapping, where there is one, before it reads.
     void reading(std::size_t first, std::size_t count) const;
+    // The shares of rows that widen_rows and pack_rows work through (point_set.cpp).
+    template <class Rows, class Values>
+    void in_shares(std::size_t first, std::size_t count, Rows rows, Values values) const;
 
     StoredType type_ = StoredType::f32;
     const void* data_ = nullptr;
