@@ -1139,15 +1139,18 @@ TEST_CASE("cuda: a fit of points streamed through the GPU equals the fit of the 
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
-    const StoredType type = GENERATE(StoredType::f32, StoredType::f16, StoredType::u8);
-    const PointStorage storage = GENERATE(PointStorage::f32, PointStorage::f16);
-    INFO(stored_type_name(type) << " under " << storage_name(storage));
+    const StoredType type = GENERATE(StoredType::f32, StoredType::f16, StoredType::u8, StoredType::i8);
+    const PointStorage storage = GENERATE(PointStorage::f32, PointStorage::f16, PointStorage::bf16);
+    // 100 anchors take about 80 members a tile, so most chunks of 64 span two tiles; 3,000 take
+    // about 3, so a chunk spans many tiles and some tiles give an anchor none.
+    const std::size_t anchors = GENERATE(100, 3000);
+    INFO(stored_type_name(type) << " under " << storage_name(storage) << ", " << anchors << " anchors");
     const std::size_t n = 50003;
     const StoredCase c = stored_mixture(type == StoredType::f32 ? StoredType::u8 : type, n, 128, rng);
     const Matrix floats = duplicated_points(n, 128, rng);
     const PointView points = type == StoredType::f32 ? PointView(floats) : c.stored.view();
     AnnealConfig config;
-    config.anchors = 100;
+    config.anchors = anchors;
     config.max_iters = 8;
     config.maintenance_every = 4;
     config.seed = run_seed;

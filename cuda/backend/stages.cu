@@ -58,6 +58,7 @@ std::size_t Stages::plan_tiles(std::size_t n, std::size_t d, StoredType type, Po
     Footprint tile;
     PointTiles::add_footprint(tile, kProbeRows, d, type, storage);
     assign.add_point_footprint(tile, kProbeRows);
+    ReduceStage::add_tile_footprint(tile, kProbeRows, d);
     const std::size_t spare = room > state.bytes() ? (room - state.bytes()) / 3 : 0;
     if (spare <= kPageSlack) {
         return kTileAlign;  // the footprint checks then say what is missing
@@ -107,7 +108,8 @@ void Stages::allocate_anchors(std::size_t m) {
     Footprint need;
     anchors.add_footprint(need, m, width);
     assign.add_anchor_footprint(need, n, m, d);
-    reduce.add_anchor_footprint(need, points.n(), m, width);
+    const std::size_t tile_rows = points.streamed() ? n : 0;
+    reduce.add_anchor_footprint(need, points.n(), tile_rows, m, width);
     maintenance.add_anchor_footprint(need, points.n(), m, width);
     nearest.add_anchor_footprint(need, m, d);
     check_fits(need, std::to_string(m) + " anchors of dimension " + std::to_string(d) + " for " +
@@ -115,7 +117,7 @@ void Stages::allocate_anchors(std::size_t m) {
     try {
         anchors.allocate(m, width);
         assign.allocate_anchors(n, m, d);
-        reduce.allocate_anchors(points.n(), m, width);
+        reduce.allocate_anchors(points.n(), tile_rows, m, width);
         maintenance.allocate_anchors(points.n(), m, width);
         nearest.allocate_anchors(m, d);
     } catch (...) {

@@ -13,10 +13,11 @@ void ReduceStage::allocate_points(std::size_t n) {
     point_buffers(n, AllocateBuffers{});
 }
 
-void ReduceStage::allocate_anchors(std::size_t n, std::size_t m, std::size_t d) {
+void ReduceStage::allocate_anchors(std::size_t n, std::size_t tile_rows, std::size_t m, std::size_t d) {
     release_anchors();
-    anchor_buffers(n, m, d, AllocateBuffers{});
+    anchor_buffers(n, tile_rows, m, d, AllocateBuffers{});
 }
+
 
 void ReduceStage::release() {
     point_buffers(0, ReleaseBuffers{});
@@ -95,6 +96,14 @@ void ReduceStage::queue(PointStage& points, AnchorStage& anchors, bool trims, cu
     args.item_offsets = item_offsets_.data();
     args.partial_sums = partial_sums_.data();
     args.partial_distance = partial_distance_.data();
+    args.tiles.slots = slot_sums_.size() / std::max<std::size_t>(points.d(), 1);
+    args.tiles.slot_sums = slot_sums_.data();
+    args.tiles.totals = totals_.data();
+    args.tiles.open = open_.data();
+    args.tiles.first_chunk = first_chunk_.data();
+    args.tiles.chunk_counts = chunk_counts_.data();
+    args.tiles.chunk_base = chunk_base_.data();
+    args.tiles.left_open = left_open_.data();
     args.count = count_.data();
     args.kept = kept_.data();
     args.variance = variance_.data();
@@ -105,10 +114,14 @@ void ReduceStage::queue(PointStage& points, AnchorStage& anchors, bool trims, cu
         return;
     }
     const std::uint32_t* grouped = launch_reduce_groups(args, stream);
-    points.each_pass(stream, [&](std::size_t first, std::size_t rows, const DevicePoints& tile) {
-        launch_member_sums(args, grouped, MemberTile{tile.rows(), first, rows}, stream);
-    });
-    launch_reduce_finalize(args, stream);
+    if (points.streamed()) {
+        points.each_pass(stream, [&](std::size_t first, std::size_t rows, const DevicePoints& tile) {
+            launch_tile_sums(args, grouped, MemberTile{tile.rows(), first, rows}, stream);
+        });
+    } else {
+        launch_member_sums(args, grouped, points.points().rows(), stream);
+    }
+    launch_reduce_finalize(args, grouped, points.streamed(), stream);
 }
 
 }  // namespace vlattice::cuda

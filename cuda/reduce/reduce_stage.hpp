@@ -1,6 +1,8 @@
 // The robust reduce of a run (robust_reduce.cuh) as a captured graph, or for streamed points tile by
-// tile: each anchor's trimmed member mean, counts and variance, left on the device for the update. Its sorting space is sized by the
-// points; maintenance borrows it between reduces to group the members of the anchors it measures.
+// tile: each anchor's trimmed member mean, counts and variance, left on the device for the update.
+// Its sorting space is sized by the points; maintenance borrows it between reduces to group the
+// members of the anchors it measures. Held points keep a sum per member chunk (n / 64 rows of d
+// doubles); streamed ones a total and an open chunk per anchor, and the sums of one tile's chunks.
 #pragma once
 
 #include "anchors/anchor_stage.hpp"
@@ -29,14 +31,20 @@ struct SortSpace {
 
 class ReduceStage {
 public:
-    // The device memory sized by n points, and by m anchors of dimension d for n points.
+    // The device memory sized by n points, and by m anchors of dimension d for n points streamed in
+    // tiles of tile_rows (0: held).
     void add_point_footprint(Footprint& need, std::size_t n) { point_buffers(n, need); }
     void allocate_points(std::size_t n);
-    void add_anchor_footprint(Footprint& need, std::size_t n, std::size_t m, std::size_t d) {
-        anchor_buffers(n, m, d, need);
+    void add_anchor_footprint(Footprint& need, std::size_t n, std::size_t tile_rows, std::size_t m, std::size_t d) {
+        anchor_buffers(n, tile_rows, m, d, need);
     }
-    void allocate_anchors(std::size_t n, std::size_t m, std::size_t d);
-    void release_anchors() { anchor_buffers(0, 0, 0, ReleaseBuffers{}); }
+    // What a tile of `rows` adds to the anchors' footprint: its chunk sums, beyond the 2 m any tile
+    // may need, which the anchors' footprint holds with each anchor's total and open chunk.
+    static void add_tile_footprint(Footprint& need, std::size_t rows, std::size_t d) {
+        need.add<double>(tile_chunk_slots(rows, 0) * d);
+    }
+    void allocate_anchors(std::size_t n, std::size_t tile_rows, std::size_t m, std::size_t d);
+    void release_anchors() { anchor_buffers(0, 0, 0, 0, ReleaseBuffers{}); }
     void release();
 
     // The first iteration's graph (a trimming one), captured while the device does something else.
@@ -60,8 +68,10 @@ private:
     }
     // m = 0: no anchors (the release).
     template <class Each>
-    void anchor_buffers(std::size_t n, std::size_t m, std::size_t d, Each&& each) {
+    void anchor_buffers(std::size_t n, std::size_t tile_rows, std::size_t m, std::size_t d, Each&& each) {
         const std::size_t chunks = m == 0 ? 0 : max_member_chunks(n, m);
+        const bool streamed = m > 0 && tile_rows > 0;
+        const std::size_t per_anchor = streamed ? m : 0;
         each(offsets_, m + 1);
         each(item_counts_, m + 1);
         each(item_offsets_, m + 1);
@@ -69,8 +79,15 @@ private:
         each(kept_, m);
         each(variance_, m);
         each(means_, m * d);
-        each(partial_sums_, chunks * d);
+        each(partial_sums_, streamed ? 0 : chunks * d);
         each(partial_distance_, chunks);
+        each(slot_sums_, streamed ? tile_chunk_slots(tile_rows, m) * d : 0);
+        each(totals_, per_anchor * d);
+        each(open_, per_anchor * d);
+        each(first_chunk_, per_anchor);
+        each(chunk_counts_, streamed ? m + 1 : 0);
+        each(chunk_base_, streamed ? m + 1 : 0);
+        each(left_open_, per_anchor);
         each(temp_, m == 0 ? 0 : temp_bytes(n, m));
     }
     static std::size_t temp_bytes(std::size_t n, std::size_t m);
@@ -90,6 +107,13 @@ private:
     DeviceBuffer<double> means_;
     DeviceBuffer<double> partial_sums_;
     DeviceBuffer<double> partial_distance_;
+    DeviceBuffer<double> slot_sums_;
+    DeviceBuffer<double> totals_;
+    DeviceBuffer<double> open_;
+    DeviceBuffer<std::uint32_t> first_chunk_;
+    DeviceBuffer<std::uint32_t> chunk_counts_;
+    DeviceBuffer<std::uint32_t> chunk_base_;
+    DeviceBuffer<std::uint32_t> left_open_;
     DeviceBuffer<unsigned char> temp_;  // CUB's, for the reduce's sorts and the borrowed ones
     DeviceBuffer<double> trim_{1};
     PinnedBuffer<double> host_trim_{1};  // read by the graph when it runs

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace vlattice::cuda {
 
@@ -171,16 +172,6 @@ __device__ std::size_t owning_anchor(const std::uint32_t* __restrict__ item_offs
     return lo;
 }
 
-// Block b sums one chunk of up to kChunk kept members of one anchor: threads across the coordinates,
-// kCount of them each (one 16-byte load per member where the rows allow), members in sorted order.
-// Typed rows, so that the loads of several members are in flight together: the members are
-// scattered rows, and with a branch on the row type per value, or one value per load, each thread
-// waited on memory once per member and coordinate (226 us per call at Fashion-MNIST, 35 at
-// 10,000 x 128). `points` are the rows [first, last) (all of them, or a streamed tile): a chunk's
-// members are in point order, so those in the tile are a run of them, and with `carry` their sums
-// go on from where the tiles before left each chunk's, adding the same values in the same order as
-// one pass over all the points would. The kept distances, which need no rows, are summed with
-// `distances` (once per reduce).
 // How many of a chunk's `size` members, in point order, lie below point `row`.
 __device__ inline int members_below(const std::uint32_t* chunk, int size, std::uint32_t row) {
     int lo = 0;
@@ -196,53 +187,62 @@ __device__ inline int members_below(const std::uint32_t* chunk, int size, std::u
     return lo;
 }
 
-template <RowType kType, int kCount>
-__global__ void member_sums_kernel(PointRows points, std::uint32_t first, std::uint32_t last, bool carry,
-                                   bool distances, int d, const double* __restrict__ distance,
-                                   const std::uint32_t* __restrict__ members, const std::uint32_t* __restrict__ offsets,
-                                   const std::uint32_t* __restrict__ kept,
-                                   const std::uint32_t* __restrict__ item_offsets,
-                                   std::size_t m, double* __restrict__ partial_sums,
-                                   double* __restrict__ partial_distance) {
-    __shared__ std::uint32_t chunk[kChunk];
-    const std::uint32_t b = blockIdx.x;
-    // The grid is an upper bound on the number of chunks.
-    if (b >= item_offsets[m]) {
-        return;
-    }
-    const std::size_t j = owning_anchor(item_offsets, m, b);
-    const std::uint32_t begin = offsets[j] + (b - item_offsets[j]) * kChunk;
-    const std::uint32_t end = min(begin + kChunk, offsets[j] + kept[j]);
+// The members [begin, end) of the grouped list, one chunk, into shared memory.
+__device__ inline int load_chunk(const std::uint32_t* __restrict__ members, std::uint32_t begin, std::uint32_t end,
+                                 std::uint32_t* chunk) {
     const int size = static_cast<int>(end - begin);
     for (int r = threadIdx.x; r < size; r += blockDim.x) {
         chunk[r] = members[begin + r];
     }
     __syncthreads();
+    return size;
+}
 
-    if (distances && threadIdx.x < kWarp) {
+// The kept members of chunk b < item_offsets[m] of all anchors, into shared memory; returns how many.
+__device__ inline int load_member_chunk(std::uint32_t b, const std::uint32_t* __restrict__ members,
+                                        const std::uint32_t* __restrict__ offsets,
+                                        const std::uint32_t* __restrict__ kept,
+                                        const std::uint32_t* __restrict__ item_offsets, std::size_t m,
+                                        std::uint32_t* chunk) {
+    const std::size_t j = owning_anchor(item_offsets, m, b);
+    const std::uint32_t begin = offsets[j] + (b - item_offsets[j]) * kChunk;
+    return load_chunk(members, begin, min(begin + kChunk, offsets[j] + kept[j]), chunk);
+}
+
+// The chunk's kept distances, summed by the block's first warp; thread 0 stores them.
+__device__ inline void sum_chunk_distance(const double* __restrict__ distance, const std::uint32_t* chunk, int size,
+                                          double* out) {
+    if (threadIdx.x < kWarp) {
         double sum = 0.0;
         for (int r = threadIdx.x; r < size; r += kWarp) {
             sum += distance[chunk[r]];
         }
         sum = warp_sum(sum);
         if (threadIdx.x == 0) {
-            partial_distance[b] = sum;
+            *out = sum;
         }
     }
-    // The chunk's members in [first, last): [from, to).
-    const int from = members_below(chunk, size, first);
-    const int to = members_below(chunk, size, last);
-    if (carry && from == to) {
-        return;
-    }
+}
+
+// A block sums one chunk of up to kChunk kept members of one anchor: threads across the coordinates,
+// kCount of them each (one 16-byte load per member where the rows allow), members in sorted order.
+// Typed rows, so that the loads of several members are in flight together: the members are
+// scattered rows, and with a branch on the row type per value, or one value per load, each thread
+// waited on memory once per member and coordinate (226 us per call at Fashion-MNIST, 35 at
+// 10,000 x 128). `points` are the rows from point `first` on: a chunk's members are in point order,
+// so those of a streamed tile are the run [from, to) of them, and each coordinate's sum goes on from
+// `start` (null: zero), adding the same values in the same order as one pass over all the points.
+template <RowType kType, int kCount>
+__device__ inline void sum_chunk_rows(const PointRows& points, std::uint32_t first, const std::uint32_t* chunk,
+                                      int from, int to, int d, const double* start, double* out) {
     constexpr int kInFlight = 8;
     for (int k = threadIdx.x * kCount; k < d; k += blockDim.x * kCount) {
         double sum[kCount] = {};
-        if (carry) {
+        if (start != nullptr) {
 #pragma unroll
             for (int v = 0; v < kCount; ++v) {
                 if (k + v < d) {
-                    sum[v] = partial_sums[static_cast<std::size_t>(b) * d + k + v];
+                    sum[v] = start[k + v];
                 }
             }
         }
@@ -272,16 +272,125 @@ __global__ void member_sums_kernel(PointRows points, std::uint32_t first, std::u
 #pragma unroll
         for (int v = 0; v < kCount; ++v) {
             if (k + v < d) {
-                partial_sums[static_cast<std::size_t>(b) * d + k + v] = sum[v];
+                out[k + v] = sum[v];
             }
         }
     }
 }
 
-// One block per anchor adds its chunk sums in order, divides, and applies the parallel-axis theorem
-// exactly like the CPU: variance = max(0, mean kept distance - ||mean - anchor||^2).
+// Held points: block b sums chunk b's rows and kept distances.
+template <RowType kType, int kCount>
+__global__ void member_sums_kernel(PointRows points, int d, const double* __restrict__ distance,
+                                   const std::uint32_t* __restrict__ members, const std::uint32_t* __restrict__ offsets,
+                                   const std::uint32_t* __restrict__ kept,
+                                   const std::uint32_t* __restrict__ item_offsets, std::size_t m,
+                                   double* __restrict__ partial_sums, double* __restrict__ partial_distance) {
+    __shared__ std::uint32_t chunk[kChunk];
+    const std::uint32_t b = blockIdx.x;
+    // The grid is an upper bound on the number of chunks.
+    if (b >= item_offsets[m]) {
+        return;
+    }
+    const int size = load_member_chunk(b, members, offsets, kept, item_offsets, m, chunk);
+    sum_chunk_distance(distance, chunk, size, partial_distance + b);
+    sum_chunk_rows<kType, kCount>(points, 0, chunk, 0, size, d, nullptr, partial_sums + static_cast<std::size_t>(b) * d);
+}
+
+// Streamed points: block b sums chunk b's kept distances, which need no rows (once per reduce).
+__global__ void chunk_distance_kernel(const double* __restrict__ distance, const std::uint32_t* __restrict__ members,
+                                      const std::uint32_t* __restrict__ offsets, const std::uint32_t* __restrict__ kept,
+                                      const std::uint32_t* __restrict__ item_offsets, std::size_t m,
+                                      double* __restrict__ partial_distance) {
+    __shared__ std::uint32_t chunk[kChunk];
+    const std::uint32_t b = blockIdx.x;
+    if (b >= item_offsets[m]) {
+        return;
+    }
+    sum_chunk_distance(distance, chunk, load_member_chunk(b, members, offsets, kept, item_offsets, m, chunk),
+                       partial_distance + b);
+}
+
+// Thread j: which of anchor j's chunks have kept members among the points [first, last) (kept
+// members are in point order), and whether the last of them has members past `last`.
+__global__ void tile_chunks_kernel(const std::uint32_t* __restrict__ members, const std::uint32_t* __restrict__ offsets,
+                                   const std::uint32_t* __restrict__ kept, std::size_t m, std::uint32_t first,
+                                   std::uint32_t last, ReduceArgs::TileSums tiles) {
+    const std::size_t j = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (j > m) {
+        return;
+    }
+    if (j == m) {
+        tiles.chunk_counts[m] = 0;  // the exclusive scan's last entry becomes the total
+        return;
+    }
+    const std::uint32_t* segment = members + offsets[j];
+    const int keep = static_cast<int>(kept[j]);
+    const int lo = members_below(segment, keep, first);
+    const int hi = members_below(segment, keep, last);
+    std::uint32_t count = 0;
+    bool open = false;
+    if (hi > lo) {
+        const int first_chunk = lo / static_cast<int>(kChunk);
+        const int last_chunk = (hi - 1) / static_cast<int>(kChunk);
+        tiles.first_chunk[j] = static_cast<std::uint32_t>(first_chunk);
+        count = static_cast<std::uint32_t>(last_chunk - first_chunk + 1);
+        open = min((last_chunk + 1) * static_cast<int>(kChunk), keep) > hi;
+    }
+    tiles.chunk_counts[j] = count;
+    tiles.left_open[j] = open ? 1u : 0u;
+}
+
+// Block s sums the tile's members of the s-th chunk it touches into its slot, going on from the
+// anchor's open chunk where that chunk began in an earlier tile.
+template <RowType kType, int kCount>
+__global__ void tile_sums_kernel(PointRows points, std::uint32_t first, std::uint32_t last, int d,
+                                 const std::uint32_t* __restrict__ members, const std::uint32_t* __restrict__ offsets,
+                                 const std::uint32_t* __restrict__ kept, std::size_t m, ReduceArgs::TileSums tiles) {
+    __shared__ std::uint32_t chunk[kChunk];
+    const std::uint32_t s = blockIdx.x;
+    if (s >= tiles.chunk_base[m]) {
+        return;
+    }
+    const std::size_t j = owning_anchor(tiles.chunk_base, m, s);
+    const std::uint32_t c = tiles.first_chunk[j] + (s - tiles.chunk_base[j]);
+    const std::uint32_t begin = offsets[j] + c * kChunk;
+    const int size = load_chunk(members, begin, min(begin + kChunk, offsets[j] + kept[j]), chunk);
+    const int from = members_below(chunk, size, first);
+    const int to = members_below(chunk, size, last);
+    const double* start = from > 0 ? tiles.open + j * d : nullptr;
+    sum_chunk_rows<kType, kCount>(points, first, chunk, from, to, d, start,
+                                  tiles.slot_sums + static_cast<std::size_t>(s) * d);
+}
+
+// Block j adds the chunks the tile closed to the anchor's total, in order, and keeps the one it
+// left open.
 __global__ void __launch_bounds__(kFinalizeThreads)
-    finalize_kernel(const double* __restrict__ partial_sums, const double* __restrict__ partial_distance,
+    fold_tile_kernel(int d, ReduceArgs::TileSums tiles) {
+    const std::size_t j = blockIdx.x;
+    const std::uint32_t count = tiles.chunk_counts[j];
+    if (count == 0) {
+        return;
+    }
+    const std::uint32_t base = tiles.chunk_base[j];
+    const std::uint32_t closed = count - tiles.left_open[j];
+    for (int k = threadIdx.x; k < d; k += blockDim.x) {
+        double total = tiles.totals[j * d + k];
+        for (std::uint32_t s = base; s < base + closed; ++s) {
+            total += tiles.slot_sums[static_cast<std::size_t>(s) * d + k];
+        }
+        tiles.totals[j * d + k] = total;
+        if (closed < count) {
+            tiles.open[j * d + k] = tiles.slot_sums[static_cast<std::size_t>(base + closed) * d + k];
+        }
+    }
+}
+
+// One block per anchor adds its chunk sums in order (or takes the total of a streamed reduce, the
+// same additions), divides, and applies the parallel-axis theorem exactly like the CPU: variance =
+// max(0, mean kept distance - ||mean - anchor||^2).
+__global__ void __launch_bounds__(kFinalizeThreads)
+    finalize_kernel(const double* __restrict__ partial_sums, const double* __restrict__ totals,
+                    const double* __restrict__ partial_distance,
                     const std::uint32_t* __restrict__ item_offsets, const std::uint32_t* __restrict__ kept,
                     const float* __restrict__ anchors, int d, double* __restrict__ means,
                     double* __restrict__ variance) {
@@ -301,7 +410,16 @@ __global__ void __launch_bounds__(kFinalizeThreads)
     // in flight together (one coordinate at a time, Fashion-MNIST's 784 waited seven times per chunk).
     for (int k0 = threadIdx.x; k0 < d; k0 += kFinalizeThreads * kFinalizeSlots) {
         double sum[kFinalizeSlots] = {};
-        for (std::uint32_t item = first; item < last; ++item) {
+        if (totals != nullptr) {
+#pragma unroll
+            for (int q = 0; q < kFinalizeSlots; ++q) {
+                const int k = k0 + q * kFinalizeThreads;
+                if (k < d) {
+                    sum[q] = totals[j * d + k];
+                }
+            }
+        }
+        for (std::uint32_t item = first; totals == nullptr && item < last; ++item) {
             const double* chunk = partial_sums + static_cast<std::size_t>(item) * d;
 #pragma unroll
             for (int q = 0; q < kFinalizeSlots; ++q) {
@@ -408,27 +526,64 @@ const std::uint32_t* launch_reduce_groups(const ReduceArgs& a, cudaStream_t stre
     return ordered;
 }
 
-void launch_member_sums(const ReduceArgs& a, const std::uint32_t* ordered, const MemberTile& tile,
+std::size_t tile_chunk_slots(std::size_t rows, std::size_t m) {
+    return ceil_div(rows, kChunk) + 2 * std::min(m, rows);
+}
+
+void launch_member_sums(const ReduceArgs& a, const std::uint32_t* ordered, const PointRows& points,
                         cudaStream_t stream) {
     const auto chunks = static_cast<unsigned>(max_member_chunks(a.n, a.m));
-    const bool by_16 = tile.points.loads_by_16();
-    const auto first = static_cast<std::uint32_t>(tile.first);
-    const auto last = static_cast<std::uint32_t>(tile.first + tile.rows);
-    const bool carry = tile.first > 0;
-    with_row_type(tile.points.type, [&](auto type) {
+    const bool by_16 = points.loads_by_16();
+    with_row_type(points.type, [&](auto type) {
         constexpr RowType kType = decltype(type)::value;
         constexpr int kWide = kValuesPerLoad<kType>;
         const auto kernel = by_16 ? member_sums_kernel<kType, kWide> : member_sums_kernel<kType, 1>;
         kernel<<<chunks, member_threads(a.d, by_16 ? kWide : 1), 0, stream>>>(
-            tile.points, first, last, carry, !carry, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m,
-            a.partial_sums, a.partial_distance);
+            points, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
+            a.partial_distance);
     });
     check_launch("member_sums_kernel", stream);
 }
 
-void launch_reduce_finalize(const ReduceArgs& a, cudaStream_t stream) {
+void launch_tile_sums(const ReduceArgs& a, const std::uint32_t* ordered, const MemberTile& tile, cudaStream_t stream) {
+    const ReduceArgs::TileSums& t = a.tiles;
+    const auto first = static_cast<std::uint32_t>(tile.first);
+    const auto last = static_cast<std::uint32_t>(tile.first + tile.rows);
+    if (tile.first == 0) {
+        CUDA_CHECK(cudaMemsetAsync(t.totals, 0, a.m * a.d * sizeof(double), stream));
+    }
+    tile_chunks_kernel<<<blocks_for(a.m + 1, kThreads), kThreads, 0, stream>>>(ordered, a.offsets, a.kept, a.m, first,
+                                                                                last, t);
+    check_launch("tile_chunks_kernel", stream);
+    std::size_t temp_bytes = a.temp_bytes;
+    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(a.temp, temp_bytes, t.chunk_counts, t.chunk_base, a.m + 1, stream));
+    const std::size_t slots = tile_chunk_slots(tile.rows, a.m);
+    if (slots > t.slots) {
+        throw Error("cuda backend: a tile of " + std::to_string(tile.rows) + " rows needs " + std::to_string(slots) +
+                    " chunk sums, more than the reduce's " + std::to_string(t.slots));
+    }
+    const bool by_16 = tile.points.loads_by_16();
+    with_row_type(tile.points.type, [&](auto type) {
+        constexpr RowType kType = decltype(type)::value;
+        constexpr int kWide = kValuesPerLoad<kType>;
+        const auto kernel = by_16 ? tile_sums_kernel<kType, kWide> : tile_sums_kernel<kType, 1>;
+        kernel<<<static_cast<unsigned>(slots), member_threads(a.d, by_16 ? kWide : 1), 0, stream>>>(tile.points, first, last, a.d, ordered,
+                                                                              a.offsets, a.kept, a.m, t);
+    });
+    check_launch("tile_sums_kernel", stream);
+    fold_tile_kernel<<<static_cast<unsigned>(a.m), kFinalizeThreads, 0, stream>>>(a.d, t);
+    check_launch("fold_tile_kernel", stream);
+}
+
+void launch_reduce_finalize(const ReduceArgs& a, const std::uint32_t* ordered, bool streamed, cudaStream_t stream) {
+    if (streamed) {
+        chunk_distance_kernel<<<static_cast<unsigned>(max_member_chunks(a.n, a.m)), kWarp, 0, stream>>>(
+            a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_distance);
+        check_launch("chunk_distance_kernel", stream);
+    }
     finalize_kernel<<<static_cast<unsigned>(a.m), kFinalizeThreads, 0, stream>>>(
-        a.partial_sums, a.partial_distance, a.item_offsets, a.kept, a.anchors, a.d, a.means, a.variance);
+        streamed ? nullptr : a.partial_sums, streamed ? a.tiles.totals : nullptr, a.partial_distance, a.item_offsets,
+        a.kept, a.anchors, a.d, a.means, a.variance);
     check_launch("finalize_kernel", stream);
 }
 
