@@ -802,6 +802,12 @@ TEST_CASE("cuda: points crowded by many anchors are narrowed by a split pass and
     INFO("storage " << storage_name(storage));
     const Held h = held(raw, storage);
     check_exact_assign(h.points, anchors, h.setup, FastKernel::automatic);
+    {
+        // In batches of 256, as when all of them do not fit at once: the points that still need
+        // every anchor go back into the list while later batches are still to be read.
+        const ScopedVariable batches("VLATTICE_NARROW_ROWS", "256");
+        check_exact_assign(h.points, anchors, h.setup, FastKernel::automatic);
+    }
 
     // A GPU that cannot spare the narrowing's buffers (none counts as free once the points and the
     // anchors are up) takes the split pass over every point instead, as exactly.

@@ -97,20 +97,21 @@ __global__ void resolve_kernel(const Candidate* __restrict__ candidates, int spl
     sort_for_repair(c, static_cast<std::uint32_t>(i), n, bound, uncertain, uncertain_counts);
 }
 
-// The narrowing's inputs: the points of the all-anchor list (the back of `uncertain`), their ids,
-// norms and 16-bit rows packed in list order. A thread per 8 values of a row (one 16-byte copy).
+// The narrowing's inputs: the batch [first, first + count) of the all-anchor list (copied aside),
+// their ids, norms and 16-bit rows packed in list order. A thread per 8 values of a row (one
+// 16-byte copy).
 constexpr int kRowGroup = 8;
 
-__global__ void pack_listed_kernel(const std::uint32_t* __restrict__ uncertain, std::size_t n, std::size_t count,
-                                   int stride, const float* __restrict__ norms, const std::uint16_t* __restrict__ head,
-                                   const std::uint16_t* __restrict__ tail, NarrowBuffers out) {
+__global__ void pack_listed_kernel(std::size_t first, std::size_t count, int stride, const float* __restrict__ norms,
+                                   const std::uint16_t* __restrict__ head, const std::uint16_t* __restrict__ tail,
+                                   NarrowBuffers out) {
     const int groups = stride / kRowGroup;
     const std::size_t item = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const std::size_t u = item / groups;
     if (u >= count) {
         return;
     }
-    const std::uint32_t i = uncertain[n - 1 - u];
+    const std::uint32_t i = out.list[first + u];
     const int k = static_cast<int>(item % groups) * kRowGroup;
     if (k == 0) {
         out.ids[u] = i;
@@ -385,21 +386,26 @@ bool worth_narrowing(std::size_t all_anchor_points, std::size_t m, int d) {
     return static_cast<double>(all_anchor_points) * static_cast<double>(m) * d >= kNarrowValues;
 }
 
-void launch_narrow(const AssignArgs& args, std::size_t count, const NarrowBuffers& scratch, cudaStream_t stream) {
+void launch_narrow(const AssignArgs& args, std::size_t total, std::size_t first, std::size_t count,
+                   const NarrowBuffers& scratch, cudaStream_t stream) {
     if (count == 0) {
         return;
     }
-    if (args.path != FastPath::half_single || args.n < count) {
+    if (args.path != FastPath::half_single || args.n < total || total < first + count) {
         throw Error("assign: only the all-anchor points of a single-product pass can be narrowed");
+    }
+    if (first == 0) {
+        // The points go back into the list, sorted anew, while later batches are still to be read.
+        CUDA_CHECK(cudaMemcpyAsync(scratch.list, args.uncertain + (args.n - total), total * sizeof(std::uint32_t),
+                                   cudaMemcpyDeviceToDevice, stream));
+        CUDA_CHECK(cudaMemsetAsync(args.uncertain_counts + 1, 0, sizeof(unsigned), stream));
     }
     const int stride = half_stride(args.d);
     constexpr int kPackThreads = 256;
     const std::size_t items = count * static_cast<std::size_t>(stride / kRowGroup);
     pack_listed_kernel<<<static_cast<unsigned>(ceil_div(items, kPackThreads)), kPackThreads, 0, stream>>>(
-        args.uncertain, args.n, count, stride, args.point_norms, args.half.point_head, args.half.point_tail, scratch);
+        first, count, stride, args.point_norms, args.half.point_head, args.half.point_tail, scratch);
     check_launch("pack_listed_kernel", stream);
-    // The list is read; the points go back into it, sorted anew.
-    CUDA_CHECK(cudaMemsetAsync(args.uncertain_counts + 1, 0, sizeof(unsigned), stream));
 
     AssignArgs split = args;
     split.path = FastPath::half_split;

@@ -100,9 +100,11 @@ void launch_repair(const AssignArgs& args, cudaStream_t stream);
 constexpr double kNarrowValues = double(1 << 24);
 bool worth_narrowing(std::size_t all_anchor_points, std::size_t m, int d);
 
-// The narrowing's scratch, for `count` points: count ids and norms, count x half_stride(d) 16-bit
-// rows of heads and (when the points have tails) tails, plan_assign(count, m).splits x count candidates.
+// The narrowing's scratch, for batches of `count` points out of an all-anchor list of `total`: the
+// list (total ids), count ids and norms, count x half_stride(d) 16-bit rows of heads and (when the
+// points have tails) tails, plan_assign(count, m).splits x count candidates.
 struct NarrowBuffers {
+    std::uint32_t* list = nullptr;
     std::uint32_t* ids = nullptr;
     float* norms = nullptr;
     std::uint16_t* point_head = nullptr;
@@ -110,9 +112,12 @@ struct NarrowBuffers {
     Candidate* candidates = nullptr;
 };
 
-// Narrows the `count` points of the all-anchor list (uncertain_counts[1], which the caller read);
-// launch_repair follows as usual.
-void launch_narrow(const AssignArgs& args, std::size_t count, const NarrowBuffers& scratch, cudaStream_t stream);
+// Narrows the entries [first, first + count) of the all-anchor list of `total` points
+// (uncertain_counts[1], which the caller read), so that scratch for a batch serves any number of
+// such points; launch_repair follows as usual. The batches go in order from first = 0, which copies
+// the list aside and empties it for the narrowed points that still need every anchor.
+void launch_narrow(const AssignArgs& args, std::size_t total, std::size_t first, std::size_t count,
+                   const NarrowBuffers& scratch, cudaStream_t stream);
 
 // Products per point-anchor pair of args.path's half-precision kernel.
 int half_products(const AssignArgs& args);

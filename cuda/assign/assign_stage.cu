@@ -1,6 +1,7 @@
 #include "assign/assign_stage.hpp"
 
 #include "runtime/cuda_check.hpp"
+#include "runtime/environment_cap.hpp"
 #include "runtime/free_memory.hpp"
 
 #include <algorithm>
@@ -13,6 +14,9 @@ namespace {
 // need every anchor re-scored: narrowing them would then cost more than the split pass over all
 // (one product costs 0.45 of three on the H100, at d = 128 as at 768).
 constexpr std::size_t kMaxAllAnchorShare = 2;
+// Batches of the narrowing, when all the points it takes do not fit at once, go down to this many
+// points (64 tiles of the fast kernel); below, the split pass over every point serves instead.
+constexpr std::size_t kMinNarrowBatch = 8192;
 
 }  // namespace
 
@@ -203,27 +207,41 @@ void AssignStage::queue_tile_finish(PointStage& points, AnchorStage& anchors, co
     points.queue_take(anchors.data(), chosen_.data(), changed_.data(), tile.first, tile.rows, *tile.points, stream);
 }
 
-// The `count` all-anchor points of the last shortlist, narrowed, queued on the stream; false, with
-// nothing queued, where the GPU cannot spare the narrowing's buffers.
+// The `count` all-anchor points of the last shortlist, narrowed, queued on the stream, all at once
+// or in the largest batches the GPU can spare (halving from all of them, or from the rows that
+// VLATTICE_NARROW_ROWS names for tests, down to kMinNarrowBatch); false, with nothing queued, where
+// it cannot spare the smallest.
 bool AssignStage::narrow(PointStage& points, AnchorStage& anchors, const Tile& tile, std::size_t count,
                          cudaStream_t stream) {
-    const AssignPlan plan = plan_assign(count, anchors.m(), points.d(), gpu_);
     const auto stride = static_cast<std::size_t>(half_stride(points.d()));
-    const std::optional<NarrowBuffers> buffers = narrow_scratch_.reserve(
-        count, stride, static_cast<std::size_t>(plan.splits) * count, tile.points->tail() != nullptr, spare_);
-    if (!buffers) {
-        return false;
+    const auto candidates = [&](std::size_t rows) {
+        return rows == 0 ? 0 : static_cast<std::size_t>(plan_assign(rows, anchors.m(), points.d(), gpu_).splits) * rows;
+    };
+    const bool tails = tile.points->tail() != nullptr;
+    const std::size_t largest = std::max<std::size_t>(environment_cap("VLATTICE_NARROW_ROWS", count), 1);
+    for (std::size_t batch = largest; batch >= std::min(largest, kMinNarrowBatch); batch /= 2) {
+        const std::size_t cells = std::max(candidates(batch), candidates(count % batch));
+        const std::optional<NarrowBuffers> buffers =
+            narrow_scratch_.reserve(count, batch, stride, cells, tails, spare_);
+        if (buffers) {
+            const AssignArgs narrowed = args(points, anchors, tile, true);
+            for (std::size_t first = 0; first < count; first += batch) {
+                launch_narrow(narrowed, count, first, std::min(batch, count - first), *buffers, stream);
+            }
+            return true;
+        }
     }
-    launch_narrow(args(points, anchors, tile, true), count, *buffers, stream);
-    return true;
+    return false;
 }
 
 namespace {
 
-// The narrowing's buffers for `rows` points of `stride` values and `candidates` candidates.
+// The narrowing's buffers for an all-anchor list of `total`, batches of `rows` points of `stride`
+// values and `candidates` candidates.
 template <class Each>
-void narrow_buffers(AssignStage::NarrowScratch& s, std::size_t rows, std::size_t stride, std::size_t candidates,
-                    bool tails, Each&& each) {
+void narrow_buffers(AssignStage::NarrowScratch& s, std::size_t total, std::size_t rows, std::size_t stride,
+                    std::size_t candidates, bool tails, Each&& each) {
+    each(s.list, total);
     each(s.ids, rows);
     each(s.norms, rows);
     each(s.head, rows * stride);
@@ -233,10 +251,10 @@ void narrow_buffers(AssignStage::NarrowScratch& s, std::size_t rows, std::size_t
 
 }  // namespace
 
-std::optional<NarrowBuffers> AssignStage::NarrowScratch::reserve(std::size_t count, std::size_t stride,
-                                                                 std::size_t candidate_count, bool tails,
-                                                                 std::size_t spare) {
-    const bool enough = ids.size() >= count && head.size() >= count * stride &&
+std::optional<NarrowBuffers> AssignStage::NarrowScratch::reserve(std::size_t total, std::size_t count,
+                                                                 std::size_t stride, std::size_t candidate_count,
+                                                                 bool tails, std::size_t spare) {
+    const bool enough = list.size() >= total && ids.size() >= count && head.size() >= count * stride &&
                         (!tails || tail.size() >= count * stride) && candidates.size() >= candidate_count;
     if (!enough) {
         // A quarter to spare where the GPU has room for it, since the count changes from one assign
@@ -244,7 +262,7 @@ std::optional<NarrowBuffers> AssignStage::NarrowScratch::reserve(std::size_t cou
         *this = {};
         const std::size_t free = std::min(device_memory().free / 2, spare);
         const auto sized = [&](std::size_t spare_quarters, auto&& each) {
-            narrow_buffers(*this, count + spare_quarters * count / 4, stride,
+            narrow_buffers(*this, total + spare_quarters * total / 4, count + spare_quarters * count / 4, stride,
                            candidate_count + spare_quarters * candidate_count / 4, tails, each);
         };
         const auto bytes = [&](std::size_t spare_quarters) {
@@ -265,7 +283,7 @@ std::optional<NarrowBuffers> AssignStage::NarrowScratch::reserve(std::size_t cou
             return std::nullopt;
         }
     }
-    return NarrowBuffers{ids.data(), norms.data(), head.data(), tail.data(), candidates.data()};
+    return NarrowBuffers{list.data(), ids.data(), norms.data(), head.data(), tail.data(), candidates.data()};
 }
 
 }  // namespace vlattice::cuda

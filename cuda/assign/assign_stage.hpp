@@ -46,18 +46,21 @@ public:
 
     // The narrowing's buffers (launch_narrow). Their size depends on how many points the assign
     // leaves uncertain of every anchor, which no shape tells, so they are not part of the
-    // footprint: they grow on demand within half of the GPU's free memory, and an assign that would
-    // need more takes the split pass over every point instead (the same anchors, exactly).
+    // footprint: they grow on demand within half of the GPU's free memory, for all such points at
+    // once or, where those do not fit, for batches of them; an assign that cannot spare even a batch
+    // takes the split pass over every point instead (the same anchors, exactly).
     struct NarrowScratch {
+        DeviceBuffer<std::uint32_t> list;
         DeviceBuffer<std::uint32_t> ids;
         DeviceBuffer<float> norms;
         DeviceBuffer<std::uint16_t> head;
         DeviceBuffer<std::uint16_t> tail;
         DeviceBuffer<Candidate> candidates;
 
-        // Buffers for `count` points, or none where the GPU cannot spare them (nor `spare` bytes hold them).
-        std::optional<NarrowBuffers> reserve(std::size_t count, std::size_t stride, std::size_t candidate_count,
-                                             bool tails, std::size_t spare);
+        // Buffers for batches of `count` points out of `total`, or none where the GPU cannot spare
+        // them (nor `spare` bytes hold them).
+        std::optional<NarrowBuffers> reserve(std::size_t total, std::size_t count, std::size_t stride,
+                                             std::size_t candidate_count, bool tails, std::size_t spare);
     };
 
     // The most the narrowing's buffers may take besides the footprints (--gpu-memory's remainder).
