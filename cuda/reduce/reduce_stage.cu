@@ -18,7 +18,6 @@ void ReduceStage::allocate_anchors(std::size_t n, std::size_t tile_rows, std::si
     anchor_buffers(n, tile_rows, m, d, AllocateBuffers{});
 }
 
-
 void ReduceStage::release() {
     point_buffers(0, ReleaseBuffers{});
     release_anchors();

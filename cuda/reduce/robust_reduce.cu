@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 namespace vlattice::cuda {
 
@@ -476,6 +477,21 @@ int member_threads(int d, int count) {
     return std::clamp((threads + kWarp - 1) / kWarp * kWarp, kWarp, 8 * kWarp);
 }
 
+// Calls launch(type, count) with the rows' type and the values a member-sum thread loads at once
+// (a 16-byte load's worth where the rows allow, else one), both as integral constants.
+template <class Launch>
+void with_member_loads(const PointRows& points, Launch launch) {
+    const bool by_16 = points.loads_by_16();
+    with_row_type(points.type, [&](auto type) {
+        constexpr RowType kType = decltype(type)::value;
+        if (by_16) {
+            launch(type, std::integral_constant<int, kValuesPerLoad<kType>>{});
+        } else {
+            launch(type, std::integral_constant<int, 1>{});
+        }
+    });
+}
+
 }  // namespace
 
 // floor(trim * count) grows with count, so when it is 0 for n it is 0 for every anchor, and the point
@@ -533,12 +549,10 @@ std::size_t tile_chunk_slots(std::size_t rows, std::size_t m) {
 void launch_member_sums(const ReduceArgs& a, const std::uint32_t* ordered, const PointRows& points,
                         cudaStream_t stream) {
     const auto chunks = static_cast<unsigned>(max_member_chunks(a.n, a.m));
-    const bool by_16 = points.loads_by_16();
-    with_row_type(points.type, [&](auto type) {
+    with_member_loads(points, [&](auto type, auto count) {
         constexpr RowType kType = decltype(type)::value;
-        constexpr int kWide = kValuesPerLoad<kType>;
-        const auto kernel = by_16 ? member_sums_kernel<kType, kWide> : member_sums_kernel<kType, 1>;
-        kernel<<<chunks, member_threads(a.d, by_16 ? kWide : 1), 0, stream>>>(
+        constexpr int kCount = decltype(count)::value;
+        member_sums_kernel<kType, kCount><<<chunks, member_threads(a.d, kCount), 0, stream>>>(
             points, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
             a.partial_distance);
     });
@@ -562,13 +576,11 @@ void launch_tile_sums(const ReduceArgs& a, const std::uint32_t* ordered, const M
         throw Error("cuda backend: a tile of " + std::to_string(tile.rows) + " rows needs " + std::to_string(slots) +
                     " chunk sums, more than the reduce's " + std::to_string(t.slots));
     }
-    const bool by_16 = tile.points.loads_by_16();
-    with_row_type(tile.points.type, [&](auto type) {
+    with_member_loads(tile.points, [&](auto type, auto count) {
         constexpr RowType kType = decltype(type)::value;
-        constexpr int kWide = kValuesPerLoad<kType>;
-        const auto kernel = by_16 ? tile_sums_kernel<kType, kWide> : tile_sums_kernel<kType, 1>;
-        kernel<<<static_cast<unsigned>(slots), member_threads(a.d, by_16 ? kWide : 1), 0, stream>>>(tile.points, first, last, a.d, ordered,
-                                                                              a.offsets, a.kept, a.m, t);
+        constexpr int kCount = decltype(count)::value;
+        tile_sums_kernel<kType, kCount><<<static_cast<unsigned>(slots), member_threads(a.d, kCount), 0, stream>>>(
+            tile.points, first, last, a.d, ordered, a.offsets, a.kept, a.m, t);
     });
     check_launch("tile_sums_kernel", stream);
     fold_tile_kernel<<<static_cast<unsigned>(a.m), kFinalizeThreads, 0, stream>>>(a.d, t);
