@@ -19,6 +19,9 @@ nlohmann::json run_report(const AnnealConfig& config, const FitResult& result, c
     report["input"] = context.input.path;
     report["config"]["threads"] = config.threads;
     report["backend"] = context.backend;
+    if (!result.points_placement.empty()) {
+        report["points_placement"] = result.points_placement;
+    }
     report["threads"] = context.threads > 0 ? context.threads : omp_get_max_threads();
 
     nlohmann::json history = nlohmann::json::array();

@@ -1137,7 +1137,7 @@ TEST_CASE("cuda: a fit of points mapped from their file equals the fit of the he
 
 // Streamed points: the same anchors, assignments, merges and splits as held ones, bit for bit, for
 // float32 rows with tails, float16 and uint8 rows, under f32 and f16 storage, over tiles the last of
-// which is partial.
+// which is partial, made from the host's rows or from the stored rows kept on the device.
 TEST_CASE("cuda: a fit of points streamed through the GPU equals the fit of the held points", "[gpu][anneal]") {
     if (!gpu_usable()) {
         return;
@@ -1150,7 +1150,9 @@ TEST_CASE("cuda: a fit of points streamed through the GPU equals the fit of the 
     // 100 anchors take about 80 members a tile, so most chunks of 64 span two tiles; 3,000 take
     // about 3, so a chunk spans many tiles and some tiles give an anchor none.
     const std::size_t anchors = GENERATE(100, 3000);
-    INFO(stored_type_name(type) << " under " << storage_name(storage) << ", " << anchors << " anchors");
+    const std::string source = GENERATE(as<std::string>{}, "host", "device");
+    INFO(stored_type_name(type) << " under " << storage_name(storage) << ", " << anchors << " anchors, tiles from the "
+                                << source);
     const std::size_t n = 50003;
     const StoredCase c = stored_mixture(type == StoredType::f32 ? StoredType::u8 : type, n, 128, rng);
     const Matrix floats = duplicated_points(n, 128, rng);
@@ -1163,11 +1165,38 @@ TEST_CASE("cuda: a fit of points streamed through the GPU equals the fit of the 
     config.storage = storage;
     auto gpu = make_cuda_backend(0);
     const FitResult held = fit(points, config, *gpu);
+    CHECK(held.points_placement == "held on GPU 0");
     const ScopedVariable tiles("VLATTICE_GPU_TILE_ROWS", "8192");
+    const ScopedVariable from("VLATTICE_GPU_TILE_SOURCE", source.c_str());
     auto streamed = make_cuda_backend(0);
-    check_same_fit(fit(points, config, *streamed), held);
+    const FitResult tiled = fit(points, config, *streamed);
+    // bfloat16 does not hold every float16 value: the fit rounds those points into a float32 copy.
+    const bool rounded = type == StoredType::f16 && storage == PointStorage::bf16;
+    CHECK_THAT(tiled.points_placement,
+               Catch::Contains(source == "device" ? "kept on GPU 0" : "streamed from the host") &&
+                   Catch::Contains("in tiles of 8192 rows") &&
+                   Catch::StartsWith(rounded ? "float32" : stored_type_name(points.type())));
+    check_same_fit(tiled, held);
 }
 
+TEST_CASE("cuda: a tile source the environment names wrongly is an error", "[gpu][backend][quick]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    std::mt19937_64 rng(seed());
+    const Matrix x = duplicated_points(1000, 16, rng);
+    const ScopedVariable tiles("VLATTICE_GPU_TILE_ROWS", "256");
+    const ScopedVariable wrong("VLATTICE_GPU_TILE_SOURCE", "disk");
+    auto gpu = make_cuda_backend(0);
+    CHECK_THROWS_WITH(gpu->upload_points(x, RunSetup{}),
+                      Catch::Contains("VLATTICE_GPU_TILE_SOURCE") && Catch::Contains("'disk'"));
+}
+
+// A million rows of 128 take 256 MB held as 16-bit rows (float32 ones with tails: 768 MB), and what
+// they carry 28 MB: under 192 MiB even their uint8 rows, 128 MB, leave too little for tiles of 2^17
+// rows beside them, so the tiles come from the host. 8M uint8 rows held as 16-bit rows take about
+// 2.5 GB with their state, as uint8 rows 1.25 GB, which leaves a 2 GiB limit tiles of about 300,000
+// rows made on the GPU.
 TEST_CASE("cuda: a GPU memory limit below what held points take streams them, with the same fit",
           "[gpu][anneal]") {
     if (!gpu_usable()) {
@@ -1176,24 +1205,33 @@ TEST_CASE("cuda: a GPU memory limit below what held points take streams them, wi
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);
     std::mt19937_64 rng(run_seed);
-    const bool floats = GENERATE(false, true);
-    INFO((floats ? "float32 under f32" : "uint8 under f16"));
-    // A million rows of 128 take 256 MB held as 16-bit rows (float32 ones with tails: 768 MB); what
-    // they carry, 28 MB.
-    const std::size_t n = 1000003;
-    const StoredCase c = floats ? StoredCase{} : stored_mixture(StoredType::u8, n, 128, rng);
-    const Matrix values = floats ? duplicated_points(n, 128, rng) : Matrix();
-    const PointView points = floats ? PointView(values) : c.stored.view();
+    struct Case {
+        bool floats;
+        std::size_t n;
+        std::size_t limit;
+        const char* placement;
+    };
+    const Case run = GENERATE(Case{false, 1000003, std::size_t{192} << 20, "uint8 rows streamed from the host"},
+                              Case{true, 1000003, std::size_t{192} << 20, "float32 rows streamed from the host"},
+                              Case{false, std::size_t{8} << 20, std::size_t{2} << 30, "uint8 rows kept on GPU 0"});
+    INFO((run.floats ? "float32 under f32, " : "uint8 under f16, ") << run.n << " rows under " << run.limit
+                                                                     << " bytes");
+    const StoredCase c = run.floats ? StoredCase{} : stored_mixture(StoredType::u8, run.n, 128, rng);
+    const Matrix values = run.floats ? duplicated_points(run.n, 128, rng) : Matrix();
+    const PointView points = run.floats ? PointView(values) : c.stored.view();
     AnnealConfig config;
     config.anchors = 100;
     config.max_iters = 6;
     config.maintenance_every = 3;
     config.seed = run_seed;
-    config.storage = floats ? PointStorage::f32 : PointStorage::f16;
+    config.storage = run.floats ? PointStorage::f32 : PointStorage::f16;
     auto gpu = make_cuda_backend(0);
     const FitResult held = fit(points, config, *gpu);
-    auto limited = make_cuda_backend(0, FastKernel::automatic, kGatherFloats, GpuKernels::automatic, 192u << 20);
-    check_same_fit(fit(points, config, *limited), held);
+    CHECK(held.points_placement == "held on GPU 0");
+    auto limited = make_cuda_backend(0, FastKernel::automatic, kGatherFloats, GpuKernels::automatic, run.limit);
+    const FitResult streamed = fit(points, config, *limited);
+    CHECK_THAT(streamed.points_placement, Catch::StartsWith(run.placement));
+    check_same_fit(streamed, held);
 }
 
 TEST_CASE("cuda: a GPU memory limit too small for the points' state is refused, naming the limit",

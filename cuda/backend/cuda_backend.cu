@@ -53,21 +53,33 @@ public:
         // Points of the shape held go into the same buffers, and the anchors' buffers stay for a
         // seeding of as many anchors: sub-space fits upload many sets of one shape, and every
         // cudaFree waits for the whole device, the other fits' streams included.
-        const std::size_t tile_rows =
-            stages_.plan_tiles(points.rows, points.cols, points.type(), setup.format.storage);
-        if (stages_.points.holds(points.rows, points.cols, setup.format.storage, tile_rows)) {
+        const cuda::PointPlan plan =
+            stages_.plan_points(points.rows, points.cols, points.type(), setup.format.storage);
+        if (stages_.points.holds(points.rows, points.cols, setup.format.storage, plan)) {
             stream_.synchronize();
             m_ = 0;  // the anchors were the old points'
             have_stats_ = false;
         } else {
             release_anchors();
-            stages_.allocate_points(points.rows, points.cols, points.type(), setup.format.storage, tile_rows);
+            stages_.allocate_points(points.rows, points.cols, points.type(), setup.format.storage, plan);
         }
         stages_.points.upload(points, setup.format, stream_.get());
         precision_ = setup.precision;
         assigned_ = false;
         stages_.assign.restart();
         ++generation_;
+    }
+
+    std::string points_placement() const override {
+        const cuda::PointPlan& plan = stages_.points.plan();
+        const std::string gpu = "GPU " + std::to_string(gpu_);
+        if (plan.tile_rows == 0) {
+            return "held on " + gpu;
+        }
+        const std::string rows = std::string(stored_type_name(stages_.points.host_points().type())) + " rows";
+        const std::string tiles = " in tiles of " + std::to_string(plan.tile_rows) + " rows";
+        return plan.source == cuda::TileSource::device ? rows + " kept on " + gpu + ", widened" + tiles
+                                                       : rows + " streamed from the host" + tiles;
     }
 
     void upload_anchors(const Matrix& anchors) override {

@@ -4,7 +4,7 @@
 #include "runtime/free_memory.hpp"
 
 #include <algorithm>
-
+#include <cstdlib>
 #include <string>
 
 namespace vlattice::cuda {
@@ -16,6 +16,9 @@ namespace {
 constexpr std::size_t kTileAlign = 64;
 constexpr std::size_t kMaxTileRows = std::size_t{1} << 22;
 constexpr std::size_t kNoTiles = static_cast<std::size_t>(-1);
+// Tiles from the stored rows on the device are taken when they can be this large (or the whole
+// set): smaller ones would spend more on each tile's launches than the bus costs.
+constexpr std::size_t kMinDeviceTileRows = std::size_t{1} << 17;
 // A tile's bytes per row are measured on this many rows, where the 2 MiB pages of its dozen buffers
 // hardly count; kPageSlack is what those pages may add to a tile of any size.
 constexpr std::size_t kProbeRows = std::size_t{1} << 20;
@@ -23,6 +26,18 @@ constexpr std::size_t kPageSlack = std::size_t{32} << 20;
 
 std::string mib(std::size_t bytes) {
     return std::to_string((bytes + (std::size_t{1} << 20) - 1) >> 20) + " MiB";
+}
+
+// VLATTICE_GPU_TILE_SOURCE: host (or unset) or device.
+TileSource forced_tile_source() {
+    const char* source = std::getenv("VLATTICE_GPU_TILE_SOURCE");
+    if (source == nullptr || *source == '\0' || std::string(source) == "host") {
+        return TileSource::host;
+    }
+    if (std::string(source) == "device") {
+        return TileSource::device;
+    }
+    throw Error(std::string("VLATTICE_GPU_TILE_SOURCE: expected host or device, got '") + source + "'");
 }
 
 }  // namespace
@@ -35,54 +50,67 @@ Stages::Stages(int gpu, FastKernel kernel, std::size_t gather_floats, GpuKernels
       nearest(kernels, shape),
       memory_limit_(memory_limit) {}
 
-std::size_t Stages::plan_tiles(std::size_t n, std::size_t d, StoredType type, PointStorage storage) {
+PointPlan Stages::plan_points(std::size_t n, std::size_t d, StoredType type, PointStorage storage) {
     static_assert(kTileAlign % kPointsPerDistanceBlock == 0);
     const std::size_t forced = environment_cap("VLATTICE_GPU_TILE_ROWS", kNoTiles);
     if (forced != kNoTiles) {
-        return std::max<std::size_t>(kTileAlign, forced / kTileAlign * kTileAlign);
+        return {std::max<std::size_t>(kTileAlign, forced / kTileAlign * kTileAlign), forced_tile_source()};
     }
     // The old points' and anchors' buffers go before new points come.
     const std::size_t room = available() + point_bytes_ + anchor_bytes_;
     Footprint held;
-    points.add_footprint(held, n, d, type, storage, 0);
+    points.add_footprint(held, n, d, type, storage, PointPlan());
     assign.add_point_footprint(held, n);
     reduce.add_point_footprint(held, n);
     if (held.bytes() <= room - room / 8) {
-        return 0;
+        return {};
     }
-    // What stays per point; then tiles of a third of what is left, less the allocator's rounding of
-    // their buffers, which leaves the rest to the anchors.
+    const std::size_t on_device = tile_rows(room, n, d, type, storage, TileSource::device);
+    if (on_device >= std::min(n, kMinDeviceTileRows)) {
+        return {on_device, TileSource::device};
+    }
+    // The footprint checks say what is missing when not even the smallest tile fits.
+    return {std::max(tile_rows(room, n, d, type, storage, TileSource::host), kTileAlign), TileSource::host};
+}
+
+std::size_t Stages::tile_rows(std::size_t room, std::size_t n, std::size_t d, StoredType type, PointStorage storage,
+                              TileSource source) {
+    // What stays per point (and the stored rows, from the device); then tiles of a third of what is
+    // left, less the allocator's rounding of their buffers, which leaves the rest to the anchors.
     Footprint state;
-    points.add_footprint(state, n, d, type, storage, kTileAlign);
+    points.add_footprint(state, n, d, type, storage, PointPlan{kTileAlign, source});
     reduce.add_point_footprint(state, n);
     Footprint tile;
-    PointTiles::add_footprint(tile, kProbeRows, d, type, storage);
+    PointTiles::add_footprint(tile, 0, kProbeRows, d, type, storage, source);
     assign.add_point_footprint(tile, kProbeRows);
     ReduceStage::add_tile_footprint(tile, kProbeRows, d);
     const std::size_t spare = room > state.bytes() ? (room - state.bytes()) / 3 : 0;
     if (spare <= kPageSlack) {
-        return kTileAlign;  // the footprint checks then say what is missing
+        return 0;
     }
     const std::size_t rows = (spare - kPageSlack) / (tile.bytes() / kProbeRows) / kTileAlign * kTileAlign;
-    return std::clamp(rows, kTileAlign, kMaxTileRows);
+    return std::min(rows, kMaxTileRows);
 }
 
 void Stages::allocate_points(std::size_t n, std::size_t d, StoredType type, PointStorage storage,
-                             std::size_t tile_rows) {
+                             const PointPlan& plan) {
     // Old buffers go first, so that their memory counts as free.
     release_points();
-    const std::size_t pass = tile_rows > 0 ? std::min(tile_rows, n) : n;
+    const std::size_t pass = plan.tile_rows > 0 ? std::min(plan.tile_rows, n) : n;
     Footprint need;
-    points.add_footprint(need, n, d, type, storage, tile_rows);
+    points.add_footprint(need, n, d, type, storage, plan);
     assign.add_point_footprint(need, pass);
     reduce.add_point_footprint(need, n);
     check_fits(need, std::to_string(n) + " points of dimension " + std::to_string(d) + " stored as " +
                          storage_name(storage) +
-                         (tile_rows > 0 ? " in tiles of " + std::to_string(tile_rows) + " rows" : std::string()));
+                         (plan.tile_rows > 0 ? " in tiles of " + std::to_string(plan.tile_rows) + " rows" +
+                                                   (plan.source == TileSource::device ? " from the GPU's " : " from the host's ") +
+                                                   stored_type_name(type) + " rows"
+                                             : std::string()));
     // A failed allocation (another process, or a sibling fit, may take memory since the check)
     // leaves no stage that looks sized for these points.
     try {
-        points.allocate(n, d, tile_rows);
+        points.allocate(n, d, plan);
         assign.allocate_points(pass);
         reduce.allocate_points(n);
     } catch (...) {

@@ -2,8 +2,9 @@
 // count, each stage states its footprint for that shape, the total is held against the GPU's free
 // memory (and the run's limit, --gpu-memory), and only then is anything allocated: a run too large
 // for the GPU is refused up front, with what it needs and what is free, instead of failing halfway.
-// Points whose rows would leave too little room are streamed in tiles (PointTiles) instead of held;
-// what each point carries (its anchor, distance and sort keys: 28 bytes) stays on the device.
+// Points whose rows would leave too little room are made in tiles each pass (PointTiles) instead of
+// held, from their stored rows on the device where those fit, else from the host; what each point
+// carries (its anchor, distance and sort keys: 28 bytes) stays on the device.
 #pragma once
 
 #include "anchors/anchor_stage.hpp"
@@ -28,13 +29,15 @@ struct Stages {
     Stages(int gpu, FastKernel kernel, std::size_t gather_floats, GpuKernels kernels, const GpuShape& shape,
            std::size_t memory_limit);
 
-    // Rows per tile for n x d points of `type` in `storage`, or 0 where they are held: streamed when
-    // holding them would leave less than an eighth of the memory for the anchors, or when
-    // VLATTICE_GPU_TILE_ROWS names a tile size (tests).
-    std::size_t plan_tiles(std::size_t n, std::size_t d, StoredType type, PointStorage storage);
-    // Buffers for n x d points of `type` in `storage`, in tiles of `tile_rows` (0: held); the
-    // anchors' must have gone first (release_anchors).
-    void allocate_points(std::size_t n, std::size_t d, StoredType type, PointStorage storage, std::size_t tile_rows);
+    // Where n x d points of `type` in `storage` go: held, unless that would leave less than an eighth
+    // of the memory for the anchors; else tiles from their stored rows kept on the device, where
+    // those leave room for tiles of 2^17 rows (or all of them); else tiles from the host. Tests
+    // force tiles with VLATTICE_GPU_TILE_ROWS (a size) and VLATTICE_GPU_TILE_SOURCE (device; the
+    // host otherwise).
+    PointPlan plan_points(std::size_t n, std::size_t d, StoredType type, PointStorage storage);
+    // Buffers for n x d points of `type` in `storage`, as `plan` places them; the anchors' must have
+    // gone first (release_anchors).
+    void allocate_points(std::size_t n, std::size_t d, StoredType type, PointStorage storage, const PointPlan& plan);
     // Buffers for m anchors over the points held. Either call leaves nothing allocated when it throws.
     void allocate_anchors(std::size_t m);
     void release_anchors();
@@ -50,6 +53,9 @@ struct Stages {
 
 private:
     void release_points();
+    // Rows per tile from `source` that `room` bytes leave beside the points' state, 0 where none.
+    std::size_t tile_rows(std::size_t room, std::size_t n, std::size_t d, StoredType type, PointStorage storage,
+                          TileSource source);
     // The bytes the run may still take: the GPU's free memory, within the limit less what is held.
     std::size_t available() const;
     void check_fits(const Footprint& need, const std::string& what) const;

@@ -21,24 +21,24 @@ void PointStage::check(const PointView& points) {
 }
 
 void PointStage::add_footprint(Footprint& need, std::size_t n, std::size_t d, StoredType type, PointStorage storage,
-                               std::size_t tile_rows) {
-    if (tile_rows > 0) {
-        PointTiles::add_footprint(need, tile_rows, d, type, storage);
+                               const PointPlan& plan) {
+    if (plan.tile_rows > 0) {
+        PointTiles::add_footprint(need, n, plan.tile_rows, d, type, storage, plan.source);
     } else {
         DevicePoints::add_footprint(need, n, d, storage);
     }
     buffers(n, need);
 }
 
-bool PointStage::holds(std::size_t n, std::size_t d, PointStorage storage, std::size_t tile_rows) const {
-    return tile_rows == 0 && tile_rows_ == 0 && assignment_.size() == n && d_ == d && points_.storage() == storage;
+bool PointStage::holds(std::size_t n, std::size_t d, PointStorage storage, const PointPlan& plan) const {
+    return plan.tile_rows == 0 && plan_.tile_rows == 0 && assignment_.size() == n && d_ == d && points_.storage() == storage;
 }
 
-void PointStage::allocate(std::size_t n, std::size_t d, std::size_t tile_rows) {
+void PointStage::allocate(std::size_t n, std::size_t d, const PointPlan& plan) {
     release();
     buffers(n, AllocateBuffers{});
     d_ = d;
-    tile_rows_ = tile_rows;
+    plan_ = plan;
 }
 
 void PointStage::release() {
@@ -48,13 +48,13 @@ void PointStage::release() {
     buffers(0, ReleaseBuffers{});
     n_ = 0;
     d_ = 0;
-    tile_rows_ = 0;
+    plan_ = PointPlan();
 }
 
 void PointStage::upload(const PointView& points, const PointFormat& format, cudaStream_t stream) {
     n_ = 0;
     if (streamed()) {
-        tiles_.load(points, format, tile_rows_, stream);
+        tiles_.load(points, format, plan_.tile_rows, plan_.source, stream);
     } else {
         points_.upload(points, format, stream);
     }

@@ -1,8 +1,9 @@
 // The points of a run on the device and what each carries from one call to the next: its anchor, its
 // distance to that anchor, and the per-block sums of those distances that the energy adds up. The
-// points themselves are either held (DevicePoints) or streamed a tile per pass (PointTiles); what
-// each point carries stays on the device either way, and every pass over the points goes through
-// each_pass, which gives the held points as one tile.
+// points themselves are either held (DevicePoints) or made a tile per pass (PointTiles) from their
+// stored rows, kept on the device or on the host; what each point carries stays on the device
+// either way, and every pass over the points goes through each_pass, which gives the held points as
+// one tile.
 #pragma once
 
 #include "points/device_points.hpp"
@@ -28,18 +29,25 @@ namespace vlattice::cuda {
 // Point ids, segment offsets and chunk counts are 32-bit on the device.
 constexpr std::size_t kMaxRows = std::size_t{1} << 31;
 
+// How a run's points are on the device: held whole (tile_rows 0), or in tiles of tile_rows rows
+// made each pass from the stored rows at `source`.
+struct PointPlan {
+    std::size_t tile_rows = 0;
+    TileSource source = TileSource::host;
+};
+
 class PointStage {
 public:
     // Throws Error unless `points` are 1 to 2^31 - 1 whole rows the kernels can take.
     static void check(const PointView& points);
 
-    // The device memory of n x d points in `storage` and of their state: all held, or streamed in
-    // tiles of `tile_rows` (0: held) rows stored as `type`.
+    // The device memory of n x d points stored as `type` in `storage` and of their state, as `plan`
+    // places them.
     void add_footprint(Footprint& need, std::size_t n, std::size_t d, StoredType type, PointStorage storage,
-                       std::size_t tile_rows);
-    // Buffers for n x d points in `storage` are there (the points themselves may not be).
-    bool holds(std::size_t n, std::size_t d, PointStorage storage, std::size_t tile_rows) const;
-    void allocate(std::size_t n, std::size_t d, std::size_t tile_rows);
+                       const PointPlan& plan);
+    // Buffers for n x d points in `storage`, held, are there (the points themselves may not be).
+    bool holds(std::size_t n, std::size_t d, PointStorage storage, const PointPlan& plan) const;
+    void allocate(std::size_t n, std::size_t d, const PointPlan& plan);
     void release();
 
     // Replaces the points (rounded to `format`) and sets every point's anchor to none. Returns once
@@ -49,9 +57,11 @@ public:
 
     std::size_t n() const { return n_; }  // 0 until an upload has succeeded
     int d() const { return static_cast<int>(d_); }
-    bool streamed() const { return tile_rows_ > 0; }
+    // Whether the points are made a tile per pass (from either source) rather than held.
+    bool streamed() const { return plan_.tile_rows > 0; }
+    const PointPlan& plan() const { return plan_; }
     // The most points one tile of each_pass holds: n when they are held.
-    std::size_t pass_rows() const { return streamed() ? tile_rows_ : n_; }
+    std::size_t pass_rows() const { return streamed() ? plan_.tile_rows : n_; }
     // The points' format as the kernels see it (the held points, or the last tile).
     const DevicePoints& points() const { return streamed() ? tiles_.tile() : points_; }
     // The uploaded points on the host, for what a streamed run does there.
@@ -90,7 +100,7 @@ private:
     DevicePoints points_;
     PointTiles tiles_;
     PointView host_;
-    std::size_t tile_rows_ = 0;
+    PointPlan plan_;
     std::size_t n_ = 0;
     std::size_t d_ = 0;
     DeviceBuffer<std::uint32_t> assignment_;

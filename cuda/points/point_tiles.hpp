@@ -1,6 +1,8 @@
-// Points streamed through the GPU a tile at a time, for sets larger than the GPU memory a run may
-// use (--gpu-memory): the host's rows stay where they are (in memory or in their file), and every
-// pass over the points loads them again. A tile's rows cross the bus in their stored type from
+// Points made a tile at a time, for sets whose 16-bit or float32 rows do not fit in the GPU memory a
+// run may use (--gpu-memory). Each pass widens every tile again from the rows in their stored type,
+// which are either kept on the device (TileSource::device: a uint8 set takes half the memory of its
+// 16-bit rows, and no pass crosses the bus) or stay where they are on the host, in memory or in
+// their file (TileSource::host). From the host a tile's rows cross the bus in their stored type from
 // pinned staging, in two halves: while the device works on one tile, a host thread copies the next
 // into pinned memory and the copy engine takes it up. On the device each tile becomes the same rows,
 // norms and head norms that DevicePoints::upload makes of those points, so every pass gives the bits
@@ -22,17 +24,23 @@
 
 namespace vlattice::cuda {
 
+// Where each pass takes a tile's stored rows from.
+enum class TileSource { host, device };
+
 class PointTiles {
 public:
-    // What a tile of `capacity` rows holds on the device, as the largest it may be (float32 rows kept).
-    static void add_footprint(Footprint& need, std::size_t capacity, std::size_t d, StoredType type,
-                              PointStorage storage);
+    // What tiles of `capacity` rows over n rows of dimension d hold on the device, as the largest
+    // they may be (float32 rows kept): the tile, and the stored rows or the copies' landing halves.
+    static void add_footprint(Footprint& need, std::size_t n, std::size_t capacity, std::size_t d, StoredType type,
+                              PointStorage storage, TileSource source);
 
     // Tiles of `capacity` rows (a multiple of 64, so that per-block sums line up with the whole
-    // set's) over `points`, which must outlive them, rounded to `format`. One pass checks that they
-    // are exact in the format, as DevicePoints::upload does, and finds whether the float32 rows must
-    // be kept. Throws Error like upload.
-    void load(const PointView& points, const PointFormat& format, std::size_t capacity, cudaStream_t stream);
+    // set's) over `points`, rounded to `format`, from `source`; from the host, `points` must outlive
+    // them. One pass checks that they are exact in the format, as DevicePoints::upload does, finds
+    // whether the float32 rows must be kept, and from the device leaves the stored rows there. Throws
+    // Error like upload.
+    void load(const PointView& points, const PointFormat& format, std::size_t capacity, TileSource source,
+              cudaStream_t stream);
     void release();
 
     std::size_t capacity() const { return capacity_; }
@@ -46,18 +54,26 @@ public:
 
 private:
     std::size_t rows_of(std::size_t t) const;
-    // Copies tile t into pinned half t % 2 and queues its copy up on copy_stream_.
+    // Where tile t's stored rows are on the device: in the stored set, or in landing half t % 2.
+    char* stored_rows(std::size_t t);
+    // Copies tile t into pinned half t % 2 and queues its copy up to stored_rows(t) on copy_stream_.
     void stage(std::size_t t);
-    void pass(cudaStream_t stream, unsigned* flags, const Visit& visit);
+    // One pass; `staged`: the tiles are copied up first.
+    void pass(cudaStream_t stream, unsigned* flags, bool staged, const Visit& visit);
 
     PointView host_;
     PointFormat format_;
+    TileSource source_ = TileSource::host;
+    StoredType type_ = StoredType::f32;
+    std::size_t rows_ = 0;
+    std::size_t cols_ = 0;
     std::size_t capacity_ = 0;
     std::size_t row_bytes_ = 0;  // one row's stored values
     int gpu_ = 0;
     Stream copy_stream_;
-    PinnedBuffer<char> pinned_[2];
-    DeviceBuffer<char> raw_[2];
+    PinnedBuffer<char> pinned_[2];  // while copies go up
+    DeviceBuffer<char> raw_[2];     // from the host: the landing halves
+    DeviceBuffer<char> stored_;     // from the device: the set's stored rows
     Event landed_[2];    // half t % 2's copy up of tile t is done
     Event consumed_[2];  // the device has widened what landed in half t % 2
     DevicePoints tile_;

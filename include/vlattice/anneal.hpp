@@ -60,6 +60,7 @@ struct FitResult {
     std::string stop_reason;
     std::vector<IterationRecord> history;
     PhaseSeconds seconds;
+    std::string points_placement;  // Backend::points_placement() after the upload
     int merged = 0, split = 0, reseeded = 0, dropped_empty = 0;
     Validation validation;
 };

@@ -31,8 +31,8 @@ constexpr std::size_t kGatherFloats = std::size_t{16} << 20;
 
 // `kernels` picks the family of kernels (GpuKernels); throws Error when the GPU cannot run a forced
 // one. `memory_limit` bounds the device memory the run's buffers take (0: what the GPU has free);
-// points whose rows do not fit beside the rest are streamed through the GPU a tile per pass, with
-// the same results as when they are held.
+// points whose rows do not fit beside the rest are made a tile per pass, from their stored rows kept
+// on the GPU or streamed from the host, with the same results as when they are held.
 std::unique_ptr<Backend> make_cuda_backend(int gpu = 0, FastKernel kernel = FastKernel::automatic,
                                            std::size_t gather_floats = kGatherFloats,
                                            GpuKernels kernels = GpuKernels::automatic, std::size_t memory_limit = 0);

@@ -34,7 +34,8 @@ struct ReportContext {
 
 nlohmann::json iteration_json(const IterationRecord& record);
 
-// The keys of run_metadata (with the full input path and config.threads), plus backend, threads,
+// The keys of run_metadata (with the full input path and config.threads), plus backend,
+// points_placement (where the backend says where it put the points), threads,
 // history[] (one iteration_json per iteration) and seconds{load, init (with its part init_upload), assign, reduce, update,
 // maintenance (with its parts maintenance_nearest and maintenance_members), energy, code, write,
 // fit, other_fits, total} and code_seconds{training{stage: s}, coding{stage: s}}, the parts of seconds.code,

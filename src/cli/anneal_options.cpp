@@ -78,8 +78,9 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
          "when it is set")
         ("gpu-memory", po::value(&a.gpu_memory)->default_value("auto")->value_name("SIZE"),
          "GPU memory the run's buffers may take, as 8GiB: points whose rows do not fit beside the anchors and "
-         "each point's state (28 bytes a point) are streamed through the GPU from host memory, a tile per pass, "
-         "with the same result as when they are held; auto: the GPU's free memory, streaming only where the "
+         "each point's state (28 bytes a point) are made a tile per pass, from their rows in the stored type "
+         "kept on the GPU where those fit (uint8: half of the 16-bit rows), else streamed from host memory, "
+         "with the same result as when they are held; auto: the GPU's free memory, tiling only where the "
          "points would leave less than an eighth of it")
         ("dataset", po::value(&a.dataset)->default_value(dataset)->value_name("NAME"),
          "dataset to read from an HDF5 INPUT");

@@ -166,6 +166,9 @@ void print_summary(const RunInput& input, std::size_t requested, const std::vect
     std::printf("energy      %.9g\n", result.energy);
     std::printf("seconds     %.3f (load %.3f, fit %.3f, code %.3f, write %.3f; %s)\n", total, context.load_seconds,
                 fit, context.code_seconds, context.write_seconds, context.backend.c_str());
+    if (!result.points_placement.empty()) {
+        std::printf("points      %s\n", result.points_placement.c_str());
+    }
     std::printf("codes       %s\n", describe_coding(file).c_str());
     const double code_bytes = code_bytes_per_vector(file);
     std::printf("code bytes  %.3f per vector, %.4f of float32\n", code_bytes, code_bytes / (4.0 * static_cast<double>(input.d)));
@@ -187,6 +190,9 @@ void print_model_summary(const RunInput& input, const FitResult& result, const R
     std::printf("seconds     %.3f (load %.3f, fit %.3f, code %.3f, write %.3f; %s)\n",
                 context.load_seconds + fit + context.code_seconds + context.write_seconds, context.load_seconds, fit,
                 context.code_seconds, context.write_seconds, context.backend.c_str());
+    if (!result.points_placement.empty()) {
+        std::printf("points      %s\n", result.points_placement.c_str());
+    }
     std::printf("model       %s: %s, %.0f bytes\n", output.c_str(), describe_coding(model).c_str(),
                 static_cast<double>(std::filesystem::file_size(output)));
 }

@@ -144,6 +144,7 @@ FitResult fit(const PointView& input, const AnnealConfig& config, Backend& backe
             Stopwatch upload(result.seconds.init_upload);
             backend.upload_points(points, setup);
         }
+        result.points_placement = backend.points_placement();
         backend.seed_anchors(points, config.anchors, init_sample_size(config, n), config.seed);
     }
 
