@@ -65,16 +65,18 @@ PointPlan Stages::plan_points(std::size_t n, std::size_t d, StoredType type, Poi
     if (held.bytes() <= room - room / 8) {
         return {};
     }
-    const std::size_t on_device = tile_rows(room, n, d, type, storage, TileSource::device);
+    // Kept on the device, the stored rows leave the anchors less than streaming would: they must
+    // still find an eighth of the room, as beside held points.
+    const std::size_t on_device = tile_rows(room, n, d, type, storage, TileSource::device, room / 8);
     if (on_device >= std::min(n, kMinDeviceTileRows)) {
         return {on_device, TileSource::device};
     }
     // The footprint checks say what is missing when not even the smallest tile fits.
-    return {std::max(tile_rows(room, n, d, type, storage, TileSource::host), kTileAlign), TileSource::host};
+    return {std::max(tile_rows(room, n, d, type, storage, TileSource::host, 0), kTileAlign), TileSource::host};
 }
 
 std::size_t Stages::tile_rows(std::size_t room, std::size_t n, std::size_t d, StoredType type, PointStorage storage,
-                              TileSource source) {
+                              TileSource source, std::size_t anchor_floor) {
     // What stays per point (and the stored rows, from the device); then tiles of a third of what is
     // left, less the allocator's rounding of their buffers, which leaves the rest to the anchors.
     Footprint state;
@@ -85,7 +87,7 @@ std::size_t Stages::tile_rows(std::size_t room, std::size_t n, std::size_t d, St
     assign.add_point_footprint(tile, kProbeRows);
     ReduceStage::add_tile_footprint(tile, kProbeRows, d);
     const std::size_t spare = room > state.bytes() ? (room - state.bytes()) / 3 : 0;
-    if (spare <= kPageSlack) {
+    if (spare <= kPageSlack || 2 * spare < anchor_floor) {
         return 0;
     }
     const std::size_t rows = (spare - kPageSlack) / (tile.bytes() / kProbeRows) / kTileAlign * kTileAlign;

@@ -31,7 +31,8 @@ struct Stages {
 
     // Where n x d points of `type` in `storage` go: held, unless that would leave less than an eighth
     // of the memory for the anchors; else tiles from their stored rows kept on the device, where
-    // those leave room for tiles of 2^17 rows (or all of them); else tiles from the host. Tests
+    // those leave room for tiles of 2^17 rows (or all of them) and an eighth of the memory for the
+    // anchors; else tiles from the host. Tests
     // force tiles with VLATTICE_GPU_TILE_ROWS (a size) and VLATTICE_GPU_TILE_SOURCE (device; the
     // host otherwise).
     PointPlan plan_points(std::size_t n, std::size_t d, StoredType type, PointStorage storage);
@@ -53,9 +54,10 @@ struct Stages {
 
 private:
     void release_points();
-    // Rows per tile from `source` that `room` bytes leave beside the points' state, 0 where none.
+    // Rows per tile from `source` that `room` bytes leave beside the points' state, 0 where none or
+    // where the anchors would be left less than `anchor_floor` bytes.
     std::size_t tile_rows(std::size_t room, std::size_t n, std::size_t d, StoredType type, PointStorage storage,
-                          TileSource source);
+                          TileSource source, std::size_t anchor_floor);
     // The bytes the run may still take: the GPU's free memory, within the limit less what is held.
     std::size_t available() const;
     void check_fits(const Footprint& need, const std::string& what) const;

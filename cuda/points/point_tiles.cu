@@ -40,7 +40,7 @@ void PointTiles::load(const PointView& points, const PointFormat& format, std::s
     CUDA_CHECK(cudaMemsetAsync(flags_.data(), 0, flags_.bytes(), stream));
     pass(stream, flags_.data(), true, [](std::size_t, std::size_t, const DevicePoints&) {});
     if (source == TileSource::device) {
-        // Every later pass widens the rows that stay on the device; the host's are not read again.
+        // Every later pass widens the rows that stay on the device; no tile is staged again.
         for (int h = 0; h < 2; ++h) {
             pinned_[h] = {};
         }

@@ -1,5 +1,5 @@
-// Rows of a stored type (vlattice/point_set.hpp) widened to float32 on the device: streamed tiles
-// cross the bus in their own bytes, a quarter of float32's for uint8, and widen where they land.
+// Rows of a stored type (vlattice/point_set.hpp) widened to float32 on the device: tiles are kept on
+// the device or cross the bus in their own bytes, a quarter of float32's for uint8, and widen there.
 #pragma once
 
 #include "vlattice/point_set.hpp"

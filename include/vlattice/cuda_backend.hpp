@@ -9,7 +9,7 @@
 namespace vlattice {
 
 // The CUDA backend on GPU `gpu`: everything of size n stays on the device for the whole run (the
-// points themselves unless they are streamed), and
+// points themselves, or their stored rows, unless they are streamed from the host), and
 // every kernel and copy runs on the backend's own stream. Its results equal the CPU backend's
 // (assignments exactly, sums to rounding). Defined only in builds with VLATTICE_HAVE_CUDA, so include
 // and call it under that macro. Throws Error when the GPU cannot be used. Its methods make `gpu` the

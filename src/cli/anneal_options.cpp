@@ -79,9 +79,9 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
         ("gpu-memory", po::value(&a.gpu_memory)->default_value("auto")->value_name("SIZE"),
          "GPU memory the run's buffers may take, as 8GiB: points whose rows do not fit beside the anchors and "
          "each point's state (28 bytes a point) are made a tile per pass, from their rows in the stored type "
-         "kept on the GPU where those fit (uint8: half of the 16-bit rows), else streamed from host memory, "
-         "with the same result as when they are held; auto: the GPU's free memory, tiling only where the "
-         "points would leave less than an eighth of it")
+         "kept on the GPU where those fit with room to spare (uint8: half of the 16-bit rows), else streamed from "
+         "host memory, with the same result as when they are held, and only where holding them would leave "
+         "less than an eighth of the memory; auto: the GPU's free memory")
         ("dataset", po::value(&a.dataset)->default_value(dataset)->value_name("NAME"),
          "dataset to read from an HDF5 INPUT");
     add_memory_option(options, a);
