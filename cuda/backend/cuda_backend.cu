@@ -71,15 +71,7 @@ public:
     }
 
     std::string points_placement() const override {
-        const cuda::PointPlan& plan = stages_.points.plan();
-        const std::string gpu = "GPU " + std::to_string(gpu_);
-        if (plan.tile_rows == 0) {
-            return "held on " + gpu;
-        }
-        const std::string rows = std::string(stored_type_name(stages_.points.host_points().type())) + " rows";
-        const std::string tiles = " in tiles of " + std::to_string(plan.tile_rows) + " rows";
-        return plan.source == cuda::TileSource::device ? rows + " kept on " + gpu + ", widened" + tiles
-                                                       : rows + " streamed from the host" + tiles;
+        return cuda::describe_plan(stages_.points.plan(), stages_.points.host_points().type(), gpu_);
     }
 
     void upload_anchors(const Matrix& anchors) override {

@@ -104,11 +104,7 @@ void Stages::allocate_points(std::size_t n, std::size_t d, StoredType type, Poin
     assign.add_point_footprint(need, pass);
     reduce.add_point_footprint(need, n);
     check_fits(need, std::to_string(n) + " points of dimension " + std::to_string(d) + " stored as " +
-                         storage_name(storage) +
-                         (plan.tile_rows > 0 ? " in tiles of " + std::to_string(plan.tile_rows) + " rows" +
-                                                   (plan.source == TileSource::device ? " from the GPU's " : " from the host's ") +
-                                                   stored_type_name(type) + " rows"
-                                             : std::string()));
+                         storage_name(storage) + " (" + describe_plan(plan, type, gpu) + ")");
     // A failed allocation (another process, or a sibling fit, may take memory since the check)
     // leaves no stage that looks sized for these points.
     try {

@@ -32,9 +32,8 @@ struct Stages {
     // Where n x d points of `type` in `storage` go: held, unless that would leave less than an eighth
     // of the memory for the anchors; else tiles from their stored rows kept on the device, where
     // those leave room for tiles of 2^17 rows (or all of them) and an eighth of the memory for the
-    // anchors; else tiles from the host. Tests
-    // force tiles with VLATTICE_GPU_TILE_ROWS (a size) and VLATTICE_GPU_TILE_SOURCE (device; the
-    // host otherwise).
+    // anchors; else tiles from the host. Tests force tiles with VLATTICE_GPU_TILE_ROWS (a size) and
+    // VLATTICE_GPU_TILE_SOURCE (device; the host otherwise).
     PointPlan plan_points(std::size_t n, std::size_t d, StoredType type, PointStorage storage);
     // Buffers for n x d points of `type` in `storage`, as `plan` places them; the anchors' must have
     // gone first (release_anchors).

@@ -6,6 +6,17 @@
 
 namespace vlattice::cuda {
 
+std::string describe_plan(const PointPlan& plan, StoredType type, int gpu) {
+    const std::string device = "GPU " + std::to_string(gpu);
+    if (plan.tile_rows == 0) {
+        return "held on " + device;
+    }
+    const std::string rows = std::string(stored_type_name(type)) + " rows";
+    const std::string tiles = " in tiles of " + std::to_string(plan.tile_rows) + " rows";
+    return plan.source == TileSource::device ? rows + " kept on " + device + ", widened" + tiles
+                                             : rows + " streamed from the host" + tiles;
+}
+
 void PointStage::check(const PointView& points) {
     const std::string shape = std::to_string(points.rows) + " x " + std::to_string(points.cols);
     if (points.rows == 0 || points.cols == 0) {

@@ -36,6 +36,10 @@ struct PointPlan {
     TileSource source = TileSource::host;
 };
 
+// Where `plan` puts points of `type` on GPU `gpu`, in words: "held on GPU 0", "uint8 rows kept on
+// GPU 0, widened in tiles of N rows", "uint8 rows streamed from the host in tiles of N rows".
+std::string describe_plan(const PointPlan& plan, StoredType type, int gpu);
+
 class PointStage {
 public:
     // Throws Error unless `points` are 1 to 2^31 - 1 whole rows the kernels can take.
