@@ -1234,6 +1234,61 @@ TEST_CASE("cuda: a GPU memory limit below what held points take streams them, wi
     check_same_fit(streamed, held);
 }
 
+// Stored rows kept on the GPU must still leave the anchors an eighth of the memory. The largest limit
+// below which they stop being kept there is found by halving; if the eighth is what stops them,
+// the tiles just above it are well over the 2^17-row minimum, and just below it the plan streams
+// from the host, where a fit still runs and equals the held one. 24M uint8 rows of 128 (3 GiB, with
+// their state 3.7 GB) leave such a window; with fewer rows the 2^17-row minimum comes first.
+TEST_CASE("cuda: stored rows that would crowd out the anchors stream from the host instead", "[gpu][anneal]") {
+    if (!gpu_usable()) {
+        return;
+    }
+    const std::uint64_t run_seed = seed();
+    INFO("seed " << run_seed);
+    const std::size_t n = std::size_t{24} << 20, d = 128;
+    PointSet stored = PointSet::unset(StoredType::u8, n, d);
+    auto* bytes = static_cast<std::uint8_t*>(stored.values());
+    std::uint64_t state = run_seed | 1;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint8_t centre = static_cast<std::uint8_t>(40 + 20 * (i % 8));
+        for (std::size_t k = 0; k < d; k += 8) {
+            state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+            for (std::size_t b = 0; b < 8; ++b) {
+                bytes[i * d + k + b] = static_cast<std::uint8_t>(centre + ((state >> (8 * b)) & 15));
+            }
+        }
+    }
+    const PointView points = stored.view();
+    const RunSetup setup{point_format(points, PointStorage::f16), AssignPrecision::exact};
+    const auto placement = [&](std::size_t limit) {
+        auto gpu = make_cuda_backend(0, FastKernel::automatic, kGatherFloats, GpuKernels::automatic, limit);
+        gpu->upload_points(points, setup);
+        return gpu->points_placement();
+    };
+    std::size_t host = std::size_t{3} << 30, kept = std::size_t{6} << 30;
+    REQUIRE_THAT(placement(host), Catch::StartsWith("uint8 rows streamed from the host"));
+    REQUIRE_THAT(placement(kept), Catch::StartsWith("uint8 rows kept on GPU 0"));
+    while (kept - host > (std::size_t{1} << 20)) {
+        const std::size_t middle = host + (kept - host) / 2;
+        (placement(middle).find("kept on GPU 0") != std::string::npos ? kept : host) = middle;
+    }
+    const std::string edge = placement(kept);
+    INFO("kept from " << kept << " bytes: " << edge);
+    const std::size_t tile = std::stoull(edge.substr(edge.find("tiles of ") + 9));
+    CHECK(tile > (std::size_t{3} << 17) / 2);
+    AnnealConfig config;
+    config.anchors = 64;
+    config.max_iters = 3;
+    config.seed = run_seed;
+    config.storage = PointStorage::f16;
+    auto whole = make_cuda_backend(0);
+    const FitResult held = fit(points, config, *whole);
+    auto limited = make_cuda_backend(0, FastKernel::automatic, kGatherFloats, GpuKernels::automatic, host);
+    const FitResult streamed = fit(points, config, *limited);
+    CHECK_THAT(streamed.points_placement, Catch::StartsWith("uint8 rows streamed from the host"));
+    check_same_fit(streamed, held);
+}
+
 TEST_CASE("cuda: a GPU memory limit too small for the points' state is refused, naming the limit",
           "[gpu][backend][quick]") {
     if (!gpu_usable()) {
