@@ -7,6 +7,7 @@
 #include "fit/init.hpp"
 #include "fit/member_lists.hpp"
 #include "numeric.hpp"
+#include "parallel/collective.hpp"
 
 #include <cblas.h>
 #include <omp.h>
@@ -112,7 +113,7 @@ public:
     void robust_reduce(double trim) override {
         require(assigned_, "robust_reduce needs an assign of the current anchors first");
         require(trim >= 0.0 && trim < 1.0, "trim must be in [0, 1), got " + std::to_string(trim));
-        cpu::robust_reduce(points_, assignment_, distance_, anchors_, trim, means_, stats_);
+        cpu::robust_reduce(points_, 0, assignment_, distance_, anchors_, trim, single_process(), means_, stats_);
     }
 
     AnchorStats download_stats() override { return stats_; }

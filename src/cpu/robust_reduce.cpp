@@ -1,80 +1,169 @@
 #include "cpu/robust_reduce.hpp"
 
+#include "cpu/kept_threshold.hpp"
+#include "fit/exact_sums.hpp"
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string>
 
 namespace vlattice::cpu {
 
 namespace {
 
-// Members of each anchor, contiguous and in point order: order[offset[j] .. offset[j + 1]).
-void group_by_anchor(const std::vector<std::uint32_t>& assignment, std::size_t m,
-                     std::vector<std::uint32_t>& count, std::vector<std::size_t>& offset,
-                     std::vector<std::uint32_t>& order) {
+// This rank's members of each anchor, contiguous and in row order; count[j] is how many.
+LocalMembers group_by_anchor(const std::vector<std::uint32_t>& assignment, std::size_t m,
+                             std::vector<std::uint64_t>& count) {
     count.assign(m, 0);
     for (std::uint32_t a : assignment) {
         ++count[a];
     }
-    offset.assign(m + 1, 0);
+    LocalMembers members;
+    members.offset.assign(m + 1, 0);
     for (std::size_t j = 0; j < m; ++j) {
-        offset[j + 1] = offset[j] + count[j];
+        members.offset[j + 1] = members.offset[j] + count[j];
     }
-    std::vector<std::size_t> cursor(offset.begin(), offset.end() - 1);
-    order.resize(assignment.size());
+    std::vector<std::size_t> cursor(members.offset.begin(), members.offset.end() - 1);
+    members.order.resize(assignment.size());
     for (std::size_t i = 0; i < assignment.size(); ++i) {
-        order[cursor[assignment[i]]++] = static_cast<std::uint32_t>(i);
+        members.order[cursor[assignment[i]]++] = static_cast<std::uint32_t>(i);
     }
+    return members;
+}
+
+std::uint64_t bits_of(double value) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof value);
+    return bits;
+}
+
+double double_of(std::uint64_t bits) {
+    double value = 0.0;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
 }
 
 }  // namespace
 
-void robust_reduce(const PointView& points, const std::vector<std::uint32_t>& assignment,
-                   const std::vector<double>& distance, const Matrix& anchors, double trim,
+void robust_reduce(const PointView& points, std::uint64_t first_row, const std::vector<std::uint32_t>& assignment,
+                   const std::vector<double>& distance, const Matrix& anchors, double trim, Collective& ranks,
                    std::vector<double>& means, AnchorStats& stats) {
     const std::size_t m = anchors.rows;
     const std::size_t d = points.cols;
-    std::vector<std::size_t> offset;
-    std::vector<std::uint32_t> order;
-    group_by_anchor(assignment, m, stats.count, offset, order);
+    std::vector<std::uint64_t> count;
+    LocalMembers members = group_by_anchor(assignment, m, count);
+    ranks.sum(count.data(), m);
+    std::vector<std::uint64_t> keep(m);
+    for (std::size_t j = 0; j < m; ++j) {
+        keep[j] = count[j] - static_cast<std::uint64_t>(std::floor(trim * static_cast<double>(count[j])));
+    }
+    const std::vector<MemberKey> threshold = kept_thresholds(members, distance, first_row, count, keep, ranks);
+    const auto kept = [&](std::size_t j, std::uint32_t i) {
+        return member_key(distance[i], first_row + i) <= threshold[j];
+    };
+
+    // The largest kept distance of each anchor, which bounds its grids.
+    std::vector<std::uint64_t> farthest(m, 0);
+#pragma omp parallel for schedule(dynamic, 16)
+    for (std::size_t j = 0; j < m; ++j) {
+        double far = 0.0;
+        for (std::size_t r = members.offset[j]; r < members.offset[j + 1]; ++r) {
+            const std::uint32_t i = members.order[r];
+            if (kept(j, i)) {
+                far = std::max(far, distance[i]);
+            }
+        }
+        farthest[j] = bits_of(far);
+    }
+    ranks.max(farthest.data(), m);
+
+    // Rows 0 .. m * d: the coordinate sums; then the m distance sums.
+    std::vector<std::int64_t> sums(m * d + m, 0);
+    std::vector<SumGrid> coordinates(m), distances(m);
+    bool outside = false;
+#pragma omp parallel for schedule(dynamic, 4) reduction(|| : outside)
+    for (std::size_t j = 0; j < m; ++j) {
+        if (count[j] == 0) {
+            continue;
+        }
+        const float* anchor = anchors.row(j);
+        double largest = 0.0;
+        for (std::size_t k = 0; k < d; ++k) {
+            largest = std::max(largest, std::abs(static_cast<double>(anchor[k])));
+        }
+        const double far = double_of(farthest[j]);
+        const SumGrid grid = coordinate_grid(largest, far, keep[j]);
+        const SumGrid distance_steps = distance_grid(far, keep[j]);
+        coordinates[j] = grid;
+        distances[j] = distance_steps;
+        std::int64_t* sum = sums.data() + j * d;
+        // A batch of kBatch members adds exactly in doubles (exact_sums.hpp), then moves into the sums.
+        thread_local std::vector<double> batch;
+        thread_local std::vector<float> scratch;
+        batch.assign(d, 0.0);
+        scratch.resize(d);
+        double batch_distance = 0.0;
+        std::size_t in_batch = 0;
+        // The bound of exact_sums.hpp, checked on each batch's sums: a row past it would be a
+        // distance that does not belong to the row.
+        const auto flush = [&] {
+            const double most = grid.limit * static_cast<double>(in_batch);
+            for (std::size_t k = 0; k < d; ++k) {
+                outside = outside || std::abs(batch[k]) > most;
+                sum[k] += static_cast<std::int64_t>(batch[k]);
+                batch[k] = 0.0;
+            }
+            sums[m * d + j] += static_cast<std::int64_t>(batch_distance);
+            batch_distance = 0.0;
+            in_batch = 0;
+        };
+        for (std::size_t r = members.offset[j]; r < members.offset[j + 1]; ++r) {
+            const std::uint32_t i = members.order[r];
+            if (!kept(j, i)) {
+                continue;
+            }
+            const float* x = points.row(i, scratch.data());
+            double* to = batch.data();
+            for (std::size_t k = 0; k < d; ++k) {
+                to[k] += on_grid(x[k], grid);
+            }
+            batch_distance += on_grid(distance[i], distance_steps);
+            if (++in_batch == kBatch) {
+                flush();
+            }
+        }
+        flush();
+    }
+    // Every rank stops, or none: one that threw alone would leave the others waiting on the sum.
+    std::uint64_t stray = outside ? 1 : 0;
+    ranks.max(&stray, 1);
+    if (stray != 0) {
+        throw Error("cpu backend: robust_reduce met a kept member farther from its anchor than its distance says");
+    }
+    ranks.sum(sums.data(), sums.size());
+
+    stats.count.assign(m, 0);
     stats.kept.assign(m, 0);
     stats.variance.assign(m, 0.0);
     means.resize(m * d);
-
-#pragma omp parallel for schedule(dynamic, 4)
     for (std::size_t j = 0; j < m; ++j) {
-        const std::size_t count = stats.count[j];
-        if (count == 0) {
+        stats.count[j] = static_cast<std::uint32_t>(count[j]);
+        if (count[j] == 0) {
             continue;
         }
-        std::uint32_t* members = order.data() + offset[j];
-        const std::size_t keep = count - static_cast<std::size_t>(std::floor(trim * static_cast<double>(count)));
-        if (keep < count) {
-            // Ties in distance go by point index, so the kept set is the same on every backend.
-            std::nth_element(members, members + keep, members + count, [&](std::uint32_t a, std::uint32_t b) {
-                return distance[a] < distance[b] || (distance[a] == distance[b] && a < b);
-            });
-        }
+        const double members_kept = static_cast<double>(keep[j]);
         double* mean = means.data() + j * d;
-        std::fill(mean, mean + d, 0.0);
-        double kept_distance = 0.0;
-        thread_local std::vector<float> scratch;
-        scratch.resize(d);
-        for (std::size_t r = 0; r < keep; ++r) {
-            const float* x = points.row(members[r], scratch.data());
-            for (std::size_t k = 0; k < d; ++k) {
-                mean[k] += x[k];
-            }
-            kept_distance += distance[members[r]];
-        }
-        double shift = 0.0;  // ||mean - anchor||^2
         const float* anchor = anchors.row(j);
+        double shift = 0.0;  // ||mean - anchor||^2
         for (std::size_t k = 0; k < d; ++k) {
-            mean[k] /= static_cast<double>(keep);
+            mean[k] = from_grid(sums[j * d + k], coordinates[j]) / members_kept;
             shift += (mean[k] - anchor[k]) * (mean[k] - anchor[k]);
         }
-        stats.kept[j] = static_cast<std::uint32_t>(keep);
+        stats.kept[j] = static_cast<std::uint32_t>(keep[j]);
         // Parallel-axis theorem: spread about the mean = spread about the anchor - the mean's offset.
-        stats.variance[j] = std::max(0.0, kept_distance / static_cast<double>(keep) - shift);
+        stats.variance[j] =
+            std::max(0.0, from_grid(sums[m * d + j], distances[j]) / members_kept - shift);
     }
 }
 

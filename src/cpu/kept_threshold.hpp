@@ -1,0 +1,44 @@
+// Which members a trimmed reduce keeps, over every rank's rows. An anchor keeps its `keep` members
+// smallest by (distance, row of the whole set), so the kept set is one set whatever the split; it is
+// written as its largest key, the threshold: a member is kept where its key is at most that.
+#pragma once
+
+#include "parallel/collective.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace vlattice::cpu {
+
+// A member's place in the trim's order: distances are >= 0, and the bits of non-negative doubles
+// order like the doubles.
+struct MemberKey {
+    std::uint64_t distance_bits = 0;
+    std::uint64_t row = 0;
+};
+
+inline bool operator<(const MemberKey& a, const MemberKey& b) {
+    return a.distance_bits < b.distance_bits || (a.distance_bits == b.distance_bits && a.row < b.row);
+}
+inline bool operator<=(const MemberKey& a, const MemberKey& b) { return !(b < a); }
+
+// A threshold no member passes: anchor keeps them all.
+constexpr MemberKey kKeepAll{std::numeric_limits<std::uint64_t>::max(), std::numeric_limits<std::uint64_t>::max()};
+
+MemberKey member_key(double distance, std::uint64_t row);
+
+// This rank's members of each anchor: rows (of this rank) order[offset[j] .. offset[j + 1]).
+struct LocalMembers {
+    std::vector<std::size_t> offset;
+    std::vector<std::uint32_t> order;
+};
+
+// Per anchor, the threshold of its keep[j] smallest members of all ranks (kKeepAll where keep[j]
+// is its whole count[j], summed over the ranks). One rank selects in place (the member order is
+// changed); several select digit by digit on histograms summed over the ranks.
+std::vector<MemberKey> kept_thresholds(LocalMembers& members, const std::vector<double>& distance,
+                                       std::uint64_t first_row, const std::vector<std::uint64_t>& count,
+                                       const std::vector<std::uint64_t>& keep, Collective& ranks);
+
+}  // namespace vlattice::cpu
