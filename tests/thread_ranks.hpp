@@ -2,7 +2,7 @@
 // same exchanges as processes under MPI (integer sums and maxima over the ranks), through memory.
 #pragma once
 
-#include "parallel/collective.hpp"
+#include "vlattice/collective.hpp"
 
 #include <algorithm>
 #include <condition_variable>

@@ -81,5 +81,8 @@ double eta_at(double temperature);
 
 // E = (1/n) sum ||x_i - c_a(i)||^2 in double on the CPU, whatever backend produced the inputs.
 double cpu_energy(const PointView& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments);
+// The same over the whole set, of which `points` and `assignments` are this rank's share.
+double cpu_energy(const RowShare& share, const PointView& points, const Matrix& anchors,
+                  const std::vector<std::uint32_t>& assignments);
 
 }  // namespace vlattice

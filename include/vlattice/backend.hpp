@@ -5,6 +5,7 @@
 // iteration.
 #pragma once
 
+#include "vlattice/collective.hpp"
 #include "vlattice/point_format.hpp"
 #include "vlattice/point_set.hpp"
 #include "vlattice/two_means.hpp"
@@ -69,6 +70,9 @@ public:
     // sibling of its own: where the fits run on a device, one training's host steps (its SVDs) leave
     // the device to the others' fits. On the CPU they would only share the same cores.
     virtual bool trains_side_by_side() const { return false; }
+    // The rows this backend's points are of the whole set, and the ranks that hold the rest (none:
+    // total_rows 0, the points are the whole set). A fit's result is then one process's, bit for bit.
+    virtual RowShare row_share() const { return RowShare{}; }
 
     // Once per run, before anything else. Assignments start as "none", so the first assign counts
     // every point as changed. The points may be of any stored type; a backend holds them in that

@@ -24,5 +24,8 @@ CpuThreads plan_cpu_threads(int requested);
 // plan_cpu_threads(threads) threads (OpenMP's and OpenBLAS's count are both set to it).
 // threads = 0 uses every core.
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+// The same for this rank's share of the rows: every call that reads the points gives the result
+// one process holding all of them would (robust_reduce, energies, k-means++, member gathers).
+std::unique_ptr<Backend> make_cpu_backend(int threads, const RowShare& share);
 
 }  // namespace vlattice

@@ -7,7 +7,7 @@
 #include "fit/init.hpp"
 #include "fit/member_lists.hpp"
 #include "numeric.hpp"
-#include "parallel/collective.hpp"
+#include "parallel/row_share.hpp"
 
 #include <cblas.h>
 #include <omp.h>
@@ -27,7 +27,8 @@ class CpuBackend final : public Backend {
 public:
     // OpenBLAS maps a buffer for every thread up to the count it is given, at once: the count it
     // gets has to be one that fits (plan_cpu_threads).
-    explicit CpuBackend(int threads) : threads_(plan_cpu_threads(threads).threads) {
+    CpuBackend(int threads, const RowShare& share)
+        : threads_(plan_cpu_threads(threads).threads), whole_(share.total_rows == 0), share_(share) {
         omp_set_num_threads(threads_);
         openblas_set_num_threads(threads_);
     }
@@ -38,6 +39,7 @@ public:
     // OpenMP does not nest and OpenBLAS runs single-threaded, so it leaves the thread counts alone.
     std::size_t side_by_side() const override { return static_cast<std::size_t>(threads_); }
     std::unique_ptr<Backend> sibling() const override { return std::unique_ptr<Backend>(new CpuBackend(Sibling{})); }
+    RowShare row_share() const override { return whole_ ? RowShare{} : share_; }
 
     // The CPU works on the caller's points in place, in their stored type: a copy would double the
     // memory of a run, or more. They come already rounded to the run's storage; each kernel widens
@@ -48,6 +50,12 @@ public:
         require(points.matrix() == nullptr || points.matrix()->data.size() == points.rows * points.cols,
                 "a matrix whose size does not match its shape");
         points_ = points;
+        if (whole_) {
+            share_ = whole_set(points.rows);
+        }
+        require(share_.first_row + points.rows <= share_.total_rows,
+                "rows " + std::to_string(share_.first_row) + " to " + std::to_string(share_.first_row + points.rows) +
+                    " are not rows of a set of " + std::to_string(share_.total_rows));
         uploaded_ = true;
         precision_ = setup.precision;
         norms_.resize(points.rows);
@@ -77,7 +85,7 @@ public:
     }
 
     void seed_anchors(const PointView& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) override {
-        upload_anchors(kmeans_plus_plus(points, m, sample_size, seed));
+        upload_anchors(kmeans_plus_plus(share_, points, m, sample_size, seed));
     }
 
     void upload_anchor_rows(const Matrix& values, const std::vector<std::uint32_t>& rows) override {
@@ -105,15 +113,19 @@ public:
         result.changed =
             cpu::assign_nearest(points_, norms_, anchors_, precision_, assignment_, distance_, nullptr, &bounds);
         std::fill(moved_.begin(), moved_.end(), 0.0);
-        result.energy = deterministic_sum(points_.rows, [&](std::size_t i) { return distance_[i]; }) /
-                        static_cast<double>(points_.rows);
+        std::uint64_t changed = result.changed;
+        share_.ranks->sum(&changed, 1);
+        result.changed = static_cast<std::size_t>(changed);
+        result.energy = shared_sum(share_, points_.rows, [&](std::size_t i) { return distance_[i]; }) /
+                        static_cast<double>(share_.total_rows);
         return result;
     }
 
     void robust_reduce(double trim) override {
         require(assigned_, "robust_reduce needs an assign of the current anchors first");
         require(trim >= 0.0 && trim < 1.0, "trim must be in [0, 1), got " + std::to_string(trim));
-        cpu::robust_reduce(points_, 0, assignment_, distance_, anchors_, trim, single_process(), means_, stats_);
+        cpu::robust_reduce(points_, share_.first_row, assignment_, distance_, anchors_, trim, *share_.ranks, means_,
+                           stats_);
     }
 
     AnchorStats download_stats() override { return stats_; }
@@ -142,7 +154,7 @@ public:
 
     double energy() override {
         require(assigned_, "energy needs an assign of the current anchors first");
-        return cpu_energy(points_, anchors_, assignment_);
+        return cpu_energy(share_, points_, anchors_, assignment_);
     }
 
     std::vector<std::uint32_t> download_assignments() override { return assignment_; }
@@ -150,7 +162,7 @@ public:
     std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         require(assigned_, "gather_members needs an assign of the current anchors first");
         require_distinct_anchors(anchors, anchors_.rows, name(), "gather_members");
-        return gather_member_rows(points_, assignment_, anchors_.rows, anchors, limit);
+        return gather_shared_members(share_, points_, assignment_, anchors_.rows, anchors, limit);
     }
 
     NearestRows nearest_rows(const Matrix& rows) override { return cpu::nearest_rows(rows); }
@@ -167,6 +179,9 @@ private:
     explicit CpuBackend(Sibling) : threads_(1) {}
 
     int threads_;
+    // Without a share of its own, each upload's points are the whole set.
+    bool whole_ = true;
+    RowShare share_;
     PointView points_;
     bool uploaded_ = false;
     AssignPrecision precision_ = AssignPrecision::exact;
@@ -186,7 +201,11 @@ private:
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend(int threads) {
-    return std::make_unique<CpuBackend>(threads);
+    return std::make_unique<CpuBackend>(threads, RowShare{});
+}
+
+std::unique_ptr<Backend> make_cpu_backend(int threads, const RowShare& share) {
+    return std::make_unique<CpuBackend>(threads, share);
 }
 
 }  // namespace vlattice

@@ -3,7 +3,7 @@
 // written as its largest key, the threshold: a member is kept where its key is at most that.
 #pragma once
 
-#include "parallel/collective.hpp"
+#include "vlattice/collective.hpp"
 
 #include <cstdint>
 #include <limits>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "parallel/collective.hpp"
+#include "vlattice/collective.hpp"
 #include "vlattice/backend.hpp"
 #include "vlattice/types.hpp"
 

@@ -6,10 +6,12 @@
 #include "fit/maintenance.hpp"
 #include "fit/stopping_rule.hpp"
 #include "numeric.hpp"
+#include "parallel/row_share.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 namespace vlattice {
 
@@ -39,14 +41,15 @@ std::size_t init_sample_size(const AnnealConfig& config, std::size_t n) {
 // Anchors that ended with no members carry no information; they are removed and the points
 // re-assigned so that ids stay dense. Returns how many of the m were removed. Only the kept rows
 // travel: a full copy of the anchors into fresh pages cost ~2 ms at 1,024 x 784 on the GPU machine.
-int drop_empty_anchors(Backend& backend, std::size_t m) {
-    std::vector<bool> used(m, false);
+int drop_empty_anchors(Backend& backend, const RowShare& share, std::size_t m) {
+    std::vector<std::uint64_t> used(m, 0);
     for (std::uint32_t a : backend.download_assignments()) {
-        used[a] = true;
+        used[a] = 1;
     }
+    share.ranks->max(used.data(), m);
     std::vector<std::uint32_t> live;
     for (std::size_t j = 0; j < m; ++j) {
-        if (used[j]) {
+        if (used[j] != 0) {
             live.push_back(static_cast<std::uint32_t>(j));
         }
     }
@@ -58,12 +61,24 @@ int drop_empty_anchors(Backend& backend, std::size_t m) {
     return static_cast<int>(m - live.size());
 }
 
+// The largest |coordinate| over every rank's rows (each >= 0, whose bits order like the floats).
+float largest_of_all(const RowShare& share, float mine) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &mine, sizeof mine);
+    std::uint64_t most = bits;
+    share.ranks->max(&most, 1);
+    bits = static_cast<std::uint32_t>(most);
+    std::memcpy(&mine, &bits, sizeof mine);
+    return mine;
+}
+
 // Compares the backend's energy with the CPU's recomputation from what the backend hands back; the
 // two computations share nothing but the inputs, so agreement checks the backend end to end.
-void check_energy(const PointView& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments,
+void check_energy(const RowShare& share, const PointView& points, const Matrix& anchors,
+                  const std::vector<std::uint32_t>& assignments,
                   double backend_energy, const char* backend, const AnnealConfig& config, Validation& validation,
                   const std::string& when) {
-    const double recomputed = cpu_energy(points, anchors, assignments);
+    const double recomputed = cpu_energy(share, points, anchors, assignments);
     ++validation.checks;
     validation.recomputed_energy = recomputed;
     // A NaN compares false with everything, so that relative_difference would let it pass.
@@ -90,15 +105,20 @@ void check_energy(const PointView& points, const Matrix& anchors, const std::vec
 }  // namespace
 
 double cpu_energy(const PointView& points, const Matrix& anchors, const std::vector<std::uint32_t>& assignments) {
-    return deterministic_sum(
-               points.rows,
+    return cpu_energy(whole_set(points.rows), points, anchors, assignments);
+}
+
+double cpu_energy(const RowShare& share, const PointView& points, const Matrix& anchors,
+                  const std::vector<std::uint32_t>& assignments) {
+    return shared_sum(
+               share, points.rows,
                [&](std::size_t i) {
                    thread_local std::vector<float> scratch;
                    scratch.resize(points.cols);
                    return squared_distance(points.row(i, scratch.data()), anchors.row(assignments[i]), points.cols);
                },
                points.cols) /
-           static_cast<double>(points.rows);
+           static_cast<double>(share.total_rows);
 }
 
 double trim_at(const AnnealConfig& config, double temperature) {
@@ -117,10 +137,15 @@ double eta_at(double temperature) {
 
 FitResult fit(const PointView& input, const AnnealConfig& config, Backend& backend,
               const IterationCallback& on_iteration) {
-    validate(config, input.rows);
-    const float largest = check_accepted_range(input, "the points");
+    // Ranks that share the rows decide everything below alike, from what they exchange.
+    RowShare share = backend.row_share();
+    if (share.total_rows == 0) {
+        share = whole_set(input.rows);
+    }
+    const std::size_t n = share.total_rows;
+    validate(config, n);
+    const float largest = largest_of_all(share, check_accepted_range(input, "the points"));
     const auto start = std::chrono::steady_clock::now();
-    const std::size_t n = input.rows;
     FitResult result;
     // Under a 16-bit storage the fit, the validation included, sees the points as stored: a rounded
     // float32 copy, unless the format holds them already (a float16 or 8-bit input under f16 would
@@ -170,7 +195,7 @@ FitResult fit(const PointView& input, const AnnealConfig& config, Backend& backe
         record.changed = assigned.changed;
         result.iterations = iteration + 1;
         if (config.validate_every > 0 && (iteration + 1) % config.validate_every == 0) {
-            check_energy(points, backend.download_anchors(), backend.download_assignments(), assigned.energy,
+            check_energy(share, points, backend.download_anchors(), backend.download_assignments(), assigned.energy,
                          backend.name(), config, result.validation, "at iteration " + std::to_string(iteration));
         }
 
@@ -242,7 +267,7 @@ FitResult fit(const PointView& input, const AnnealConfig& config, Backend& backe
         if (anchors_moved_since_assign) {
             backend.assign();
         }
-        result.dropped_empty = drop_empty_anchors(backend, config.anchors);
+        result.dropped_empty = drop_empty_anchors(backend, share, config.anchors);
     }
     {
         Stopwatch watch(result.seconds.energy);
@@ -252,7 +277,7 @@ FitResult fit(const PointView& input, const AnnealConfig& config, Backend& backe
         Stopwatch watch(result.seconds.validation);
         result.anchors = backend.download_anchors();
         result.assignments = backend.download_assignments();
-        check_energy(points, result.anchors, result.assignments, result.energy, backend.name(), config,
+        check_energy(share, points, result.anchors, result.assignments, result.energy, backend.name(), config,
                      result.validation, "at the end of the run");
     }
     result.seconds.total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,5 +1,7 @@
 #include "fit/init.hpp"
 
+#include "parallel/row_share.hpp"
+
 #include "numeric.hpp"
 
 #include <algorithm>
@@ -314,9 +316,10 @@ SeedingDraws draw_seeding(std::size_t n, std::size_t m, std::size_t sample_size,
     return draws;
 }
 
-Matrix kmeans_plus_plus(const PointView& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) {
-    Random random(seed);
-    DSquaredSampler sampler(points, draw_sample(points.rows, std::max(sample_size, m), random), m);
+namespace {
+
+// D^2 sampling of m anchors from the sampler's rows, `random` having drawn the sample.
+Matrix d_squared_anchors(DSquaredSampler& sampler, std::size_t m, Random& random) {
     std::size_t chosen = random.below(sampler.size());
     for (std::size_t j = 0; j < m; ++j) {
         sampler.add(j, chosen);
@@ -327,6 +330,29 @@ Matrix kmeans_plus_plus(const PointView& points, std::size_t m, std::size_t samp
         chosen = total > 0.0 ? sampler.pick(random.uniform() * total) : random.below(sampler.size());
     }
     return sampler.take_anchors();
+}
+
+}  // namespace
+
+Matrix kmeans_plus_plus(const PointView& points, std::size_t m, std::size_t sample_size, std::uint64_t seed) {
+    Random random(seed);
+    DSquaredSampler sampler(points, draw_sample(points.rows, std::max(sample_size, m), random), m);
+    return d_squared_anchors(sampler, m, random);
+}
+
+Matrix kmeans_plus_plus(const RowShare& share, const PointView& points, std::size_t m, std::size_t sample_size,
+                        std::uint64_t seed) {
+    if (share.ranks->size() == 1) {
+        return kmeans_plus_plus(points, m, sample_size, seed);
+    }
+    Random random(seed);
+    const std::vector<std::size_t> sample = draw_sample(share.total_rows, std::max(sample_size, m), random);
+    // The sample's rows, in draw order, on every rank: the sampler then reads what one process reads.
+    const Matrix rows = gather_rows(share, points, sample);
+    std::vector<std::size_t> order(rows.rows);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    DSquaredSampler sampler(PointView(rows), std::move(order), m);
+    return d_squared_anchors(sampler, m, random);
 }
 
 }  // namespace vlattice

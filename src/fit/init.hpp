@@ -1,6 +1,7 @@
 #pragma once
 
 #include "random.hpp"
+#include "vlattice/collective.hpp"
 #include "vlattice/point_set.hpp"
 #include "vlattice/types.hpp"
 
@@ -19,6 +20,10 @@ std::vector<std::size_t> draw_sample(std::size_t n, std::size_t size, Random& ra
 // The result is that of plain D^2 sampling; the triangle inequality only skips distances that
 // cannot lower a point's weight. Only the sample's rows are widened to float32.
 Matrix kmeans_plus_plus(const PointView& points, std::size_t m, std::size_t sample_size, std::uint64_t seed);
+// The same over the whole set of which `points` are this rank's share: every rank draws the same
+// sample of the whole set, gathers its rows and gets one process's anchors.
+Matrix kmeans_plus_plus(const RowShare& share, const PointView& points, std::size_t m, std::size_t sample_size,
+                        std::uint64_t seed);
 
 // kmeans_plus_plus's random draws made ahead, for a backend that runs the same D^2 sampling
 // elsewhere: the sample, the first anchor's place in it, and the uniform that picks each later

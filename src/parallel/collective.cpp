@@ -1,4 +1,4 @@
-#include "parallel/collective.hpp"
+#include "vlattice/collective.hpp"
 
 namespace vlattice {
 

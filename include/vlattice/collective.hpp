@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
 namespace vlattice {
 
@@ -19,9 +18,22 @@ public:
     virtual void sum(std::int64_t* values, std::size_t count) = 0;
     virtual void sum(std::uint64_t* values, std::size_t count) = 0;
     virtual void max(std::uint64_t* values, std::size_t count) = 0;
+    // After an error on this rank, ends the run of every rank with `code` (MPI_Abort), so that none
+    // waits on an exchange this one will not make. One process just returns.
+    virtual void abandon(int code) { (void)code; }
 };
 
 // The one rank of a fit run in a single process: every exchange leaves the values as they are.
 Collective& single_process();
+
+// This rank's rows are first_row .. first_row + its count of the total_rows of the set.
+struct RowShare {
+    Collective* ranks = &single_process();
+    std::uint64_t first_row = 0;
+    std::uint64_t total_rows = 0;
+};
+
+// The share of one process holding all n rows.
+inline RowShare whole_set(std::size_t n) { return {&single_process(), 0, n}; }
 
 }  // namespace vlattice
