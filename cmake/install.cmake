@@ -8,6 +8,10 @@ set(VLATTICE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/vlattice)
 install(TARGETS vlattice EXPORT vlatticeTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS vlattice_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(VLATTICE_HAVE_MPI)
+  # Where the CLI looks for it: lib/vlattice beside the bin/ it runs from.
+  install(TARGETS vlattice_mpi LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/vlattice)
+endif()
 install(DIRECTORY include/vlattice DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
 install(EXPORT vlatticeTargets NAMESPACE vlattice:: DESTINATION ${VLATTICE_CMAKE_DIR})
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace vlattice {
 
@@ -35,5 +36,28 @@ struct RowShare {
 
 // The share of one process holding all n rows.
 inline RowShare whole_set(std::size_t n) { return {&single_process(), 0, n}; }
+
+// Rank r's rows of n split over `size` ranks: contiguous, in row order, and starting on a block of
+// the deterministic sums (1,024 rows), so that each rank's block sums are the whole set's.
+struct RowRange {
+    std::uint64_t first = 0;
+    std::uint64_t count = 0;
+};
+RowRange rank_rows(std::uint64_t n, int size, int rank);
+
+// Values that one rank at most holds non-zero, each slot, onto every rank: an integer sum of
+// their bits over the ranks, which adds nothing but zeros to each.
+void share_values(Collective& ranks, float* values, std::size_t count);
+void share_values(Collective& ranks, double* values, std::size_t count);
+void share_values(Collective& ranks, std::uint32_t* values, std::size_t count);
+
+// Whether the environment says mpirun or srun started this process (Open MPI's, PMI's or PMIx's
+// variables).
+bool started_by_mpi();
+// The ranks of such a process, through the MPI plugin (libvlattice_mpi.so, built where MPI is
+// found; VLATTICE_MPI_PLUGIN, else beside the executable or in the installed lib/vlattice), which
+// starts MPI: a process started otherwise needs neither. Throws Error naming the plugin and the
+// reason where it cannot. Once per process: the Collective's end finalises MPI.
+std::unique_ptr<Collective> start_mpi_ranks();
 
 }  // namespace vlattice

@@ -5,11 +5,13 @@
 #include "anneal_options.hpp"
 #include "coding_options.hpp"
 #include "commands.hpp"
+#include "compress_args.hpp"
 #include "device_note.hpp"
 #include "anchor_source.hpp"
 #include "input_files.hpp"
 #include "number_options.hpp"
 #include "options.hpp"
+#include "process_ranks.hpp"
 #include "progress.hpp"
 
 #include "vlattice/anneal.hpp"
@@ -63,20 +65,12 @@ const CommandHelp kCompressHelp{
     "residual from it: a per-anchor scalar code, a rotated\n"
     "product code or a residual code of additive stages, the one with the lowest\n"
     "error on held-out vectors (--codec). The same as `train` then\n"
-    "`encode` with the model; --anchors-from reuses another file's anchors.\n" + std::string(kInputHelp),
-};
-
-struct CompressArgs {
-    AnnealArgs anneal;
-    CodingArgs coding;
-    std::string input;
-    std::string output;
-    std::string device;
-    std::string anchor_storage;
-    std::string report;
-    std::string anchors_from;
-    long long train_sample = 0;
-    bool quiet = false;
+    "`encode` with the model; --anchors-from reuses another file's anchors.\n"
+    "Under mpirun or srun (`mpirun -np R vlattice compress ...`), each process\n"
+    "reads its own rows and the processes fit them together on the CPU, with the\n"
+    "result of one process, bit for bit; rank 0 writes the outputs. Such a run\n"
+    "writes the anchors and ids only (no residual code, --train-sample,\n"
+    "--anchors-from, --metric angular or --device cuda yet).\n" + std::string(kInputHelp),
 };
 
 // Every default comes from a default-constructed AnnealConfig, ReadOptions or VlatFile, so the help
@@ -208,6 +202,12 @@ int compress(int argc, char** argv, bool model_only) {
     args.input = values["input"].as<std::string>();
     check_anneal_args(args.anneal);
     check_coding_args(values, args.coding);
+    if (Collective* ranks = process_ranks()) {
+        if (model_only) {
+            throw UsageError("under mpirun or srun, train is not run over several processes yet: run it alone");
+        }
+        return compress_on_ranks(help, args, values, *ranks);
+    }
     const std::vector<NamedPath> outputs{{"-o", args.output}, {"--report", args.report}};
     check_outputs(outputs, {{"INPUT", args.input == "-" ? "" : args.input}});
     clear_stale_temporaries(help.name, outputs, args.quiet);

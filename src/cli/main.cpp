@@ -1,6 +1,7 @@
 // vlattice COMMAND ...: dispatch to one sub-command; everything else lives in that command's file.
 #include "commands.hpp"
 #include "options.hpp"
+#include "process_ranks.hpp"
 #include "vlattice/blas_kernels.hpp"
 #include "vlattice/device.hpp"
 
@@ -91,6 +92,13 @@ int main(int argc, char** argv) {
     const Command* command = find_command(first);
     if (!command) {
         return unknown_command(first);
+    }
+    // Under mpirun or srun, MPI starts before the command, which the ranks then run together.
+    try {
+        vlattice::cli::start_process_ranks();
+    } catch (const vlattice::Error& e) {
+        std::cerr << "vlattice " << first << ": error: " << e.what() << '\n';
+        return vlattice::cli::kExitData;
     }
     return command->run(argc - 1, argv + 1);
 }

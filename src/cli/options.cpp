@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include "activity.hpp"
+#include "process_ranks.hpp"
 
 #include "vlattice/atomic_file.hpp"
 #include "vlattice/printable.hpp"
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -50,8 +52,9 @@ bool parse_command_line(int argc, char** argv, const CommandHelp& help,
     return true;
 }
 
-int run_guarded(const std::string& command, const std::function<int()>& body) {
-    const std::string prefix = "vlattice " + command + ": error: ";
+namespace {
+
+int run_reporting(const std::string& prefix, const std::string& command, const std::function<int()>& body) {
     // Messages quote names and values from the inputs; printable() keeps them from acting on the terminal.
     const auto usage = [&](const char* message) {
         std::cerr << prefix << printable(message) << "\nrun 'vlattice " << command << " --help' for usage\n";
@@ -75,6 +78,25 @@ int run_guarded(const std::string& command, const std::function<int()>& body) {
     }
     return kExitData;
 }
+
+}  // namespace
+
+int run_guarded(const std::string& command, const std::function<int()>& body) {
+    Collective* ranks = process_ranks();
+    // Under mpirun every rank reports its own error; the first ends the others' runs too.
+    const std::string prefix = "vlattice " + command + ": error: " +
+                               (ranks ? "rank " + std::to_string(ranks->rank()) + " of " +
+                                            std::to_string(ranks->size()) + ": "
+                                      : std::string());
+    const int code = run_reporting(prefix, command, body);
+    if (ranks != nullptr && code != 0) {
+        std::fflush(stdout);
+        std::cerr.flush();
+        ranks->abandon(code);
+    }
+    return code;
+}
+
 
 std::uint64_t parse_byte_size_option(const std::string& text, const char* option) {
     static const std::map<std::string, double> units{

@@ -33,6 +33,7 @@ RowRange rank_rows(std::uint64_t n, int size, int rank) {
 
 void share_values(Collective& ranks, float* values, std::size_t count) { share_bits(ranks, values, count); }
 void share_values(Collective& ranks, double* values, std::size_t count) { share_bits(ranks, values, count); }
+void share_values(Collective& ranks, std::uint32_t* values, std::size_t count) { share_bits(ranks, values, count); }
 
 Matrix gather_rows(const RowShare& share, const PointView& points, const std::vector<std::size_t>& rows) {
     Matrix out(rows.size(), points.cols);

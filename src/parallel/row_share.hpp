@@ -14,19 +14,6 @@
 
 namespace vlattice {
 
-// Rank r's rows of n split over `size` ranks: contiguous, in row order, and starting on a block
-// of kSumBlock rows, so that each rank's block sums are the whole set's.
-struct RowRange {
-    std::uint64_t first = 0;
-    std::uint64_t count = 0;
-};
-RowRange rank_rows(std::uint64_t n, int size, int rank);
-
-// Values that one rank at most holds non-zero, each slot, onto every rank: an integer sum of
-// their bits over the ranks, which adds nothing but zeros to each.
-void share_values(Collective& ranks, float* values, std::size_t count);
-void share_values(Collective& ranks, double* values, std::size_t count);
-
 // deterministic_sum over the whole set of the terms this rank holds (term(i) for its rows i): the
 // ranks' block sums, which start on the same rows as one process's, added in the same order.
 template <class Term>

@@ -1,0 +1,166 @@
+// compress over the ranks of mpirun or srun: every rank reads only its own rows and fits them with
+// the others (the CPU backend on a RowShare, whose fit is one process's, bit for bit), codes its
+// rows' ids with the anchors, and rank 0 gathers the ids and writes the outputs, so the .vlat is
+// the one a single process writes.
+#include "activity.hpp"
+#include "anchor_source.hpp"
+#include "compress_args.hpp"
+
+#include "vlattice/anneal.hpp"
+#include "vlattice/atomic_file.hpp"
+#include "vlattice/codec.hpp"
+#include "vlattice/cpu_backend.hpp"
+#include "vlattice/device.hpp"
+#include "vlattice/format.hpp"
+#include "vlattice/model.hpp"
+#include "vlattice/pipeline.hpp"
+#include "vlattice/report.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+namespace vlattice::cli {
+
+namespace {
+
+// What a run over ranks cannot do yet: each needs every row in one place, or a backend that
+// exchanges with the others.
+void refuse_what_ranks_cannot(const CompressArgs& args, const CodingSpec& coding, Metric metric,
+                              AnchorStorage storage, DeviceKind device) {
+    const auto refuse = [](const std::string& what) {
+        throw UsageError("under mpirun or srun, compress does not take " + what +
+                         " yet (it fits on the CPU and writes the anchors and ids); run it as one process");
+    };
+    if (device == DeviceKind::cuda) {
+        refuse("--device cuda");
+    }
+    if (coding.budget_bytes || coding.file_budget || coding.scalar_bits > 0 ||
+        (coding.family != CodecFamily::automatic && coding.family != CodecFamily::scalar)) {
+        refuse("a residual code (--bits, --codec, a budget)");
+    }
+    if (args.train_sample > 0) {
+        refuse("--train-sample");
+    }
+    if (!args.anchors_from.empty()) {
+        refuse("--anchors-from");
+    }
+    if (metric != Metric::l2) {
+        refuse("--metric angular");
+    }
+    if (storage != AnchorStorage::f32) {
+        refuse("--anchor-storage f16");
+    }
+}
+
+}  // namespace
+
+int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::variables_map& values,
+                      Collective& ranks) {
+    const bool lead = ranks.rank() == 0;
+    const bool quiet = args.quiet || !lead;
+    const std::vector<NamedPath> outputs{{"-o", args.output}, {"--report", args.report}};
+    check_outputs(outputs, {{"INPUT", args.input}});
+    AnnealConfig& config = args.anneal.config;
+    const AnchorStorage storage = parse_option_value([&] { return parse_anchor_storage(args.anchor_storage); });
+    const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
+    args.input = input_file(args.input, args.anneal);
+    const Metric metric = metric_of(args.anneal, args.input);
+    std::optional<AtomicFile> report_file;
+    if (lead) {
+        clear_stale_temporaries(help.name, outputs, quiet);
+        AtomicFile{args.output};
+        if (!args.report.empty()) {
+            report_file.emplace(args.report);
+        }
+    }
+
+    auto start = std::chrono::steady_clock::now();
+    const std::unique_ptr<VectorRows> by_rows =
+        open_vector_rows(args.input, ReadOptions{args.anneal.dataset, args.anneal.input_format});
+    if (!by_rows) {
+        throw Error(args.input + ": under mpirun or srun each rank reads its own rows, and this dataset cannot be "
+                    "read by rows (a chunked or compressed HDF5 dataset, or a type libhdf5 alone converts)");
+    }
+    const std::size_t n = by_rows->rows(), d = by_rows->cols();
+    const CodingSpec coding = coding_spec(values, args.coding, d, config);
+    refuse_what_ranks_cannot(args, coding, metric, storage, device);
+    // Ranks hold whole blocks of 1,024 rows (rank_rows): every rank needs one.
+    if ((n + 1023) / 1024 < static_cast<std::size_t>(ranks.size())) {
+        throw Error(args.input + ": " + std::to_string(n) + " rows make fewer blocks of 1,024 rows than the " +
+                    std::to_string(ranks.size()) + " ranks: run at most " + std::to_string((n + 1023) / 1024));
+    }
+    const RowRange mine = rank_rows(n, ranks.size(), ranks.rank());
+    Matrix rows;
+    during("reading rows " + std::to_string(mine.first) + " to " + std::to_string(mine.first + mine.count) +
+               " of INPUT " + args.input,
+           [&] {
+               by_rows->read_range(mine.first, mine.count, rows);
+               prepare_rows(rows, args.input, metric, mine.first);
+           });
+    const PointView points(rows);
+
+    ReportContext context;
+    auto backend = make_cpu_backend(config.threads, RowShare{&ranks, mine.first, n});
+    context.backend = backend->name();
+    context.threads = config.threads;
+    context.load_seconds = seconds_since(start);
+    context.input = {args.input, n, d, metric};
+    start = std::chrono::steady_clock::now();
+    const TrainedRun run = during("training the residual code", [&] {
+        return fit_and_train(points, config, {config.anchors}, context.input, storage, coding, *backend,
+                             [&](const AnnealConfig& fitted) {
+                                 return fit_or_reuse(std::nullopt, "", points, fitted, *backend, quiet);
+                             });
+    });
+    const FitResult& result = run.fit;
+    const double trained_seconds = seconds_since(start);
+    start = std::chrono::steady_clock::now();
+    // This rank's ids from its own assignments (the fit's last assign is exact, to float32
+    // anchors), with a backend of its own: the coding exchanges nothing.
+    auto coder = make_cpu_backend(config.threads);
+    const bool nearest_known = config.assign_precision == AssignPrecision::exact;
+    const VlatFile part = during("coding the vectors", [&] {
+        return encode_with_model(run.model, points, *coder, run.model.metadata_json, &context.code_coding,
+                                 nearest_known ? &result.assignments : nullptr, {}, coding_tile_rows(args.anneal, d));
+    });
+    std::vector<std::uint32_t> ids(n, 0);
+    std::copy(part.assignments.begin(), part.assignments.end(), ids.begin() + static_cast<std::ptrdiff_t>(mine.first));
+    share_values(ranks, ids.data(), ids.size());
+    context.code_seconds = trained_seconds - result.seconds.total + seconds_since(start);
+    if (!lead) {
+        return 0;
+    }
+    VlatFile file = part;
+    file.sections.clear();
+    file.file_bytes = 0;
+    file.n = n;
+    file.assignments = std::move(ids);
+    start = std::chrono::steady_clock::now();
+    OutputGroup written;
+    {
+        const Activity writing("writing -o " + args.output);
+        write_vlat(args.output, file);
+    }
+    context.write_seconds = seconds_since(start);
+    if (report_file) {
+        nlohmann::json report = run_report(config, result, context);
+        report["ranks"] = ranks.size();
+        report_file->stream() << report.dump(2) << '\n';
+        report_file->commit();
+    }
+    written.commit();
+    if (!quiet) {
+        std::printf("vectors     %zu x %zu (%s), over %d ranks\n", n, d, metric_name(metric), ranks.size());
+        std::printf("anchors     %zu requested, %zu final\n", config.anchors, result.anchors.rows);
+        std::printf("iterations  %d (%s)\n", result.iterations, result.stop_reason.c_str());
+        std::printf("energy      %.9g\n", result.energy);
+        std::printf("seconds     %.3f (load %.3f, fit %.3f, code %.3f, write %.3f; rank 0)\n",
+                    context.load_seconds + result.seconds.total + context.code_seconds + context.write_seconds,
+                    context.load_seconds, result.seconds.total, context.code_seconds, context.write_seconds);
+        std::printf("output      %s\n", args.output.c_str());
+    }
+    return 0;
+}
+
+}  // namespace vlattice::cli

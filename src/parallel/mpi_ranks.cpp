@@ -1,0 +1,65 @@
+#include "vlattice/collective.hpp"
+#include "vlattice/types.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace vlattice {
+
+namespace {
+
+std::string beside_executable(const char* name) {
+    std::vector<char> path(4096);
+    const ssize_t length = ::readlink("/proc/self/exe", path.data(), path.size() - 1);
+    if (length <= 0) {
+        return name;
+    }
+    const std::string executable(path.data(), static_cast<std::size_t>(length));
+    const std::size_t slash = executable.rfind('/');
+    return (slash == std::string::npos ? std::string() : executable.substr(0, slash + 1)) + name;
+}
+
+}  // namespace
+
+bool started_by_mpi() {
+    for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+        if (std::getenv(variable) != nullptr) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::unique_ptr<Collective> start_mpi_ranks() {
+    const char* named = std::getenv("VLATTICE_MPI_PLUGIN");
+    // Beside the executable in a build tree; in lib/vlattice beside its bin/ once installed.
+    std::string plugin = named != nullptr ? named : beside_executable("libvlattice_mpi.so");
+    if (named == nullptr && ::access(plugin.c_str(), F_OK) != 0) {
+        plugin = beside_executable("../" VLATTICE_LIBDIR "/vlattice/libvlattice_mpi.so");
+    }
+    // Global: Open MPI's own components, which it loads in turn, look for libmpi's symbols there.
+    void* library = ::dlopen(plugin.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (library == nullptr) {
+        const char* why = ::dlerror();
+        throw Error("started by mpirun or srun, but the MPI plugin " + plugin + " does not load (" +
+                    (why != nullptr ? why : "no reason given") +
+                    "): build vlattice where MPI is installed (scripts/setup), or set VLATTICE_MPI_PLUGIN");
+    }
+    using Start = Collective* (*)(char*, std::size_t);
+    const auto start = reinterpret_cast<Start>(::dlsym(library, "vlattice_mpi_ranks"));
+    if (start == nullptr) {
+        throw Error("the MPI plugin " + plugin + " has no vlattice_mpi_ranks");
+    }
+    char error[256] = {};
+    Collective* ranks = start(error, sizeof error);
+    if (ranks == nullptr) {
+        throw Error("the MPI plugin " + plugin + " could not start MPI: " + error);
+    }
+    return std::unique_ptr<Collective>(ranks);
+}
+
+}  // namespace vlattice
