@@ -36,9 +36,9 @@ public:
 
     // Tiles of `capacity` rows (a multiple of 64, so that per-block sums line up with the whole
     // set's) over `points`, rounded to `format`, from `source`; from the host, `points` must outlive
-    // them (PointStage keeps them either way, for k-means++ and maintenance). One pass checks that they are exact in the format, as DevicePoints::upload does, finds
-    // whether the float32 rows must be kept, and from the device leaves the stored rows there. Throws
-    // Error like upload.
+    // them (PointStage keeps them either way, for k-means++ and maintenance). One pass checks that
+    // they are exact in the format, as DevicePoints::upload does, finds whether the float32 rows
+    // must be kept, and from the device leaves the stored rows there. Throws Error like upload.
     void load(const PointView& points, const PointFormat& format, std::size_t capacity, TileSource source,
               cudaStream_t stream);
     void release();

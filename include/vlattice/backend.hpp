@@ -79,7 +79,8 @@ public:
     // type or in the run's storage format, never as a float32 copy made for the purpose.
     virtual void upload_points(const PointView& points, const RunSetup& setup) = 0;
     // Where the last upload put the points, for the run's report ("held on GPU 0", "uint8 rows
-    // streamed from the host in tiles of 4194304 rows"); empty where they stay where they were given (the CPU).
+    // streamed from the host in tiles of 4194304 rows"); empty where they stay where they were
+    // given (the CPU).
     virtual std::string points_placement() const { return {}; }
     // Replaces all anchors (their number may change between calls).
     virtual void upload_anchors(const Matrix& anchors) = 0;

@@ -85,10 +85,10 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     const std::size_t n = by_rows->rows(), d = by_rows->cols();
     const CodingSpec coding = coding_spec(values, args.coding, d, config);
     refuse_what_ranks_cannot(args, coding, metric, storage, device);
-    // Ranks hold whole blocks of 1,024 rows (rank_rows): every rank needs one.
-    if ((n + 1023) / 1024 < static_cast<std::size_t>(ranks.size())) {
-        throw Error(args.input + ": " + std::to_string(n) + " rows make fewer blocks of 1,024 rows than the " +
-                    std::to_string(ranks.size()) + " ranks: run at most " + std::to_string((n + 1023) / 1024));
+    // Ranks hold whole blocks of 1,024 rows (rank_rows), and rank 0 is the first left without one.
+    if (rank_rows(n, ranks.size(), 0).count == 0) {
+        throw Error(args.input + ": " + std::to_string(n) + " rows leave some of the " + std::to_string(ranks.size()) +
+                    " ranks without a block of 1,024 rows: run at most one rank per 1,024 rows");
     }
     const RowRange mine = rank_rows(n, ranks.size(), ranks.rank());
     Matrix rows;

@@ -97,7 +97,6 @@ int run_guarded(const std::string& command, const std::function<int()>& body) {
     return code;
 }
 
-
 std::uint64_t parse_byte_size_option(const std::string& text, const char* option) {
     static const std::map<std::string, double> units{
         {"", 1.0},     {"B", 1.0},           {"kB", 1e3},           {"KB", 1e3},           {"MB", 1e6},

@@ -1,12 +1,13 @@
 #include "cpu/robust_reduce.hpp"
 
-#include "cpu/kept_threshold.hpp"
+#include "cpu/kept_members.hpp"
 #include "fit/exact_sums.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace vlattice::cpu {
 
@@ -58,9 +59,11 @@ void robust_reduce(const PointView& points, std::uint64_t first_row, const std::
     for (std::size_t j = 0; j < m; ++j) {
         keep[j] = count[j] - static_cast<std::uint64_t>(std::floor(trim * static_cast<double>(count[j])));
     }
-    const std::vector<MemberKey> threshold = kept_thresholds(members, distance, first_row, count, keep, ranks);
-    const auto kept = [&](std::size_t j, std::uint32_t i) {
-        return member_key(distance[i], first_row + i) <= threshold[j];
+    select_kept(members, distance, first_row, count, keep, ranks);
+    // This rank's kept members of anchor j.
+    const auto kept = [&](std::size_t j) {
+        const std::uint32_t* first = members.order.data() + members.offset[j];
+        return std::pair{first, first + members.kept[j]};
     };
 
     // The largest kept distance of each anchor, which bounds its grids.
@@ -68,11 +71,8 @@ void robust_reduce(const PointView& points, std::uint64_t first_row, const std::
 #pragma omp parallel for schedule(dynamic, 16)
     for (std::size_t j = 0; j < m; ++j) {
         double far = 0.0;
-        for (std::size_t r = members.offset[j]; r < members.offset[j + 1]; ++r) {
-            const std::uint32_t i = members.order[r];
-            if (kept(j, i)) {
-                far = std::max(far, distance[i]);
-            }
+        for (auto [i, last] = kept(j); i != last; ++i) {
+            far = std::max(far, distance[*i]);
         }
         farthest[j] = bits_of(far);
     }
@@ -93,10 +93,8 @@ void robust_reduce(const PointView& points, std::uint64_t first_row, const std::
             largest = std::max(largest, std::abs(static_cast<double>(anchor[k])));
         }
         const double far = double_of(farthest[j]);
-        const SumGrid grid = coordinate_grid(largest, far, keep[j]);
-        const SumGrid distance_steps = distance_grid(far, keep[j]);
-        coordinates[j] = grid;
-        distances[j] = distance_steps;
+        const SumGrid& grid = coordinates[j] = coordinate_grid(largest, far, keep[j]);
+        const SumGrid& distance_steps = distances[j] = distance_grid(far, keep[j]);
         std::int64_t* sum = sums.data() + j * d;
         // A batch of kBatch members adds exactly in doubles (exact_sums.hpp), then moves into the sums.
         thread_local std::vector<double> batch;
@@ -118,11 +116,8 @@ void robust_reduce(const PointView& points, std::uint64_t first_row, const std::
             batch_distance = 0.0;
             in_batch = 0;
         };
-        for (std::size_t r = members.offset[j]; r < members.offset[j + 1]; ++r) {
-            const std::uint32_t i = members.order[r];
-            if (!kept(j, i)) {
-                continue;
-            }
+        for (auto [member, last] = kept(j); member != last; ++member) {
+            const std::uint32_t i = *member;
             const float* x = points.row(i, scratch.data());
             double* to = batch.data();
             for (std::size_t k = 0; k < d; ++k) {

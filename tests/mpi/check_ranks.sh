@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # compress under mpirun on 1, 2, 3 and 4 ranks writes the .vlat of one process, byte for byte, on
 # Fashion-MNIST and a Gaussian mixture; a rank that meets a bad row, or is killed, ends every rank's
-# run with an error and leaves no output.
+# run with an error and leaves no output, as do the options a run over ranks refuses, too many ranks
+# for the rows, and a plugin that does not load.
 #   tests/mpi/check_ranks.sh VLATTICE_CLI SOURCE_DIR
 set -euo pipefail
 cli=$1 source=$2
@@ -46,6 +47,27 @@ ranks 3 "$cli" compress "$work/bad.fvecs" -o "$work/out/bad.vlat" -m 16 --thread
 grep -q "rank 2 of 3: .*row 15000" "$work/bad.err" || { cat "$work/bad.err" >&2; fail "the error does not name rank 2 and the row"; }
 [[ -z "$(ls -A "$work/out")" ]] || fail "a failed run left $(ls -A "$work/out")"
 echo "check_ranks: a bad row on rank 2 of 3 ended the run (exit $rc), naming the rank and the row, with no output"
+
+# What a run over ranks refuses, each with an error that says why and no output.
+refused() {  # WHAT PATTERN COMMAND...
+  local what=$1 pattern=$2 rc=0
+  shift 2
+  "$@" 2>"$work/refused.err" || rc=$?
+  [[ $rc -ne 0 ]] || fail "$what: the run succeeded"
+  grep -q -- "$pattern" "$work/refused.err" || { cat "$work/refused.err" >&2; fail "$what: no '$pattern' in the error"; }
+  [[ -z "$(ls -A "$work/out")" ]] || fail "$what: the run left $(ls -A "$work/out")"
+  echo "check_ranks: $what: refused (exit $rc)"
+}
+refused "a residual code over ranks" "rank 0 of 2: under mpirun or srun, compress does not take a residual code" \
+  ranks 2 "$cli" compress "$work/mixture.fvecs" -o "$work/out/x.vlat" -m 16 --bits 4 --quiet
+refused "train over ranks" "train is not run over several processes" \
+  ranks 2 "$cli" train "$work/mixture.fvecs" -o "$work/out/x.vlat" -m 16 --quiet
+head -c $((3000 * 25 * 4)) "$work/mixture.fvecs" >"$work/small.fvecs"
+refused "4 ranks for 3 blocks of rows" "3000 rows leave some of the 4 ranks without a block of 1,024 rows" \
+  ranks 4 "$cli" compress "$work/small.fvecs" -o "$work/out/x.vlat" -m 16 --quiet
+refused "a missing MPI plugin" "the MPI plugin $work/none.so does not load" \
+  env OMPI_COMM_WORLD_SIZE=1 VLATTICE_MPI_PLUGIN="$work/none.so" "$cli" compress "$work/small.fvecs" \
+  -o "$work/out/x.vlat" -m 16 --quiet
 
 # A rank killed during the fit.
 rc=0

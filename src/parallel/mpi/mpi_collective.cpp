@@ -1,6 +1,6 @@
 // The Collective of processes started by mpirun (or srun), as a plugin the CLI loads only when it
-// is started so (src/parallel/mpi_ranks.cpp): a build without MPI, or a run without mpirun, never needs
-// the MPI libraries. Each exchange is one MPI_Allreduce on MPI_COMM_WORLD.
+// is started so (src/parallel/mpi_ranks.cpp): a build without MPI, or a run without mpirun, never
+// needs the MPI libraries. Each exchange is one MPI_Allreduce (in pieces) on MPI_COMM_WORLD.
 #include "vlattice/collective.hpp"
 
 #include <mpi.h>
@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <string>
 
 namespace {
 

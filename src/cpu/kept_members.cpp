@@ -1,7 +1,8 @@
-#include "cpu/kept_threshold.hpp"
+#include "cpu/kept_members.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace vlattice::cpu {
 
@@ -47,29 +48,31 @@ MemberKey member_key(double distance, std::uint64_t row) {
     return key;
 }
 
-std::vector<MemberKey> kept_thresholds(LocalMembers& members, const std::vector<double>& distance,
-                                       std::uint64_t first_row, const std::vector<std::uint64_t>& count,
-                                       const std::vector<std::uint64_t>& keep, Collective& ranks) {
+void select_kept(LocalMembers& members, const std::vector<double>& distance, std::uint64_t first_row,
+                 const std::vector<std::uint64_t>& count, const std::vector<std::uint64_t>& keep, Collective& ranks) {
     const std::size_t m = count.size();
-    std::vector<MemberKey> threshold(m, kKeepAll);
+    members.kept.resize(m);
     std::vector<std::size_t> trimmed;
     for (std::size_t j = 0; j < m; ++j) {
+        members.kept[j] = members.offset[j + 1] - members.offset[j];
         if (keep[j] < count[j]) {
             trimmed.push_back(j);
         }
     }
     const auto key_of = [&](std::uint32_t i) { return member_key(distance[i], first_row + i); };
+    const auto range = [&](std::size_t j) {
+        return std::pair{members.order.data() + members.offset[j], members.order.data() + members.offset[j + 1]};
+    };
     if (ranks.size() == 1) {
 #pragma omp parallel for schedule(dynamic, 4)
         for (std::size_t s = 0; s < trimmed.size(); ++s) {
             const std::size_t j = trimmed[s];
-            std::uint32_t* first = members.order.data() + members.offset[j];
-            std::uint32_t* last = members.order.data() + members.offset[j + 1];
-            std::uint32_t* nth = first + (keep[j] - 1);
-            std::nth_element(first, nth, last, [&](std::uint32_t a, std::uint32_t b) { return key_of(a) < key_of(b); });
-            threshold[j] = key_of(*nth);
+            const auto [first, last] = range(j);
+            std::nth_element(first, first + keep[j] - 1, last,
+                             [&](std::uint32_t a, std::uint32_t b) { return key_of(a) < key_of(b); });
+            members.kept[j] = keep[j];
         }
-        return threshold;
+        return;
     }
     // Digit by digit: the members whose key begins with the digits found so far are counted per
     // value of the next digit on every rank, the counts summed, and each anchor goes on in the bin
@@ -84,10 +87,10 @@ std::vector<MemberKey> kept_thresholds(LocalMembers& members, const std::vector<
         std::fill(bins.begin(), bins.end(), 0);
 #pragma omp parallel for schedule(dynamic, 4)
         for (std::size_t s = 0; s < trimmed.size(); ++s) {
-            const std::size_t j = trimmed[s];
             std::uint64_t* bin = bins.data() + s * kBins;
-            for (std::size_t r = members.offset[j]; r < members.offset[j + 1]; ++r) {
-                const MemberKey key = key_of(members.order[r]);
+            const auto [first, last] = range(trimmed[s]);
+            for (const std::uint32_t* i = first; i != last; ++i) {
+                const MemberKey key = key_of(*i);
                 if (matches(key, prefix[s], p)) {
                     ++bin[digit(key, p)];
                 }
@@ -104,10 +107,14 @@ std::vector<MemberKey> kept_thresholds(LocalMembers& members, const std::vector<
             set_digit(prefix[s], p, b);
         }
     }
+    // The threshold found, each rank keeps its members at or below it.
+#pragma omp parallel for schedule(dynamic, 4)
     for (std::size_t s = 0; s < trimmed.size(); ++s) {
-        threshold[trimmed[s]] = prefix[s];
+        const auto [first, last] = range(trimmed[s]);
+        const std::uint32_t* middle =
+            std::partition(first, last, [&](std::uint32_t i) { return key_of(i) <= prefix[s]; });
+        members.kept[trimmed[s]] = static_cast<std::size_t>(middle - first);
     }
-    return threshold;
 }
 
 }  // namespace vlattice::cpu
