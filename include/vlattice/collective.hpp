@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace vlattice {
 
@@ -50,6 +52,10 @@ RowRange rank_rows(std::uint64_t n, int size, int rank);
 void share_values(Collective& ranks, float* values, std::size_t count);
 void share_values(Collective& ranks, double* values, std::size_t count);
 void share_values(Collective& ranks, std::uint32_t* values, std::size_t count);
+
+// Every rank's text, in rank order, onto every rank (the same sum of bits, each rank's bytes in
+// a stretch of their own).
+std::vector<std::string> gather_texts(Collective& ranks, const std::string& mine);
 
 // Whether the environment says mpirun or srun started this process (Open MPI's, PMI's or PMIx's
 // variables).

@@ -3,17 +3,21 @@
 // against its `neighbors` when it has both, and one row per job in OUTDIR/summary.csv and
 // summary.json. A job that fails leaves its row with the reason and the others run on; finished
 // jobs whose outputs were made from the same input bytes and options are skipped on the next run
-// unless --force. One batch at a time writes a folder (folder_lock.hpp).
+// unless --force. One batch at a time writes a folder (folder_lock.hpp). Under mpirun or srun the
+// ranks share the jobs out (batch_rounds.hpp) and rank 0 writes the summary.
 #include "batch_job.hpp"
 #include "batch_jobs.hpp"
 #include "batch_resume.hpp"
+#include "batch_rounds.hpp"
 #include "batch_summary.hpp"
 #include "commands.hpp"
 #include "device_note.hpp"
 #include "folder_lock.hpp"
 #include "number_options.hpp"
 #include "options.hpp"
+#include "process_ranks.hpp"
 
+#include "vlattice/collective.hpp"
 #include "vlattice/file_fingerprint.hpp"
 #include "vlattice/results_file.hpp"
 
@@ -21,6 +25,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 namespace vlattice::cli {
 
@@ -51,7 +56,12 @@ const CommandHelp kHelp{
     "One batch at a time writes to an output folder; a second is refused.\n"
     "A manifest is JSON: {\"jobs\": [{\"file\": \"a.hdf5\", \"name\": \"a\", \"anchors\": 512,\n"
     "\"metric\": \"angular\", \"device\": \"cpu\", \"dataset\": \"train\", \"bits\": 4}, ...]}; paths\n"
-    "are relative to the manifest, and every key but \"file\" overrides the options.",
+    "are relative to the manifest, and every key but \"file\" overrides the options.\n"
+    "Under mpirun or srun (`mpirun -np R vlattice batch ...`) the R processes share\n"
+    "the jobs out, one job each at a time, the largest inputs first, with the same\n"
+    "resume rules; the output folder must be one that every process sees. Rank 0\n"
+    "holds the folder's lock and writes the one summary, in job order, after every\n"
+    "round of R jobs.",
     true,
 };
 
@@ -76,8 +86,8 @@ void add_options(po::options_description& options, BatchArgs& a) {
         ("quiet,q", po::bool_switch(&a.quiet), "print nothing but errors");
 }
 
-// Checks every output against the inputs and the others, and sweeps what killed runs left for them.
-void check_paths(const BatchArgs& args, const std::vector<Job>& jobs) {
+// Checks every output against the inputs and the others, and (`sweep`) removes what killed runs left for them.
+void check_paths(const BatchArgs& args, const std::vector<Job>& jobs, bool sweep) {
     std::vector<NamedPath> outputs;
     std::vector<NamedPath> inputs = {{"--manifest", args.manifest}};
     for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -91,7 +101,23 @@ void check_paths(const BatchArgs& args, const std::vector<Job>& jobs) {
         outputs.push_back({"the summary", (fs::path(args.output) / summary).string()});
     }
     check_outputs(outputs, inputs);
-    clear_stale_temporaries(kHelp.name, outputs, args.quiet);
+    if (sweep) {
+        clear_stale_temporaries(kHelp.name, outputs, args.quiet);
+    }
+}
+
+// The bytes of each job's input, as rank 0 sees them, on every rank: they decide who runs what.
+std::vector<std::uint64_t> input_sizes(const std::vector<Job>& jobs, Collective& ranks) {
+    std::vector<std::uint64_t> sizes(jobs.size(), 0);
+    if (ranks.rank() == 0) {
+        for (std::size_t i = 0; i < jobs.size(); ++i) {
+            std::error_code unreadable;  // the job itself reports a missing input
+            const std::uintmax_t bytes = fs::file_size(jobs[i].file, unreadable);
+            sizes[i] = unreadable ? 0 : static_cast<std::uint64_t>(bytes);
+        }
+    }
+    ranks.sum(sizes.data(), sizes.size());
+    return sizes;
 }
 
 // Runs the job, or keeps its finished outputs when they stand for this run; returns its row.
@@ -141,36 +167,71 @@ int batch(int argc, char** argv) {
         throw UsageError("-o: the output folder's path is empty");
     }
     const std::vector<Job> jobs = collect_jobs(args, budget_given(values));
-    check_paths(args, jobs);
-    std::error_code not_created;
-    fs::create_directories(args.output, not_created);
-    if (not_created || !fs::is_directory(args.output)) {
-        throw Error(args.output + ": cannot create the output folder (" +
-                    (not_created ? not_created.message() : "a file of that name exists") + ")");
+    Collective& ranks = process_ranks() != nullptr ? *process_ranks() : single_process();
+    const bool lead = ranks.rank() == 0;
+    // Rank 0 alone sweeps and locks, and the others start no job until it has: a rank that fails
+    // here ends every rank's run.
+    check_paths(args, jobs, lead);
+    std::optional<FolderLock> lock;
+    if (lead) {
+        std::error_code not_created;
+        fs::create_directories(args.output, not_created);
+        if (not_created || !fs::is_directory(args.output)) {
+            throw Error(args.output + ": cannot create the output folder (" +
+                        (not_created ? not_created.message() : "a file of that name exists") + ")");
+        }
+        lock.emplace(args.output, kLockName);
     }
-    const FolderLock lock(args.output, kLockName);
+    const std::vector<std::vector<std::size_t>> rounds = job_rounds(input_sizes(jobs, ranks), ranks.size());
+    const std::string on_rank =
+        ranks.size() > 1 ? " on rank " + std::to_string(ranks.rank()) + " of " + std::to_string(ranks.size()) : "";
 
-    nlohmann::json rows = nlohmann::json::array();
+    std::vector<nlohmann::json> rows(jobs.size());  // null until the job has run
+    for (const std::vector<std::size_t>& round : rounds) {
+        const std::size_t i = round[static_cast<std::size_t>(ranks.rank())];
+        nlohmann::json row;
+        if (i != kNoJob) {
+            const Job& job = jobs[i];
+            if (!args.quiet) {
+                std::fprintf(stderr, "vlattice batch: job %zu of %zu: %s (%s)%s\n", i + 1, jobs.size(),
+                             job.name.c_str(), job.file.c_str(), on_rank.c_str());
+            }
+            JobPlan plan;
+            plan.index = i;
+            plan.count = jobs.size();
+            plan.outputs = outputs_of(args.output, job);
+            try {
+                row = run_or_reuse(job, plan, args, values);
+            } catch (const std::exception& e) {
+                row = {{"dataset", job.name}, {"file", job.file}, {"device", job.device}, {"status", "failed"},
+                       {"error", e.what()}};
+                print_notice(kHelp.name, "error", "job " + std::to_string(i + 1) + " (" + job.name + "): " + e.what());
+            }
+        }
+        if (ranks.size() == 1) {
+            rows[i] = std::move(row);
+        } else {
+            const std::vector<std::string> texts = gather_texts(
+                ranks, row.is_null() ? "" : row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+            for (std::size_t k = 0; k < texts.size(); ++k) {
+                if (round[k] != kNoJob) {
+                    rows[round[k]] = nlohmann::json::parse(texts[k]);
+                }
+            }
+        }
+        if (lead) {
+            nlohmann::json done = nlohmann::json::array();
+            for (const nlohmann::json& finished : rows) {
+                if (!finished.is_null()) {
+                    done.push_back(finished);
+                }
+            }
+            write_summary(args.output, done);
+        }
+    }
     bool failed = false;
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-        const Job& job = jobs[i];
-        if (!args.quiet) {
-            std::fprintf(stderr, "vlattice batch: job %zu of %zu: %s (%s)\n", i + 1, jobs.size(), job.name.c_str(),
-                         job.file.c_str());
-        }
-        JobPlan plan;
-        plan.index = i;
-        plan.count = jobs.size();
-        plan.outputs = outputs_of(args.output, job);
-        try {
-            rows.push_back(run_or_reuse(job, plan, args, values));
-        } catch (const std::exception& e) {
-            failed = true;
-            rows.push_back({{"dataset", job.name}, {"file", job.file}, {"device", job.device}, {"status", "failed"},
-                            {"error", e.what()}});
-            print_notice(kHelp.name, "error", "job " + std::to_string(i + 1) + " (" + job.name + "): " + e.what());
-        }
-        write_summary(args.output, rows);
+    for (const nlohmann::json& row : rows) {
+        failed = failed || row.value("status", "") == "failed";
     }
     return failed ? kExitData : 0;
 }

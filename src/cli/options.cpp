@@ -88,8 +88,15 @@ int run_guarded(const std::string& command, const std::function<int()>& body) {
                                (ranks ? "rank " + std::to_string(ranks->rank()) + " of " +
                                             std::to_string(ranks->size()) + ": "
                                       : std::string());
-    const int code = run_reporting(prefix, command, body);
-    if (ranks != nullptr && code != 0) {
+    // A command that returns, even with a failure it reports (batch's failed jobs), returns on every
+    // rank alike; one that throws leaves the others waiting on an exchange.
+    bool threw = true;
+    const int code = run_reporting(prefix, command, [&] {
+        const int returned = body();
+        threw = false;
+        return returned;
+    });
+    if (ranks != nullptr && threw) {
         std::fflush(stdout);
         std::cerr.flush();
         ranks->abandon(code);

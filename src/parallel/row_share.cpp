@@ -3,6 +3,8 @@
 #include "fit/member_lists.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <string>
 
 namespace vlattice {
 
@@ -34,6 +36,28 @@ RowRange rank_rows(std::uint64_t n, int size, int rank) {
 void share_values(Collective& ranks, float* values, std::size_t count) { share_bits(ranks, values, count); }
 void share_values(Collective& ranks, double* values, std::size_t count) { share_bits(ranks, values, count); }
 void share_values(Collective& ranks, std::uint32_t* values, std::size_t count) { share_bits(ranks, values, count); }
+
+std::vector<std::string> gather_texts(Collective& ranks, const std::string& mine) {
+    const auto size = static_cast<std::size_t>(ranks.size());
+    std::vector<std::uint64_t> lengths(size, 0);
+    lengths[static_cast<std::size_t>(ranks.rank())] = mine.size();
+    ranks.sum(lengths.data(), size);
+    // Each text from a word of its own on.
+    std::vector<std::size_t> first_word(size + 1, 0);
+    for (std::size_t r = 0; r < size; ++r) {
+        first_word[r + 1] = first_word[r] + (lengths[r] + 7) / 8;
+    }
+    std::vector<std::uint64_t> words(first_word[size], 0);
+    if (!mine.empty()) {
+        std::memcpy(words.data() + first_word[static_cast<std::size_t>(ranks.rank())], mine.data(), mine.size());
+    }
+    ranks.sum(words.data(), words.size());
+    std::vector<std::string> texts(size);
+    for (std::size_t r = 0; r < size; ++r) {
+        texts[r].assign(reinterpret_cast<const char*>(words.data() + first_word[r]), lengths[r]);
+    }
+    return texts;
+}
 
 Matrix gather_rows(const RowShare& share, const PointView& points, const std::vector<std::size_t>& rows) {
     Matrix out(rows.size(), points.cols);

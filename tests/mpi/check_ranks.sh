@@ -87,3 +87,39 @@ wait "$job" || rc=$?
 [[ $rc -ne 0 ]] || fail "the run went on after a rank was killed"
 [[ -z "$(ls -A "$work/out")" ]] || fail "a killed run left $(ls -A "$work/out")"
 echo "check_ranks: a killed rank ended the run (exit $rc) with no output"
+
+# batch over 3 ranks: five jobs of different sizes and one that fails, shared out and written as one
+# process writes them (the same .vlat files, the summary's rows in job order, exit 1 for the failed
+# job); run again, the finished jobs are skipped and the failed one runs again.
+mkdir "$work/jobs"
+for rows in 2000 9000 4000 6000 3000; do
+  head -c $((rows * 25 * 4)) "$work/mixture.fvecs" >"$work/jobs/mix$rows.fvecs"
+done
+printf 'not vectors' >"$work/jobs/broken.fvecs"
+jobs=("$work"/jobs/mix2000.fvecs "$work"/jobs/mix9000.fvecs "$work"/jobs/broken.fvecs "$work"/jobs/mix4000.fvecs
+  "$work"/jobs/mix6000.fvecs "$work"/jobs/mix3000.fvecs)
+batch_exit() {  # OUTDIR [LAUNCHER...]: runs the batch, prints its exit status
+  local out=$1 rc=0
+  shift
+  "$@" "$cli" batch "${jobs[@]}" -o "$out" -m 24 --iters 10 --threads 1 --quiet 2>>"$work/batch.err" || rc=$?
+  echo "$rc"
+}
+[[ $(batch_exit "$work/batch-one") == 1 ]] || fail "one process's batch did not exit 1 for its failed job"
+[[ $(batch_exit "$work/batch-ranks" ranks 3) == 1 ]] || { cat "$work/batch.err" >&2; fail "batch over 3 ranks did not exit 1"; }
+for name in mix2000 mix9000 mix4000 mix6000 mix3000; do
+  cmp "$work/batch-one/$name.vlat" "$work/batch-ranks/$name.vlat" || fail "batch over 3 ranks wrote another $name.vlat"
+done
+/usr/bin/python3 - "$work" <<'PY' || fail "the summary of batch over 3 ranks differs from one process's"
+import json, sys
+one, ranks = (json.load(open(f'{sys.argv[1]}/{d}/summary.json')) for d in ('batch-one', 'batch-ranks'))
+key = lambda rows: [(r['dataset'], r['status'], r.get('m')) for r in rows]
+assert key(one) == key(ranks), (key(one), key(ranks))
+assert [r['status'] for r in ranks] == ['ok'] * 2 + ['failed'] + ['ok'] * 3, key(ranks)
+PY
+[[ $(batch_exit "$work/batch-ranks" ranks 3) == 1 ]] || fail "batch over 3 ranks, run again, did not exit 1"
+/usr/bin/python3 - "$work" <<'PY' || fail "batch over 3 ranks, run again, did not skip its finished jobs"
+import json, sys
+rows = json.load(open(f'{sys.argv[1]}/batch-ranks/summary.json'))
+assert [r['status'] for r in rows] == ['skipped'] * 2 + ['failed'] + ['skipped'] * 3, rows
+PY
+echo "check_ranks: batch over 3 ranks wrote one process's files and summary, and resumed"
