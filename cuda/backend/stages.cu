@@ -85,7 +85,6 @@ std::size_t Stages::tile_rows(std::size_t room, std::size_t n, std::size_t d, St
     Footprint tile;
     PointTiles::add_footprint(tile, 0, kProbeRows, d, type, storage, source);
     assign.add_point_footprint(tile, kProbeRows);
-    ReduceStage::add_tile_footprint(tile, kProbeRows, d);
     const std::size_t spare = room > state.bytes() ? (room - state.bytes()) / 3 : 0;
     if (spare <= kPageSlack || 2 * spare < anchor_floor) {
         return 0;
@@ -134,8 +133,7 @@ void Stages::allocate_anchors(std::size_t m) {
     Footprint need;
     anchors.add_footprint(need, m, width);
     assign.add_anchor_footprint(need, n, m, d);
-    const std::size_t tile_rows = points.streamed() ? n : 0;
-    reduce.add_anchor_footprint(need, points.n(), tile_rows, m, width);
+    reduce.add_anchor_footprint(need, points.n(), points.streamed(), m, width);
     maintenance.add_anchor_footprint(need, points.n(), m, width);
     nearest.add_anchor_footprint(need, m, d);
     check_fits(need, std::to_string(m) + " anchors of dimension " + std::to_string(d) + " for " +
@@ -143,7 +141,7 @@ void Stages::allocate_anchors(std::size_t m) {
     try {
         anchors.allocate(m, width);
         assign.allocate_anchors(n, m, d);
-        reduce.allocate_anchors(points.n(), tile_rows, m, width);
+        reduce.allocate_anchors(points.n(), points.streamed(), m, width);
         maintenance.allocate_anchors(points.n(), m, width);
         nearest.allocate_anchors(m, d);
     } catch (...) {

@@ -13,9 +13,9 @@ void ReduceStage::allocate_points(std::size_t n) {
     point_buffers(n, AllocateBuffers{});
 }
 
-void ReduceStage::allocate_anchors(std::size_t n, std::size_t tile_rows, std::size_t m, std::size_t d) {
+void ReduceStage::allocate_anchors(std::size_t n, bool streamed, std::size_t m, std::size_t d) {
     release_anchors();
-    anchor_buffers(n, tile_rows, m, d, AllocateBuffers{});
+    anchor_buffers(n, streamed, m, d, AllocateBuffers{});
 }
 
 void ReduceStage::release() {
@@ -45,6 +45,10 @@ void ReduceStage::run(PointStage& points, AnchorStage& anchors, double trim, std
         graphs_[trims ? 1 : 0].run(stream, generation, [&] { queue(points, anchors, trims, stream); });
     }
     CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (host_stray_[0] != 0) {
+        throw Error("cuda backend: robust_reduce met a kept member farther from its anchor than its distance says, "
+                    "or an anchor whose sums leave double's range");
+    }
 }
 
 AnchorStats ReduceStage::download(std::size_t m, cudaStream_t stream) {
@@ -93,26 +97,25 @@ void ReduceStage::queue(PointStage& points, AnchorStage& anchors, bool trims, cu
     args.offsets = offsets_.data();
     args.item_counts = item_counts_.data();
     args.item_offsets = item_offsets_.data();
-    args.partial_sums = partial_sums_.data();
-    args.partial_distance = partial_distance_.data();
-    args.tiles.slots = slot_sums_.size() / std::max<std::size_t>(points.d(), 1);
-    args.tiles.slot_sums = slot_sums_.data();
-    args.tiles.totals = totals_.data();
-    args.tiles.open = open_.data();
+    args.farthest = farthest_.data();
+    args.grids = grids_.data();
+    args.sums = sums_.data();
+    args.stray = stray_.data();
     args.tiles.first_chunk = first_chunk_.data();
     args.tiles.chunk_counts = chunk_counts_.data();
     args.tiles.chunk_base = chunk_base_.data();
-    args.tiles.left_open = left_open_.data();
     args.count = count_.data();
     args.kept = kept_.data();
     args.variance = variance_.data();
     args.means = means_.data();
     args.temp = temp_.data();
     args.temp_bytes = temp_.bytes();
+    host_stray_[0] = 0;
     if (args.n == 0 || args.m == 0) {
         return;
     }
     const std::uint32_t* grouped = launch_reduce_groups(args, stream);
+    launch_reduce_grids(args, grouped, stream);
     if (points.streamed()) {
         points.each_pass(stream, [&](std::size_t first, std::size_t rows, const DevicePoints& tile) {
             launch_tile_sums(args, grouped, MemberTile{tile.rows(), first, rows}, stream);
@@ -120,7 +123,8 @@ void ReduceStage::queue(PointStage& points, AnchorStage& anchors, bool trims, cu
     } else {
         launch_member_sums(args, grouped, points.points().rows(), stream);
     }
-    launch_reduce_finalize(args, grouped, points.streamed(), stream);
+    launch_reduce_finalize(args, stream);
+    CUDA_CHECK(cudaMemcpyAsync(host_stray_.data(), stray_.data(), sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
 }
 
 }  // namespace vlattice::cuda

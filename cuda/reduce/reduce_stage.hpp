@@ -1,8 +1,8 @@
 // The robust reduce of a run (robust_reduce.cuh) as a captured graph, or for streamed points tile by
 // tile: each anchor's trimmed member mean, counts and variance, left on the device for the update.
 // Its sorting space is sized by the points; maintenance borrows it between reduces to group the
-// members of the anchors it measures. Held points keep a sum per member chunk (n / 64 rows of d
-// doubles); streamed ones a total and an open chunk per anchor, and the sums of one tile's chunks.
+// members of the anchors it measures. The sums are one row of d + 1 integers per anchor, held or
+// streamed alike: a tile needs nothing of its own.
 #pragma once
 
 #include "anchors/anchor_stage.hpp"
@@ -31,25 +31,21 @@ struct SortSpace {
 
 class ReduceStage {
 public:
-    // The device memory sized by n points, and by m anchors of dimension d for n points streamed in
-    // tiles of tile_rows (0: held).
+    // The device memory sized by n points, and by m anchors of dimension d for points streamed in
+    // tiles (`streamed`) or held.
     void add_point_footprint(Footprint& need, std::size_t n) { point_buffers(n, need); }
     void allocate_points(std::size_t n);
-    void add_anchor_footprint(Footprint& need, std::size_t n, std::size_t tile_rows, std::size_t m, std::size_t d) {
-        anchor_buffers(n, tile_rows, m, d, need);
+    void add_anchor_footprint(Footprint& need, std::size_t n, bool streamed, std::size_t m, std::size_t d) {
+        anchor_buffers(n, streamed, m, d, need);
     }
-    // What a tile of `rows` adds to the anchors' footprint: its chunk sums, beyond the 2 m any tile
-    // may need, which the anchors' footprint holds with each anchor's total and open chunk.
-    static void add_tile_footprint(Footprint& need, std::size_t rows, std::size_t d) {
-        need.add<double>(tile_chunk_slots(rows, 0) * d);
-    }
-    void allocate_anchors(std::size_t n, std::size_t tile_rows, std::size_t m, std::size_t d);
-    void release_anchors() { anchor_buffers(0, 0, 0, 0, ReleaseBuffers{}); }
+    void allocate_anchors(std::size_t n, bool streamed, std::size_t m, std::size_t d);
+    void release_anchors() { anchor_buffers(0, false, 0, 0, ReleaseBuffers{}); }
     void release();
 
     // The first iteration's graph (a trimming one), captured while the device does something else.
     void prepare(PointStage& points, AnchorStage& anchors, std::uint64_t generation, cudaStream_t stream);
-    // Trims `trim` of the points (the farthest from their anchors) and reduces the rest. Returns once done.
+    // Trims `trim` of the points (the farthest from their anchors) and reduces the rest. Returns once
+    // done; throws if a kept member lay past its anchor's grid (a distance that is not its row's).
     void run(PointStage& points, AnchorStage& anchors, double trim, std::uint64_t generation, cudaStream_t stream);
     // The last run's counts, kept counts and variances of the m anchors.
     AnchorStats download(std::size_t m, cudaStream_t stream);
@@ -68,9 +64,7 @@ private:
     }
     // m = 0: no anchors (the release).
     template <class Each>
-    void anchor_buffers(std::size_t n, std::size_t tile_rows, std::size_t m, std::size_t d, Each&& each) {
-        const std::size_t chunks = m == 0 ? 0 : max_member_chunks(n, m);
-        const bool streamed = m > 0 && tile_rows > 0;
+    void anchor_buffers(std::size_t n, bool streamed, std::size_t m, std::size_t d, Each&& each) {
         const std::size_t per_anchor = streamed ? m : 0;
         each(offsets_, m + 1);
         each(item_counts_, m + 1);
@@ -79,15 +73,12 @@ private:
         each(kept_, m);
         each(variance_, m);
         each(means_, m * d);
-        each(partial_sums_, streamed ? 0 : chunks * d);
-        each(partial_distance_, chunks);
-        each(slot_sums_, streamed ? tile_chunk_slots(tile_rows, m) * d : 0);
-        each(totals_, per_anchor * d);
-        each(open_, per_anchor * d);
+        each(farthest_, m);
+        each(grids_, 2 * m);
+        each(sums_, m * d + m);
         each(first_chunk_, per_anchor);
         each(chunk_counts_, streamed ? m + 1 : 0);
         each(chunk_base_, streamed ? m + 1 : 0);
-        each(left_open_, per_anchor);
         each(temp_, m == 0 ? 0 : temp_bytes(n, m));
     }
     static std::size_t temp_bytes(std::size_t n, std::size_t m);
@@ -105,18 +96,17 @@ private:
     DeviceBuffer<std::uint32_t> kept_;
     DeviceBuffer<double> variance_;
     DeviceBuffer<double> means_;
-    DeviceBuffer<double> partial_sums_;
-    DeviceBuffer<double> partial_distance_;
-    DeviceBuffer<double> slot_sums_;
-    DeviceBuffer<double> totals_;
-    DeviceBuffer<double> open_;
+    DeviceBuffer<unsigned long long> farthest_;
+    DeviceBuffer<SumGrid> grids_;
+    DeviceBuffer<unsigned long long> sums_;
     DeviceBuffer<std::uint32_t> first_chunk_;
     DeviceBuffer<std::uint32_t> chunk_counts_;
     DeviceBuffer<std::uint32_t> chunk_base_;
-    DeviceBuffer<std::uint32_t> left_open_;
     DeviceBuffer<unsigned char> temp_;  // CUB's, for the reduce's sorts and the borrowed ones
     DeviceBuffer<double> trim_{1};
     PinnedBuffer<double> host_trim_{1};  // read by the graph when it runs
+    DeviceBuffer<unsigned> stray_{1};
+    PinnedBuffer<unsigned> host_stray_{1};  // written by the graph when it runs
 };
 
 }  // namespace vlattice::cuda

@@ -4,9 +4,11 @@
 #include "math/warp_math.cuh"
 #include "runtime/cuda_check.hpp"
 
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cuda/functional>
 
 #include <algorithm>
 #include <cmath>
@@ -18,12 +20,14 @@ namespace vlattice::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-// Members summed by one block into one partial row: few, as a block waits on memory once per
+// Members summed by one block into one row of atomics: few, as a block waits on memory once per
 // kInFlight of them (256 members, 32 waits, left Fashion-MNIST's kernel at a third of the DRAM
 // bandwidth: its full chunks outlasted the rest of the grid), but enough to amortise the block.
+// At most kBatch, so that a chunk's values add exactly in doubles (fit/exact_sums.hpp).
 constexpr std::uint32_t kChunk = 64;
+static_assert(kChunk <= kBatch, "a chunk's grid values must add exactly in double");
+constexpr int kGridThreads = 128;
 constexpr int kFinalizeThreads = 128;
-constexpr int kFinalizeSlots = 8;
 constexpr int kTrimThreads = 256;
 constexpr int kDigitBits = 8;
 constexpr int kDigits = 1 << kDigitBits;
@@ -199,54 +203,86 @@ __device__ inline int load_chunk(const std::uint32_t* __restrict__ members, std:
     return size;
 }
 
-// The kept members of chunk b < item_offsets[m] of all anchors, into shared memory; returns how many.
-__device__ inline int load_member_chunk(std::uint32_t b, const std::uint32_t* __restrict__ members,
-                                        const std::uint32_t* __restrict__ offsets,
-                                        const std::uint32_t* __restrict__ kept,
-                                        const std::uint32_t* __restrict__ item_offsets, std::size_t m,
-                                        std::uint32_t* chunk) {
-    const std::size_t j = owning_anchor(item_offsets, m, b);
-    const std::uint32_t begin = offsets[j] + (b - item_offsets[j]) * kChunk;
-    return load_chunk(members, begin, min(begin + kChunk, offsets[j] + kept[j]), chunk);
-}
-
-// The chunk's kept distances, summed by the block's first warp; thread 0 stores them.
-__device__ inline void sum_chunk_distance(const double* __restrict__ distance, const std::uint32_t* chunk, int size,
-                                          double* out) {
-    if (threadIdx.x < kWarp) {
-        double sum = 0.0;
-        for (int r = threadIdx.x; r < size; r += kWarp) {
-            sum += distance[chunk[r]];
-        }
-        sum = warp_sum(sum);
-        if (threadIdx.x == 0) {
-            *out = sum;
-        }
+// Block j: the largest of anchor j's kept distances, a maximum, which any order of the members gives.
+__global__ void __launch_bounds__(kGridThreads)
+    farthest_kernel(const double* __restrict__ distance, const std::uint32_t* __restrict__ members,
+                    const std::uint32_t* __restrict__ offsets, const std::uint32_t* __restrict__ kept,
+                    unsigned long long* __restrict__ farthest) {
+    using Reduce = cub::BlockReduce<double, kGridThreads>;
+    __shared__ typename Reduce::TempStorage storage;
+    const std::size_t j = blockIdx.x;
+    const std::uint32_t begin = offsets[j];
+    double far = 0.0;
+    for (std::uint32_t p = begin + threadIdx.x; p < begin + kept[j]; p += blockDim.x) {
+        far = fmax(far, distance[members[p]]);
+    }
+    far = Reduce(storage).Reduce(far, ::cuda::maximum<double>{});
+    if (threadIdx.x == 0) {
+        farthest[j] = distance_bits(far);
     }
 }
 
-// A block sums one chunk of up to kChunk kept members of one anchor: threads across the coordinates,
-// kCount of them each (one 16-byte load per member where the rows allow), members in sorted order.
+// Block j: anchor j's two grids from its largest coordinate and largest kept distance (as the CPU
+// builds them), the sum of its kept distances on the distance grid, and its coordinate sums zeroed
+// for the member sums to add into. A grid outside double's range marks the reduce stray.
+__global__ void __launch_bounds__(kGridThreads)
+    grids_kernel(const float* __restrict__ anchors, int d, const double* __restrict__ distance,
+                 const std::uint32_t* __restrict__ members, const std::uint32_t* __restrict__ offsets,
+                 const std::uint32_t* __restrict__ kept, const unsigned long long* __restrict__ farthest,
+                 std::size_t m, SumGrid* __restrict__ grids, unsigned long long* __restrict__ sums,
+                 unsigned* __restrict__ stray) {
+    __shared__ union {
+        typename cub::BlockReduce<double, kGridThreads>::TempStorage largest;
+        typename cub::BlockReduce<long long, kGridThreads>::TempStorage sum;
+    } storage;
+    __shared__ SumGrid distance_steps;
+    const std::size_t j = blockIdx.x;
+    const std::uint32_t keep = kept[j];
+    double largest = 0.0;
+    for (int k = threadIdx.x; k < d; k += blockDim.x) {
+        sums[j * d + k] = 0;
+        largest = fmax(largest, fabs(static_cast<double>(anchors[j * d + k])));
+    }
+    largest = cub::BlockReduce<double, kGridThreads>(storage.largest).Reduce(largest, ::cuda::maximum<double>{});
+    if (threadIdx.x == 0) {
+        const double far = __longlong_as_double(static_cast<long long>(farthest[j]));
+        grids[j] = grid_of(coordinate_bound(largest, far), keep);
+        distance_steps = grids[m + j] = grid_of(distance_bound(far), keep);
+        if (keep > 0 && !(grid_in_range(grids[j]) && grid_in_range(distance_steps))) {
+            atomicOr(stray, 1u);
+        }
+    }
+    __syncthreads();
+    // Each value is at most 2^P and the keep of them add within 2^61 (exact_sums.hpp).
+    long long sum = 0;
+    const std::uint32_t begin = offsets[j];
+    for (std::uint32_t p = begin + threadIdx.x; p < begin + keep; p += blockDim.x) {
+        sum += static_cast<long long>(on_grid(distance[members[p]], distance_steps));
+    }
+    sum = cub::BlockReduce<long long, kGridThreads>(storage.sum).Sum(sum);
+    if (threadIdx.x == 0) {
+        sums[m * d + j] = static_cast<unsigned long long>(sum);
+    }
+}
+
+// A block adds one chunk of up to kChunk kept members of one anchor to the anchor's sums: threads
+// across the coordinates, kCount of them each (one 16-byte load per member where the rows allow).
 // Typed rows, so that the loads of several members are in flight together: the members are
 // scattered rows, and with a branch on the row type per value, or one value per load, each thread
-// waited on memory once per member and coordinate (226 us per call at Fashion-MNIST, 35 at
-// 10,000 x 128). `points` are the rows from point `first` on: a chunk's members are in point order,
-// so those of a streamed tile are the run [from, to) of them, and each coordinate's sum goes on from
-// `start` (null: zero), adding the same values in the same order as one pass over all the points.
+// waited on memory once per member and coordinate. `points` are the rows from point `first` on: a
+// chunk's members are in point order, so those of a streamed tile are the run [from, to) of them.
+// The chunk's values on the grid add exactly in doubles; the integer sums go into the anchor's
+// with atomics (in two's complement), whose result does not depend on their order.
 template <RowType kType, int kCount>
-__device__ inline void sum_chunk_rows(const PointRows& points, std::uint32_t first, const std::uint32_t* chunk,
-                                      int from, int to, int d, const double* start, double* out) {
+__device__ inline void add_chunk_rows(const PointRows& points, std::uint32_t first, const std::uint32_t* chunk,
+                                      int from, int to, int d, const SumGrid& grid,
+                                      unsigned long long* __restrict__ sums, unsigned* __restrict__ stray) {
     constexpr int kInFlight = 8;
+    // The bound of exact_sums.hpp: a sum past it would come from a row farther from its anchor
+    // than its distance says.
+    const double most = grid.limit * static_cast<double>(to - from);
     for (int k = threadIdx.x * kCount; k < d; k += blockDim.x * kCount) {
         double sum[kCount] = {};
-        if (start != nullptr) {
-#pragma unroll
-            for (int v = 0; v < kCount; ++v) {
-                if (k + v < d) {
-                    sum[v] = start[k + v];
-                }
-            }
-        }
         int r = from;
         for (; r + kInFlight <= to; r += kInFlight) {
             float values[kInFlight][kCount];
@@ -258,7 +294,7 @@ __device__ inline void sum_chunk_rows(const PointRows& points, std::uint32_t fir
             for (int q = 0; q < kInFlight; ++q) {
 #pragma unroll
                 for (int v = 0; v < kCount; ++v) {
-                    sum[v] += static_cast<double>(values[q][v]);
+                    sum[v] += on_grid(values[q][v], grid);
                 }
             }
         }
@@ -267,55 +303,45 @@ __device__ inline void sum_chunk_rows(const PointRows& points, std::uint32_t fir
             points.load<kType>(chunk[r] - first, k, values);
 #pragma unroll
             for (int v = 0; v < kCount; ++v) {
-                sum[v] += static_cast<double>(values[v]);
+                sum[v] += on_grid(values[v], grid);
             }
         }
 #pragma unroll
         for (int v = 0; v < kCount; ++v) {
-            if (k + v < d) {
-                out[k + v] = sum[v];
+            if (k + v < d && sum[v] != 0.0) {
+                if (fabs(sum[v]) > most) {
+                    atomicOr(stray, 1u);
+                }
+                atomicAdd(sums + k + v, static_cast<unsigned long long>(static_cast<long long>(sum[v])));
             }
         }
     }
 }
 
-// Held points: block b sums chunk b's rows and kept distances.
+// Held points: block b adds chunk b's rows.
 template <RowType kType, int kCount>
-__global__ void member_sums_kernel(PointRows points, int d, const double* __restrict__ distance,
-                                   const std::uint32_t* __restrict__ members, const std::uint32_t* __restrict__ offsets,
-                                   const std::uint32_t* __restrict__ kept,
+__global__ void member_sums_kernel(PointRows points, int d, const std::uint32_t* __restrict__ members,
+                                   const std::uint32_t* __restrict__ offsets, const std::uint32_t* __restrict__ kept,
                                    const std::uint32_t* __restrict__ item_offsets, std::size_t m,
-                                   double* __restrict__ partial_sums, double* __restrict__ partial_distance) {
+                                   const SumGrid* __restrict__ grids, unsigned long long* __restrict__ sums,
+                                   unsigned* __restrict__ stray) {
     __shared__ std::uint32_t chunk[kChunk];
     const std::uint32_t b = blockIdx.x;
     // The grid is an upper bound on the number of chunks.
     if (b >= item_offsets[m]) {
         return;
     }
-    const int size = load_member_chunk(b, members, offsets, kept, item_offsets, m, chunk);
-    sum_chunk_distance(distance, chunk, size, partial_distance + b);
-    sum_chunk_rows<kType, kCount>(points, 0, chunk, 0, size, d, nullptr, partial_sums + static_cast<std::size_t>(b) * d);
-}
-
-// Streamed points: block b sums chunk b's kept distances, which need no rows (once per reduce).
-__global__ void chunk_distance_kernel(const double* __restrict__ distance, const std::uint32_t* __restrict__ members,
-                                      const std::uint32_t* __restrict__ offsets, const std::uint32_t* __restrict__ kept,
-                                      const std::uint32_t* __restrict__ item_offsets, std::size_t m,
-                                      double* __restrict__ partial_distance) {
-    __shared__ std::uint32_t chunk[kChunk];
-    const std::uint32_t b = blockIdx.x;
-    if (b >= item_offsets[m]) {
-        return;
-    }
-    sum_chunk_distance(distance, chunk, load_member_chunk(b, members, offsets, kept, item_offsets, m, chunk),
-                       partial_distance + b);
+    const std::size_t j = owning_anchor(item_offsets, m, b);
+    const std::uint32_t begin = offsets[j] + (b - item_offsets[j]) * kChunk;
+    const int size = load_chunk(members, begin, min(begin + kChunk, offsets[j] + kept[j]), chunk);
+    add_chunk_rows<kType, kCount>(points, 0, chunk, 0, size, d, grids[j], sums + j * d, stray);
 }
 
 // Thread j: which of anchor j's chunks have kept members among the points [first, last) (kept
-// members are in point order), and whether the last of them has members past `last`.
+// members are in point order).
 __global__ void tile_chunks_kernel(const std::uint32_t* __restrict__ members, const std::uint32_t* __restrict__ offsets,
                                    const std::uint32_t* __restrict__ kept, std::size_t m, std::uint32_t first,
-                                   std::uint32_t last, ReduceArgs::TileSums tiles) {
+                                   std::uint32_t last, ReduceArgs::TileChunks tiles) {
     const std::size_t j = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (j > m) {
         return;
@@ -329,24 +355,21 @@ __global__ void tile_chunks_kernel(const std::uint32_t* __restrict__ members, co
     const int lo = members_below(segment, keep, first);
     const int hi = members_below(segment, keep, last);
     std::uint32_t count = 0;
-    bool open = false;
     if (hi > lo) {
         const int first_chunk = lo / static_cast<int>(kChunk);
-        const int last_chunk = (hi - 1) / static_cast<int>(kChunk);
         tiles.first_chunk[j] = static_cast<std::uint32_t>(first_chunk);
-        count = static_cast<std::uint32_t>(last_chunk - first_chunk + 1);
-        open = min((last_chunk + 1) * static_cast<int>(kChunk), keep) > hi;
+        count = static_cast<std::uint32_t>((hi - 1) / static_cast<int>(kChunk) - first_chunk + 1);
     }
     tiles.chunk_counts[j] = count;
-    tiles.left_open[j] = open ? 1u : 0u;
 }
 
-// Block s sums the tile's members of the s-th chunk it touches into its slot, going on from the
-// anchor's open chunk where that chunk began in an earlier tile.
+// Block s adds the tile's members of the s-th chunk it touches.
 template <RowType kType, int kCount>
 __global__ void tile_sums_kernel(PointRows points, std::uint32_t first, std::uint32_t last, int d,
                                  const std::uint32_t* __restrict__ members, const std::uint32_t* __restrict__ offsets,
-                                 const std::uint32_t* __restrict__ kept, std::size_t m, ReduceArgs::TileSums tiles) {
+                                 const std::uint32_t* __restrict__ kept, std::size_t m, ReduceArgs::TileChunks tiles,
+                                 const SumGrid* __restrict__ grids, unsigned long long* __restrict__ sums,
+                                 unsigned* __restrict__ stray) {
     __shared__ std::uint32_t chunk[kChunk];
     const std::uint32_t s = blockIdx.x;
     if (s >= tiles.chunk_base[m]) {
@@ -356,46 +379,17 @@ __global__ void tile_sums_kernel(PointRows points, std::uint32_t first, std::uin
     const std::uint32_t c = tiles.first_chunk[j] + (s - tiles.chunk_base[j]);
     const std::uint32_t begin = offsets[j] + c * kChunk;
     const int size = load_chunk(members, begin, min(begin + kChunk, offsets[j] + kept[j]), chunk);
-    const int from = members_below(chunk, size, first);
-    const int to = members_below(chunk, size, last);
-    const double* start = from > 0 ? tiles.open + j * d : nullptr;
-    sum_chunk_rows<kType, kCount>(points, first, chunk, from, to, d, start,
-                                  tiles.slot_sums + static_cast<std::size_t>(s) * d);
+    add_chunk_rows<kType, kCount>(points, first, chunk, members_below(chunk, size, first),
+                                  members_below(chunk, size, last), d, grids[j], sums + j * d, stray);
 }
 
-// Block j adds the chunks the tile closed to the anchor's total, in order, and keeps the one it
-// left open.
+// Block j divides anchor j's sums by its kept count, and applies the parallel-axis theorem with
+// the CPU's roundings in the CPU's order: variance = max(0, mean kept distance - ||mean - anchor||^2),
+// the squared offset added coordinate by coordinate on one thread.
 __global__ void __launch_bounds__(kFinalizeThreads)
-    fold_tile_kernel(int d, ReduceArgs::TileSums tiles) {
-    const std::size_t j = blockIdx.x;
-    const std::uint32_t count = tiles.chunk_counts[j];
-    if (count == 0) {
-        return;
-    }
-    const std::uint32_t base = tiles.chunk_base[j];
-    const std::uint32_t closed = count - tiles.left_open[j];
-    for (int k = threadIdx.x; k < d; k += blockDim.x) {
-        double total = tiles.totals[j * d + k];
-        for (std::uint32_t s = base; s < base + closed; ++s) {
-            total += tiles.slot_sums[static_cast<std::size_t>(s) * d + k];
-        }
-        tiles.totals[j * d + k] = total;
-        if (closed < count) {
-            tiles.open[j * d + k] = tiles.slot_sums[static_cast<std::size_t>(base + closed) * d + k];
-        }
-    }
-}
-
-// One block per anchor adds its chunk sums in order (or takes the total of a streamed reduce, the
-// same additions), divides, and applies the parallel-axis theorem exactly like the CPU: variance =
-// max(0, mean kept distance - ||mean - anchor||^2).
-__global__ void __launch_bounds__(kFinalizeThreads)
-    finalize_kernel(const double* __restrict__ partial_sums, const double* __restrict__ totals,
-                    const double* __restrict__ partial_distance,
-                    const std::uint32_t* __restrict__ item_offsets, const std::uint32_t* __restrict__ kept,
-                    const float* __restrict__ anchors, int d, double* __restrict__ means,
-                    double* __restrict__ variance) {
-    __shared__ double shift_parts[kFinalizeThreads];
+    finalize_kernel(const unsigned long long* __restrict__ sums, const SumGrid* __restrict__ grids,
+                    const std::uint32_t* __restrict__ kept, const float* __restrict__ anchors, std::size_t m, int d,
+                    double* __restrict__ means, double* __restrict__ variance) {
     const std::size_t j = blockIdx.x;
     const std::uint32_t keep = kept[j];
     if (keep == 0) {
@@ -404,57 +398,23 @@ __global__ void __launch_bounds__(kFinalizeThreads)
         }
         return;
     }
-    const std::uint32_t first = item_offsets[j];
-    const std::uint32_t last = item_offsets[j + 1];
-    double shift = 0.0;
-    // kFinalizeSlots of the thread's coordinates at a time, so that their loads of each chunk sum are
-    // in flight together (one coordinate at a time, Fashion-MNIST's 784 waited seven times per chunk).
-    for (int k0 = threadIdx.x; k0 < d; k0 += kFinalizeThreads * kFinalizeSlots) {
-        double sum[kFinalizeSlots] = {};
-        if (totals != nullptr) {
-#pragma unroll
-            for (int q = 0; q < kFinalizeSlots; ++q) {
-                const int k = k0 + q * kFinalizeThreads;
-                if (k < d) {
-                    sum[q] = totals[j * d + k];
-                }
-            }
-        }
-        for (std::uint32_t item = first; totals == nullptr && item < last; ++item) {
-            const double* chunk = partial_sums + static_cast<std::size_t>(item) * d;
-#pragma unroll
-            for (int q = 0; q < kFinalizeSlots; ++q) {
-                const int k = k0 + q * kFinalizeThreads;
-                if (k < d) {
-                    sum[q] += chunk[k];
-                }
-            }
-        }
-#pragma unroll
-        for (int q = 0; q < kFinalizeSlots; ++q) {
-            const int k = k0 + q * kFinalizeThreads;
-            if (k < d) {
-                const double mean = sum[q] / static_cast<double>(keep);
-                means[j * d + k] = mean;
-                const double offset = mean - static_cast<double>(anchors[j * d + k]);
-                shift += offset * offset;
-            }
-        }
+    const double members = static_cast<double>(keep);
+    const SumGrid grid = grids[j];
+    double* mean = means + j * d;
+    for (int k = threadIdx.x; k < d; k += blockDim.x) {
+        mean[k] = __ddiv_rn(from_grid(static_cast<long long>(sums[j * d + k]), grid), members);
     }
-    shift_parts[threadIdx.x] = shift;
     __syncthreads();
-    for (int half = kFinalizeThreads / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) {
-            shift_parts[threadIdx.x] += shift_parts[threadIdx.x + half];
-        }
-        __syncthreads();
-    }
     if (threadIdx.x == 0) {
-        double kept_distance = 0.0;
-        for (std::uint32_t item = first; item < last; ++item) {
-            kept_distance += partial_distance[item];
+        const float* anchor = anchors + j * d;
+        double shift = 0.0;
+#pragma unroll 8
+        for (int k = 0; k < d; ++k) {
+            const double offset = __dsub_rn(mean[k], static_cast<double>(anchor[k]));
+            shift = __dadd_rn(shift, __dmul_rn(offset, offset));
         }
-        variance[j] = fmax(0.0, kept_distance / static_cast<double>(keep) - shift_parts[0]);
+        const double spread = __ddiv_rn(from_grid(static_cast<long long>(sums[m * d + j]), grids[m + j]), members);
+        variance[j] = fmax(0.0, __dsub_rn(spread, shift));
     }
 }
 
@@ -546,6 +506,16 @@ std::size_t tile_chunk_slots(std::size_t rows, std::size_t m) {
     return ceil_div(rows, kChunk) + 2 * std::min(m, rows);
 }
 
+void launch_reduce_grids(const ReduceArgs& a, const std::uint32_t* ordered, cudaStream_t stream) {
+    CUDA_CHECK(cudaMemsetAsync(a.stray, 0, sizeof(unsigned), stream));
+    const auto anchors = static_cast<unsigned>(a.m);
+    farthest_kernel<<<anchors, kGridThreads, 0, stream>>>(a.distance, ordered, a.offsets, a.kept, a.farthest);
+    check_launch("farthest_kernel", stream);
+    grids_kernel<<<anchors, kGridThreads, 0, stream>>>(a.anchors, a.d, a.distance, ordered, a.offsets, a.kept,
+                                                       a.farthest, a.m, a.grids, a.sums, a.stray);
+    check_launch("grids_kernel", stream);
+}
+
 void launch_member_sums(const ReduceArgs& a, const std::uint32_t* ordered, const PointRows& points,
                         cudaStream_t stream) {
     const auto chunks = static_cast<unsigned>(max_member_chunks(a.n, a.m));
@@ -553,49 +523,33 @@ void launch_member_sums(const ReduceArgs& a, const std::uint32_t* ordered, const
         constexpr RowType kType = decltype(type)::value;
         constexpr int kCount = decltype(count)::value;
         member_sums_kernel<kType, kCount><<<chunks, member_threads(a.d, kCount), 0, stream>>>(
-            points, a.d, a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_sums,
-            a.partial_distance);
+            points, a.d, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.grids, a.sums, a.stray);
     });
     check_launch("member_sums_kernel", stream);
 }
 
 void launch_tile_sums(const ReduceArgs& a, const std::uint32_t* ordered, const MemberTile& tile, cudaStream_t stream) {
-    const ReduceArgs::TileSums& t = a.tiles;
+    const ReduceArgs::TileChunks& t = a.tiles;
     const auto first = static_cast<std::uint32_t>(tile.first);
     const auto last = static_cast<std::uint32_t>(tile.first + tile.rows);
-    if (tile.first == 0) {
-        CUDA_CHECK(cudaMemsetAsync(t.totals, 0, a.m * a.d * sizeof(double), stream));
-    }
     tile_chunks_kernel<<<blocks_for(a.m + 1, kThreads), kThreads, 0, stream>>>(ordered, a.offsets, a.kept, a.m, first,
                                                                                 last, t);
     check_launch("tile_chunks_kernel", stream);
     std::size_t temp_bytes = a.temp_bytes;
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(a.temp, temp_bytes, t.chunk_counts, t.chunk_base, a.m + 1, stream));
-    const std::size_t slots = tile_chunk_slots(tile.rows, a.m);
-    if (slots > t.slots) {
-        throw Error("cuda backend: a tile of " + std::to_string(tile.rows) + " rows needs " + std::to_string(slots) +
-                    " chunk sums, more than the reduce's " + std::to_string(t.slots));
-    }
+    const auto slots = static_cast<unsigned>(tile_chunk_slots(tile.rows, a.m));
     with_member_loads(tile.points, [&](auto type, auto count) {
         constexpr RowType kType = decltype(type)::value;
         constexpr int kCount = decltype(count)::value;
-        tile_sums_kernel<kType, kCount><<<static_cast<unsigned>(slots), member_threads(a.d, kCount), 0, stream>>>(
-            tile.points, first, last, a.d, ordered, a.offsets, a.kept, a.m, t);
+        tile_sums_kernel<kType, kCount><<<slots, member_threads(a.d, kCount), 0, stream>>>(
+            tile.points, first, last, a.d, ordered, a.offsets, a.kept, a.m, t, a.grids, a.sums, a.stray);
     });
     check_launch("tile_sums_kernel", stream);
-    fold_tile_kernel<<<static_cast<unsigned>(a.m), kFinalizeThreads, 0, stream>>>(a.d, t);
-    check_launch("fold_tile_kernel", stream);
 }
 
-void launch_reduce_finalize(const ReduceArgs& a, const std::uint32_t* ordered, bool streamed, cudaStream_t stream) {
-    if (streamed) {
-        chunk_distance_kernel<<<static_cast<unsigned>(max_member_chunks(a.n, a.m)), kWarp, 0, stream>>>(
-            a.distance, ordered, a.offsets, a.kept, a.item_offsets, a.m, a.partial_distance);
-        check_launch("chunk_distance_kernel", stream);
-    }
-    finalize_kernel<<<static_cast<unsigned>(a.m), kFinalizeThreads, 0, stream>>>(
-        streamed ? nullptr : a.partial_sums, streamed ? a.tiles.totals : nullptr, a.partial_distance, a.item_offsets,
-        a.kept, a.anchors, a.d, a.means, a.variance);
+void launch_reduce_finalize(const ReduceArgs& a, cudaStream_t stream) {
+    finalize_kernel<<<static_cast<unsigned>(a.m), kFinalizeThreads, 0, stream>>>(a.sums, a.grids, a.kept, a.anchors,
+                                                                                 a.m, a.d, a.means, a.variance);
     check_launch("finalize_kernel", stream);
 }
 

@@ -1,11 +1,13 @@
-// Trimmed mean per anchor on the device. A stable radix sort groups the members by anchor, and a
-// radix select per anchor puts its kept members, the smallest by (distance, point index), first in
-// its segment; the sums run in double, chunk by chunk and then chunk sums in order, with no
-// atomics, so a run gives the same bits every time. Streamed points keep, per anchor, the sum of
-// its chunks closed so far and the one chunk a tile boundary left open, instead of every chunk's
-// sum: the same additions in the same order, in memory of the anchors and a tile, not of n.
+// Trimmed mean per anchor on the device, the CPU's bits (fit/exact_sums.hpp). A stable radix sort
+// groups the members by anchor, and a radix select per anchor puts its kept members, the smallest
+// by (distance, point index), first in its segment. Each anchor's grid comes from its largest kept
+// distance and its largest coordinate; a block per chunk of 64 kept members adds their values on
+// the grid in doubles, exactly, and adds the integer sums into the anchor's with 64-bit atomics,
+// whose total does not depend on the order. Streamed points add the members of each tile the same
+// way, so a streamed reduce needs no memory beyond the anchors'.
 #pragma once
 
+#include "fit/exact_sums.hpp"
 #include "math/point_rows.cuh"
 
 #include <cuda_runtime.h>
@@ -35,18 +37,16 @@ struct ReduceArgs {
     std::uint32_t* offsets = nullptr;        // m + 1: segment of anchor j in the sorted members
     std::uint32_t* item_counts = nullptr;    // m + 1 scratch
     std::uint32_t* item_offsets = nullptr;   // m + 1: first chunk of anchor j
-    double* partial_sums = nullptr;          // held: max_member_chunks(n, m) * d
-    double* partial_distance = nullptr;      // max_member_chunks(n, m)
-    // Streamed points (TileSums below); unused when held.
-    struct TileSums {
-        std::size_t slots = 0;                  // tile_chunk_slots(tile rows, m)
-        double* slot_sums = nullptr;            // slots * d: the sums of the chunks a tile touches
-        double* totals = nullptr;               // m * d: each anchor's closed chunks, added in order
-        double* open = nullptr;                 // m * d: each anchor's chunk left open by the last tile
+    unsigned long long* farthest = nullptr;  // m: the bits of each anchor's largest kept distance
+    SumGrid* grids = nullptr;                // 2 m: each anchor's coordinate grid, then its distance grid
+    // m * d + m: the coordinate sums on their grids, then the distance sums (two's complement).
+    unsigned long long* sums = nullptr;
+    unsigned* stray = nullptr;               // 1: set when a chunk's sum passes its grid's bound
+    // Streamed points: the chunks of each anchor a tile touches; unused when held.
+    struct TileChunks {
         std::uint32_t* first_chunk = nullptr;   // m: the first chunk of anchor j the tile touches
         std::uint32_t* chunk_counts = nullptr;  // m + 1: how many it touches
-        std::uint32_t* chunk_base = nullptr;    // m + 1: their first slot
-        std::uint32_t* left_open = nullptr;     // m: whether the last of them goes on past the tile
+        std::uint32_t* chunk_base = nullptr;    // m + 1: where they start in the tile's list
     } tiles;
 
     // Results.
@@ -67,11 +67,13 @@ bool trims_any(double trim, std::size_t n);
 // The chunks a tile of `rows` points touches, at most: anchor j's r_j members in the tile span at
 // most ceil(r_j / chunk) + 1 of its chunks, and at most min(m, rows) anchors have any.
 std::size_t tile_chunk_slots(std::size_t rows, std::size_t m);
-// A reduce in three steps, so that the member sums can take streamed points a tile at a time:
+// A reduce in four steps, so that the member sums can take streamed points a tile at a time:
 // the members grouped by anchor, each anchor's kept ones first (returns where the grouped members
-// lie, once the stream has run); the member sums, of the held points at once or of every tile of
-// the streamed points in order, the first from row 0; then each anchor's mean and variance.
+// lie, once the stream has run); each anchor's grids, its distance sum and zeroed coordinate sums;
+// the member sums, of the held points at once or of every tile of the streamed points; then each
+// anchor's mean and variance.
 const std::uint32_t* launch_reduce_groups(const ReduceArgs& args, cudaStream_t stream);
+void launch_reduce_grids(const ReduceArgs& args, const std::uint32_t* grouped, cudaStream_t stream);
 void launch_member_sums(const ReduceArgs& args, const std::uint32_t* grouped, const PointRows& points,
                         cudaStream_t stream);
 struct MemberTile {
@@ -81,7 +83,6 @@ struct MemberTile {
 };
 void launch_tile_sums(const ReduceArgs& args, const std::uint32_t* grouped, const MemberTile& tile,
                       cudaStream_t stream);
-// `streamed`: the sums came tile by tile (args.tiles.totals).
-void launch_reduce_finalize(const ReduceArgs& args, const std::uint32_t* grouped, bool streamed, cudaStream_t stream);
+void launch_reduce_finalize(const ReduceArgs& args, cudaStream_t stream);
 
 }  // namespace vlattice::cuda

@@ -15,14 +15,24 @@
 // A value is thus rounded to within 2^-(P + 1) of the bound: 2^-44 for up to 2^18 values, 2^-31 at
 // 2^31, finer than float32 holds the mean (2^-24 of its magnitude) wherever the mean is not far
 // below the bound.
+//
+// The CUDA backend's reduce (cuda/reduce/robust_reduce.cu) builds the same grids with the same
+// functions and adds the same integers, so the two backends' means are the same doubles.
 #pragma once
 
-#include <algorithm>
+#include <math.h>
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+
+#ifdef __CUDACC__
+#define VLATTICE_HOST_DEVICE __host__ __device__
+#else
+#define VLATTICE_HOST_DEVICE
+#endif
 
 namespace vlattice {
 
@@ -37,51 +47,69 @@ struct SumGrid {
 };
 
 // ceil(log2(count)) for count >= 1: the bits a sum of `count` terms adds to the largest one.
-inline int count_bits(std::size_t count) {
+VLATTICE_HOST_DEVICE inline int count_bits(std::uint64_t count) {
     int bits = 0;
-    while ((std::size_t{1} << bits) < count) {
+    while ((std::uint64_t{1} << bits) < count) {
         ++bits;
     }
     return bits;
 }
 
-// The grid for `count` values of magnitude at most bound / 2 (bound finite and >= 0).
-inline SumGrid grid_for(double bound, std::size_t count) {
+// The grid for `count` values of magnitude at most bound / 2, bound finite and >= 0 (grid_for
+// checks; ::frexp and ::ldexp, which the host's C library and CUDA's device library both give).
+// Its scale is infinite or 0 where the bound leaves double's range.
+VLATTICE_HOST_DEVICE inline SumGrid grid_of(double bound, std::uint64_t count) {
+    int exponent = 0;
+    ::frexp(bound, &exponent);  // bound < 2^exponent
+    const int bits = count_bits(count > 0 ? count : 1);
+    const int precision = 61 - bits < 43 ? 61 - bits : 43;
+    SumGrid grid;
+    grid.step_exponent = exponent - 1 - precision;
+    grid.scale = ::ldexp(1.0, -grid.step_exponent);
+    grid.limit = ::ldexp(1.0, precision);
+    return grid;
+}
+
+VLATTICE_HOST_DEVICE inline bool grid_in_range(const SumGrid& grid) {
+    return grid.scale != 0.0 && grid.scale - grid.scale == 0.0;  // neither 0 nor infinite (inf - inf is NaN)
+}
+
+inline SumGrid grid_for(double bound, std::uint64_t count) {
     if (!(bound >= 0.0) || !std::isfinite(bound)) {
         throw std::invalid_argument("grid_for: the bound on the values to sum is not finite and >= 0");
     }
-    int exponent = 0;
-    std::frexp(bound, &exponent);  // bound < 2^exponent
-    const int precision = std::min(43, 61 - count_bits(std::max<std::size_t>(count, 1)));
-    SumGrid grid;
-    grid.step_exponent = exponent - 1 - precision;
-    grid.scale = std::ldexp(1.0, -grid.step_exponent);
-    grid.limit = std::ldexp(1.0, precision);
-    if (!std::isfinite(grid.scale) || grid.scale == 0.0) {
-        throw std::invalid_argument("grid_for: a bound of 2^" + std::to_string(exponent) + " leaves double's range");
+    const SumGrid grid = grid_of(bound, count);
+    if (!grid_in_range(grid)) {
+        throw std::invalid_argument("grid_for: a bound of " + std::to_string(bound) + " leaves double's range");
     }
     return grid;
 }
 
-// The grid of an anchor's coordinate sums: `largest` is max_k |c_k|, `farthest` the largest kept
-// squared distance.
-inline SumGrid coordinate_grid(double largest, double farthest, std::size_t keep) {
-    return grid_for(2.0 * (largest + std::sqrt(farthest)), keep);
+// The bound on an anchor's coordinates: `largest` is max_k |c_k|, `farthest` the largest kept
+// squared distance (sqrt rounds correctly on both sides).
+VLATTICE_HOST_DEVICE inline double coordinate_bound(double largest, double farthest) {
+    return 2.0 * (largest + ::sqrt(farthest));
 }
 
-// The grid of an anchor's kept distances, each at most `farthest`.
-inline SumGrid distance_grid(double farthest, std::size_t keep) { return grid_for(2.0 * farthest, keep); }
+// The bound on an anchor's kept distances, each at most `farthest`.
+VLATTICE_HOST_DEVICE inline double distance_bound(double farthest) { return 2.0 * farthest; }
+
+inline SumGrid coordinate_grid(double largest, double farthest, std::uint64_t keep) {
+    return grid_for(coordinate_bound(largest, farthest), keep);
+}
+
+inline SumGrid distance_grid(double farthest, std::uint64_t keep) { return grid_for(distance_bound(farthest), keep); }
 
 // v's integer on the grid, as a double. The product is exact (a power of two, and the result
 // neither overflows nor, where it is not rounded to 0 anyway, underflows); adding and taking away
 // 1.5 * 2^52 rounds it to the nearest integer, ties to even, as every |x| < 2^51 does.
-inline double on_grid(double value, const SumGrid& grid) {
+VLATTICE_HOST_DEVICE inline double on_grid(double value, const SumGrid& grid) {
     constexpr double kRound = 6755399441055744.0;
     return (value * grid.scale + kRound) - kRound;
 }
 
-inline double from_grid(std::int64_t sum, const SumGrid& grid) {
-    return std::ldexp(static_cast<double>(sum), grid.step_exponent);
+VLATTICE_HOST_DEVICE inline double from_grid(std::int64_t sum, const SumGrid& grid) {
+    return ::ldexp(static_cast<double>(sum), grid.step_exponent);
 }
 
 }  // namespace vlattice
