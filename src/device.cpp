@@ -19,6 +19,14 @@ GpuStatus gpu_status(int gpu) {
 #endif
 }
 
+int gpu_count() {
+#ifdef VLATTICE_HAVE_CUDA
+    return cuda::gpu_count();
+#else
+    return 0;
+#endif
+}
+
 DeviceKind parse_device(const std::string& name) {
     if (name == "auto") {
         return DeviceKind::automatic;

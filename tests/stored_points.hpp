@@ -123,13 +123,21 @@ inline std::string write_stored_file(const ScratchDir& dir, const StoredCase& c,
     return dir.path("x.fbin");
 }
 
+// `got` is `want`, bit for bit: anchors, assignments, energies, maintenance and every record.
 inline void check_same_fit(const FitResult& got, const FitResult& want) {
     CHECK(got.iterations == want.iterations);
+    CHECK(got.stop_reason == want.stop_reason);
     CHECK(got.assignments == want.assignments);
     CHECK(got.anchors.data == want.anchors.data);
     CHECK(got.energy == want.energy);
-    CHECK(got.merged == want.merged);
-    CHECK(got.split == want.split);
+    CHECK(got.validation.recomputed_energy == want.validation.recomputed_energy);
+    CHECK((got.merged == want.merged && got.split == want.split && got.reseeded == want.reseeded &&
+           got.dropped_empty == want.dropped_empty));
+    REQUIRE(got.history.size() == want.history.size());
+    for (std::size_t i = 0; i < want.history.size(); ++i) {
+        CHECK(got.history[i].energy == want.history[i].energy);
+        CHECK(got.history[i].changed == want.history[i].changed);
+    }
 }
 
 // The set written as TEXMEX rows, each after its dimension: .bvecs for uint8, .fvecs for float32

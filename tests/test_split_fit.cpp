@@ -1,9 +1,10 @@
 // A whole fit on the CPU backend with its rows split between ranks is one process's fit, bit for
 // bit: anchors, assignments, energies and every iteration's record, maintenance included.
+#include "numeric.hpp"
 #include "parallel/row_share.hpp"
+#include "split_fit.hpp"
 #include "stored_points.hpp"
 #include "support.hpp"
-#include "thread_ranks.hpp"
 
 #include "vlattice/anneal.hpp"
 #include "vlattice/cpu_backend.hpp"
@@ -11,38 +12,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <cstring>
 
 using namespace vlattice;
 using namespace vlattice::test;
-
-namespace {
-
-bool same_bits(const Floats& a, const Floats& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// The fit on `ranks` ranks, each holding rank_rows' share; rank 0's result with every rank's
-// assignments in row order. Every rank must end with the same anchors and energy.
-FitResult split_fit(const PointView& points, const AnnealConfig& config, int ranks) {
-    std::vector<FitResult> results(ranks);
-    ThreadRanks(ranks).run([&](Collective& rank) {
-        const RowRange mine = rank_rows(points.rows, ranks, rank.rank());
-        const char* values = static_cast<const char*>(points.data()) + mine.first * points.pitch();
-        const PointView share_of(points.type(), values, mine.count, points.cols);
-        auto backend = make_cpu_backend(1, RowShare{&rank, mine.first, points.rows});
-        results[rank.rank()] = fit(share_of, config, *backend);
-    });
-    FitResult out = results[0];
-    for (int r = 1; r < ranks; ++r) {
-        CHECK(same_bits(results[r].anchors.data, out.anchors.data));
-        CHECK(results[r].energy == out.energy);
-        out.assignments.insert(out.assignments.end(), results[r].assignments.begin(), results[r].assignments.end());
-    }
-    return out;
-}
-
-}  // namespace
 
 TEST_CASE("rank_rows splits the rows in whole blocks of the deterministic sums, in order", "[cpu][ranks]") {
     for (const std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1023}, std::uint64_t{5000}, std::uint64_t{70001}}) {
@@ -95,20 +67,9 @@ TEST_CASE("a CPU fit on 2, 3, 4 and 8 ranks is the one-process fit, bit for bit"
     const FitResult want = fit(points, config, *one);
     for (const int ranks : {2, 3, 4, 8}) {
         INFO(ranks << " ranks");
-        const FitResult got = split_fit(points, config, ranks);
-        CHECK(same_bits(got.anchors.data, want.anchors.data));
-        CHECK(got.assignments == want.assignments);
-        CHECK(got.energy == want.energy);
-        CHECK(got.iterations == want.iterations);
-        CHECK(got.stop_reason == want.stop_reason);
-        CHECK(got.validation.recomputed_energy == want.validation.recomputed_energy);
-        CHECK((got.merged == want.merged && got.split == want.split && got.reseeded == want.reseeded &&
-               got.dropped_empty == want.dropped_empty));
-        REQUIRE(got.history.size() == want.history.size());
-        for (std::size_t i = 0; i < want.history.size(); ++i) {
-            CHECK(got.history[i].energy == want.history[i].energy);
-            CHECK(got.history[i].changed == want.history[i].changed);
-        }
+        check_same_fit(split_fit(points, config, ranks,
+                                 [](const RowShare& share) { return make_cpu_backend(1, share); }),
+                       want);
     }
     if (kind == Rows::repeated) {
         CHECK(want.merged + want.split + want.reseeded + want.dropped_empty > 0);

@@ -2,11 +2,14 @@
 // (backend/stages.hpp), which own the device memory and check what they are given.
 #include "vlattice/cuda_backend.hpp"
 
+#include "cpu/robust_reduce.hpp"
 #include "fit/init.hpp"
 #include "fit/member_lists.hpp"
+#include "parallel/row_share.hpp"
 
 #include "backend/stages.hpp"
 #include "codes/product_encode.cuh"
+#include "points/shared_energy.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/kernel_family.hpp"
 #include "runtime/stream.hpp"
@@ -26,15 +29,24 @@ int select_device(int gpu) {
     return gpu;
 }
 
+// With a RowShare (total_rows > 0), the backend holds one rank's rows and every call gives what one
+// process holding all of them computes: the device assigns this rank's rows; the changed counts
+// and the blocks' sums of the energy are exchanged; k-means++ gathers its sample rows
+// (kmeans_plus_plus of a share), and maintenance its members, on the host; and the robust reduce
+// runs on the host over the ranks (cpu::robust_reduce, exact, from the device's distances, so
+// that it gives the device's own reduce), its means going up for the device's update.
 class CudaBackend final : public Backend {
 public:
-    CudaBackend(int gpu, FastKernel kernel, std::size_t gather_floats, GpuKernels kernels, std::size_t memory_limit)
+    CudaBackend(int gpu, FastKernel kernel, std::size_t gather_floats, GpuKernels kernels, std::size_t memory_limit,
+                const RowShare& share)
         : gpu_(select_device(gpu)),
           gpu_shape_(cuda::gpu_shape(gpu)),
           kernels_(cuda::resolve_kernels(kernels, gpu)),
           kernel_(kernel),
           gather_floats_(gather_floats),
           memory_limit_(memory_limit),
+          shared_(share.total_rows > 0),
+          share_(share),
           stages_(gpu_, kernel, gather_floats, kernels_, gpu_shape_, memory_limit) {}
 
     // Frees the buffers on this backend's GPU, whatever device the thread uses by then, and only once
@@ -47,9 +59,17 @@ public:
 
     const char* name() const override { return "cuda"; }
 
+    RowShare row_share() const override { return shared_ ? share_ : RowShare{}; }
+
     void upload_points(const PointView& points, const RunSetup& setup) override {
         use_device();
         cuda::PointStage::check(points);
+        require(!shared_ || share_.first_row + points.rows <= share_.total_rows,
+                "rows " + std::to_string(share_.first_row) + " to " + std::to_string(share_.first_row + points.rows) +
+                    " are not rows of a set of " + std::to_string(share_.total_rows));
+        if (shared_) {
+            shared_energy_.allocate(share_.total_rows);
+        }
         // Points of the shape held go into the same buffers, and the anchors' buffers stay for a
         // seeding of as many anchors: sub-space fits upload many sets of one shape, and every
         // cudaFree waits for the whole device, the other fits' streams included.
@@ -91,6 +111,10 @@ public:
                 "seed_anchors got " + std::to_string(points.rows) + " x " + std::to_string(points.cols) +
                     " points, not the uploaded " + std::to_string(n()) + " x " + std::to_string(d()));
         require(m > 0 && m < cuda::kMaxRows, "seed_anchors needs 1 to 2^31 anchors, got " + std::to_string(m));
+        if (shared_) {
+            upload_anchors(kmeans_plus_plus(share_, points, m, sample_size, seed));
+            return;
+        }
         const SeedingDraws draws = draw_seeding(n(), m, sample_size, seed);
         hold_anchors(m);
         stages_.seeding.queue(stages_.points, stages_.anchors, draws, stream_.get());
@@ -126,17 +150,34 @@ public:
 
     AssignStats assign() override {
         begin("assign", Needs::anchors);
-        const AssignStats stats =
+        AssignStats stats =
             stages_.assign.run(stages_.points, stages_.anchors, precision_ == AssignPrecision::exact, generation_,
                                stream_.get());
         assigned_ = true;
+        if (shared_) {
+            std::uint64_t changed = stats.changed;
+            share_.ranks->sum(&changed, 1);
+            stats.changed = static_cast<std::size_t>(changed);
+            stats.energy = shared_energy_.sum(stages_.points, share_, stream_.get()) /
+                           static_cast<double>(share_.total_rows);
+        }
         return stats;
     }
 
     void robust_reduce(double trim) override {
         begin("robust_reduce", Needs::assignment);
         require(trim >= 0.0 && trim < 1.0, "trim must be in [0, 1), got " + std::to_string(trim));
-        stages_.reduce.run(stages_.points, stages_.anchors, trim, generation_, stream_.get());
+        if (shared_) {
+            std::vector<double> means;
+            AnchorStats stats;
+            cpu::robust_reduce(stages_.points.host_points(), share_.first_row,
+                               stages_.points.download_assignment(stream_.get()),
+                               stages_.points.download_distance(stream_.get()),
+                               stages_.anchors.download(stream_.get()), trim, *share_.ranks, means, stats);
+            stages_.reduce.take(means, stats, stream_.get());
+        } else {
+            stages_.reduce.run(stages_.points, stages_.anchors, trim, generation_, stream_.get());
+        }
         have_stats_ = true;
     }
 
@@ -156,6 +197,9 @@ public:
     double energy() override {
         begin("energy", Needs::assignment);
         stages_.points.queue_block_sums(stages_.anchors.data(), stream_.get());
+        if (shared_) {
+            return shared_energy_.sum(stages_.points, share_, stream_.get()) / static_cast<double>(share_.total_rows);
+        }
         stages_.points.queue_energy_sum(stream_.get());
         stream_.synchronize();
         return stages_.points.energy_sum() / static_cast<double>(n());
@@ -170,6 +214,10 @@ public:
     // the CPU, which gives the device's splits bit for bit.
     std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         require_listed(anchors, "gather_members");
+        if (shared_) {
+            return gather_shared_members(share_, stages_.points.host_points(),
+                                         stages_.points.download_assignment(stream_.get()), m_, anchors, limit);
+        }
         if (stages_.points.streamed()) {
             return gather_member_rows(stages_.points.host_points(), stages_.points.download_assignment(stream_.get()),
                                       m_, anchors, limit);
@@ -180,7 +228,7 @@ public:
 
     std::vector<MemberSplit> split_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         require_listed(anchors, "split_members");
-        if (stages_.points.streamed()) {
+        if (shared_ || stages_.points.streamed()) {
             return Backend::split_members(anchors, limit);
         }
         const cuda::SortSpace sort = stages_.reduce.sort_space();
@@ -204,7 +252,7 @@ public:
     // Sub-space fits are small: several streams keep the GPU busy while each waits on its host.
     std::size_t side_by_side() const override { return kSiblings; }
     std::unique_ptr<Backend> sibling() const override {
-        return std::make_unique<CudaBackend>(gpu_, kernel_, gather_floats_, kernels_, memory_limit_);
+        return std::make_unique<CudaBackend>(gpu_, kernel_, gather_floats_, kernels_, memory_limit_, RowShare{});
     }
     bool trains_side_by_side() const override { return true; }
 
@@ -292,6 +340,9 @@ private:
     bool assigned_ = false;    // the points' anchors are ids valid for the current anchor count
     bool have_stats_ = false;  // a robust_reduce ran since the anchors were last replaced
     AssignPrecision precision_ = AssignPrecision::exact;
+    bool shared_;
+    RowShare share_;
+    cuda::SharedEnergy shared_energy_;  // shared_ only
 
     cuda::Stages stages_;
 };
@@ -299,8 +350,8 @@ private:
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend(int gpu, FastKernel kernel, std::size_t gather_floats,
-                                           GpuKernels kernels, std::size_t memory_limit) {
-    return std::make_unique<CudaBackend>(gpu, kernel, gather_floats, kernels, memory_limit);
+                                           GpuKernels kernels, std::size_t memory_limit, const RowShare& share) {
+    return std::make_unique<CudaBackend>(gpu, kernel, gather_floats, kernels, memory_limit, share);
 }
 
 }  // namespace vlattice

@@ -91,6 +91,13 @@ std::vector<std::uint32_t> PointStage::download_assignment(cudaStream_t stream) 
     return out;
 }
 
+std::vector<double> PointStage::download_distance(cudaStream_t stream) const {
+    std::vector<double> out(n_);
+    CUDA_CHECK(cudaMemcpyAsync(out.data(), distance_.data(), n_ * sizeof(double), cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    return out;
+}
+
 void PointStage::queue_take(const float* anchors, const std::uint32_t* chosen, unsigned long long* changed,
                             std::size_t first, std::size_t rows, const DevicePoints& tile, cudaStream_t stream) {
     PointDistanceArgs args;

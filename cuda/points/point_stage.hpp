@@ -77,6 +77,7 @@ public:
     const std::uint32_t* assignment() const { return assignment_.data(); }
     std::vector<std::uint32_t> download_assignment(cudaStream_t stream) const;
     double* distance() { return distance_.data(); }
+    std::vector<double> download_distance(cudaStream_t stream) const;
 
     // Each point of the tile of `rows` points from `first` takes its anchor from `chosen` (the tile's),
     // counting the changes into *changed (zeroed by the caller), with its distance to it; and the
@@ -89,6 +90,8 @@ public:
     void queue_energy_sum(cudaStream_t stream);
     // The sum of the last queue_energy_sum, once the stream has run up to it.
     double energy_sum() const { return host_energy_sum_[0]; }
+    // The blocks' sums themselves: distance_block_count(n()) of them, block b of rows 64 b on.
+    const double* block_sums() const { return block_sums_.data(); }
 
 private:
     // The buffers sized by the points, with their element counts for n points: the list that the

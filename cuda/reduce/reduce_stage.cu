@@ -5,6 +5,7 @@
 #include "runtime/cuda_check.hpp"
 
 #include <algorithm>
+#include <string>
 
 namespace vlattice::cuda {
 
@@ -64,6 +65,24 @@ AnchorStats ReduceStage::download(std::size_t m, cudaStream_t stream) {
                                stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
     return stats;
+}
+
+void ReduceStage::take(const std::vector<double>& means, const AnchorStats& stats, cudaStream_t stream) {
+    const std::size_t m = stats.count.size();
+    if (m > count_.size() || stats.kept.size() != m || stats.variance.size() != m || means.size() > means_.size() ||
+        (m > 0 && means.size() % m != 0)) {
+        throw Error("cuda backend: a reduce of " + std::to_string(m) + " anchors and " + std::to_string(means.size()) +
+                    " mean values does not fit the reduce's buffers");
+    }
+    CUDA_CHECK(cudaMemcpyAsync(means_.data(), means.data(), means.size() * sizeof(double), cudaMemcpyHostToDevice,
+                               stream));
+    CUDA_CHECK(cudaMemcpyAsync(count_.data(), stats.count.data(), m * sizeof(std::uint32_t), cudaMemcpyHostToDevice,
+                               stream));
+    CUDA_CHECK(cudaMemcpyAsync(kept_.data(), stats.kept.data(), m * sizeof(std::uint32_t), cudaMemcpyHostToDevice,
+                               stream));
+    CUDA_CHECK(cudaMemcpyAsync(variance_.data(), stats.variance.data(), m * sizeof(double), cudaMemcpyHostToDevice,
+                               stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 SortSpace ReduceStage::sort_space() {

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace vlattice::cuda {
 
@@ -49,6 +50,9 @@ public:
     void run(PointStage& points, AnchorStage& anchors, double trim, std::uint64_t generation, cudaStream_t stream);
     // The last run's counts, kept counts and variances of the m anchors.
     AnchorStats download(std::size_t m, cudaStream_t stream);
+    // A reduce made elsewhere (on the host, over ranks) in place of run's: m x d means and the
+    // statistics, for the update and download to read. Returns once copied.
+    void take(const std::vector<double>& means, const AnchorStats& stats, cudaStream_t stream);
 
     const double* means() const { return means_.data(); }
     const std::uint32_t* kept() const { return kept_.data(); }

@@ -27,13 +27,21 @@ std::string reason(cudaError_t status) {
 // device can run (the build targets CMAKE_CUDA_ARCHITECTURES only).
 __global__ void image_probe_kernel() {}
 
+// Load every kernel when the context is created rather than at its first launch, so that the
+// first iterations of a run do not pay for it; a user's own setting wins. The probes are the first
+// calls to touch the driver, which reads the variable once.
+void load_kernels_eagerly() { setenv("CUDA_MODULE_LOADING", "EAGER", 0); }
+
 }  // namespace
 
+int gpu_count() {
+    load_kernels_eagerly();
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
 GpuProbe probe_gpu(int index) {
-    // Load every kernel when the context is created rather than at its first launch, so that the
-    // first iterations of a run do not pay for it; a user's own setting wins. This call is the
-    // first to touch the driver, which reads the variable once.
-    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+    load_kernels_eagerly();
     GpuProbe probe;
     int count = 0;
     const cudaError_t status = cudaGetDeviceCount(&count);

@@ -16,5 +16,7 @@ struct GpuProbe {
 // Never throws: a missing driver (cudaErrorInsufficientDriver, as on machines without a GPU) and a
 // missing device both come back as usable = false with the reason.
 GpuProbe probe_gpu(int index);
+// The CUDA devices present; 0 where there is no driver or none. Never throws.
+int gpu_count();
 
 }  // namespace vlattice::cuda

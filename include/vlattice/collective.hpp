@@ -60,6 +60,8 @@ std::vector<std::string> gather_texts(Collective& ranks, const std::string& mine
 // Whether the environment says mpirun or srun started this process (Open MPI's, PMI's or PMIx's
 // variables).
 bool started_by_mpi();
+// This process's rank among those of its host, as mpirun or srun tell it (0 where they do not).
+int local_rank();
 // The ranks of such a process, through the MPI plugin (libvlattice_mpi.so, built where MPI is
 // found; VLATTICE_MPI_PLUGIN, else beside the executable or in the installed lib/vlattice), which
 // starts MPI: a process started otherwise needs neither. Throws Error naming the plugin and the

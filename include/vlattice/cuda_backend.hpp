@@ -1,6 +1,7 @@
 #pragma once
 
 #include "vlattice/backend.hpp"
+#include "vlattice/collective.hpp"
 #include "vlattice/device.hpp"
 
 #include <cstddef>
@@ -32,9 +33,12 @@ constexpr std::size_t kGatherFloats = std::size_t{16} << 20;
 // `kernels` picks the family of kernels (GpuKernels); throws Error when the GPU cannot run a forced
 // one. `memory_limit` bounds the device memory the run's buffers take (0: what the GPU has free);
 // points whose rows do not fit beside the rest are made a tile per pass, from their stored rows kept
-// on the GPU or streamed from the host, with the same results as when they are held.
+// on the GPU or streamed from the host, with the same results as when they are held. With a `share`
+// of a set's rows (total_rows > 0), the backend holds one rank's rows and gives every rank what
+// one process holding them all computes, exchanging through share.ranks (row_share()).
 std::unique_ptr<Backend> make_cuda_backend(int gpu = 0, FastKernel kernel = FastKernel::automatic,
                                            std::size_t gather_floats = kGatherFloats,
-                                           GpuKernels kernels = GpuKernels::automatic, std::size_t memory_limit = 0);
+                                           GpuKernels kernels = GpuKernels::automatic, std::size_t memory_limit = 0,
+                                           const RowShare& share = RowShare{});
 
 }  // namespace vlattice

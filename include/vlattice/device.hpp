@@ -38,6 +38,8 @@ struct GpuStatus {
 // Never throws: no CUDA build, no driver (cudaErrorInsufficientDriver) and no device all come back
 // as usable = false with the reason.
 GpuStatus gpu_status(int gpu);
+// The CUDA devices present (0 in a build without CUDA, or without a driver). Never throws.
+int gpu_count();
 
 // `automatic` picks the GPU when one is usable, else the CPU with a note that says why.
 // `cuda` throws Error saying why no GPU can be used (no CUDA build, no device, driver too old).

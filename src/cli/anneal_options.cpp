@@ -70,7 +70,8 @@ void add_anneal_options(po::options_description& options, AnnealArgs& a) {
         ("threads", whole_number(&a.config.threads, 0)->default_value(c.threads, show(c.threads))->value_name("N"),
          "CPU threads (OpenMP and BLAS); 0 uses every core; at most the cores, and as many as the address-space "
          "limit (ulimit -v) leaves room for, with a note when fewer than asked; the result does not depend on it")
-        ("gpu", whole_number(&a.gpu, 0)->default_value(0)->value_name("N"), "index of the CUDA device to use")
+        ("gpu", whole_number(&a.gpu, 0)->default_value(0)->value_name("N"), "index of the CUDA device to use (compress under mpirun, when not given: the process's local rank, modulo the "
+         "GPUs present)")
         ("kernel", po::value(&a.kernel)->default_value("auto")->value_name("FAMILY"),
          "the GPU's kernels: auto (the fastest the GPU has: hopper on sm_90, portable on other GPUs since "
          "Ampere), hopper (wgmma, sm_90 only), portable (mma.sync tensor cores, sm_80 on) or cuda-cores "

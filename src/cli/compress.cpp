@@ -67,10 +67,11 @@ const CommandHelp kCompressHelp{
     "error on held-out vectors (--codec). The same as `train` then\n"
     "`encode` with the model; --anchors-from reuses another file's anchors.\n"
     "Under mpirun or srun (`mpirun -np R vlattice compress ...`), each process\n"
-    "reads its own rows and the processes fit them together on the CPU, with the\n"
-    "result of one process, bit for bit; rank 0 writes the outputs. Such a run\n"
-    "writes the anchors and ids only (no residual code, --train-sample,\n"
-    "--anchors-from, --metric angular or --device cuda yet).\n" + std::string(kInputHelp),
+    "reads its own rows and the processes fit them together, each on its local\n"
+    "rank's GPU where every rank has one (else all on the CPU), with the result of\n"
+    "one process, bit for bit; rank 0 writes the outputs. Such a run writes the\n"
+    "anchors and ids only (no residual code, --train-sample, --anchors-from or\n"
+    "--metric angular yet).\n" + std::string(kInputHelp),
 };
 
 // Every default comes from a default-constructed AnnealConfig, ReadOptions or VlatFile, so the help

@@ -1,7 +1,7 @@
 // compress over the ranks of mpirun or srun: every rank reads only its own rows and fits them with
-// the others (the CPU backend on a RowShare, whose fit is one process's, bit for bit), codes its
-// rows' ids with the anchors, and rank 0 gathers the ids and writes the outputs, so the .vlat is
-// the one a single process writes.
+// the others (a backend on a RowShare, the CPU's or a GPU's, whose fit is one process's on that
+// backend, bit for bit), codes its rows' ids with the anchors, and rank 0 gathers the ids and
+// writes the outputs, so the .vlat is the one a single process writes.
 #include "activity.hpp"
 #include "anchor_source.hpp"
 #include "compress_args.hpp"
@@ -10,6 +10,9 @@
 #include "vlattice/atomic_file.hpp"
 #include "vlattice/codec.hpp"
 #include "vlattice/cpu_backend.hpp"
+#ifdef VLATTICE_HAVE_CUDA
+#include "vlattice/cuda_backend.hpp"
+#endif
 #include "vlattice/device.hpp"
 #include "vlattice/format.hpp"
 #include "vlattice/model.hpp"
@@ -27,14 +30,11 @@ namespace {
 // What a run over ranks cannot do yet: each needs every row in one place, or a backend that
 // exchanges with the others.
 void refuse_what_ranks_cannot(const CompressArgs& args, const CodingSpec& coding, Metric metric,
-                              AnchorStorage storage, DeviceKind device) {
+                              AnchorStorage storage) {
     const auto refuse = [](const std::string& what) {
         throw UsageError("under mpirun or srun, compress does not take " + what +
-                         " yet (it fits on the CPU and writes the anchors and ids); run it as one process");
+                         " yet (it writes the anchors and ids); run it as one process");
     };
-    if (device == DeviceKind::cuda) {
-        refuse("--device cuda");
-    }
     if (coding.budget_bytes || coding.file_budget || coding.scalar_bits > 0 ||
         (coding.family != CodecFamily::automatic && coding.family != CodecFamily::scalar)) {
         refuse("a residual code (--bits, --codec, a budget)");
@@ -51,6 +51,32 @@ void refuse_what_ranks_cannot(const CompressArgs& args, const CodingSpec& coding
     if (storage != AnchorStorage::f32) {
         refuse("--anchor-storage f16");
     }
+}
+
+// One kind of backend on every rank, so that all measure the distances alike: the GPU where every
+// rank has one usable (`auto`; the local rank's, unless --gpu names one) or under --device cuda (a
+// rank without one stops them all), else the CPU.
+std::unique_ptr<Backend> rank_backend(const CompressArgs& args, const po::variables_map& values, DeviceKind device,
+                                      const RowShare& share) {
+    const AnnealConfig& config = args.anneal.config;
+    int gpu = args.anneal.gpu;
+    if (values["gpu"].defaulted()) {
+        const int gpus = gpu_count();
+        gpu = gpus > 0 ? local_rank() % gpus : 0;
+    }
+    const GpuStatus status = device == DeviceKind::cpu ? GpuStatus{} : gpu_status(gpu);
+    if (device == DeviceKind::cuda && !status.usable) {
+        throw Error("--device cuda: no usable GPU " + std::to_string(gpu) + ": " + status.description);
+    }
+    std::uint64_t without = device == DeviceKind::cpu || !status.usable ? 1 : 0;
+    share.ranks->max(&without, 1);
+#ifdef VLATTICE_HAVE_CUDA
+    if (without == 0) {
+        return make_cuda_backend(gpu, FastKernel::automatic, kGatherFloats, args.anneal.kernels,
+                                 args.anneal.gpu_memory_bytes, share);
+    }
+#endif
+    return make_cpu_backend(config.threads, share);
 }
 
 }  // namespace
@@ -84,7 +110,7 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     }
     const std::size_t n = by_rows->rows(), d = by_rows->cols();
     const CodingSpec coding = coding_spec(values, args.coding, d, config);
-    refuse_what_ranks_cannot(args, coding, metric, storage, device);
+    refuse_what_ranks_cannot(args, coding, metric, storage);
     // Ranks hold whole blocks of 1,024 rows (rank_rows), and rank 0 is the first left without one.
     if (rank_rows(n, ranks.size(), 0).count == 0) {
         throw Error(args.input + ": " + std::to_string(n) + " rows leave some of the " + std::to_string(ranks.size()) +
@@ -101,7 +127,7 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     const PointView points(rows);
 
     ReportContext context;
-    auto backend = make_cpu_backend(config.threads, RowShare{&ranks, mine.first, n});
+    auto backend = rank_backend(args, values, device, RowShare{&ranks, mine.first, n});
     context.backend = backend->name();
     context.threads = config.threads;
     context.load_seconds = seconds_since(start);
@@ -151,7 +177,8 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     }
     written.commit();
     if (!quiet) {
-        std::printf("vectors     %zu x %zu (%s), over %d ranks\n", n, d, metric_name(metric), ranks.size());
+        std::printf("vectors     %zu x %zu (%s), over %d ranks (%s)\n", n, d, metric_name(metric), ranks.size(),
+                    backend->name());
         std::printf("anchors     %zu requested, %zu final\n", config.anchors, result.anchors.rows);
         std::printf("iterations  %d (%s)\n", result.iterations, result.stop_reason.c_str());
         std::printf("energy      %.9g\n", result.energy);

@@ -8,6 +8,7 @@
 #include "fit/member_lists.hpp"
 #include "numeric.hpp"
 #include "parallel/row_share.hpp"
+#include "parallel/shared_sum.hpp"
 
 #include <cblas.h>
 #include <omp.h>

@@ -7,6 +7,7 @@
 #include "fit/stopping_rule.hpp"
 #include "numeric.hpp"
 #include "parallel/row_share.hpp"
+#include "parallel/shared_sum.hpp"
 
 #include <algorithm>
 #include <chrono>

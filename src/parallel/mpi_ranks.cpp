@@ -34,6 +34,20 @@ bool started_by_mpi() {
     return false;
 }
 
+int local_rank() {
+    // Open MPI's, Slurm's, MPICH's (Hydra) and PMIx's names for it.
+    for (const char* variable : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMIX_LOCAL_RANK"}) {
+        if (const char* value = std::getenv(variable)) {
+            char* end = nullptr;
+            const long rank = std::strtol(value, &end, 10);
+            if (end != value && *end == '\0' && rank >= 0 && rank < (1L << 30)) {
+                return static_cast<int>(rank);
+            }
+        }
+    }
+    return 0;
+}
+
 std::unique_ptr<Collective> start_mpi_ranks() {
     const char* named = std::getenv("VLATTICE_MPI_PLUGIN");
     // Beside the executable in a build tree; in lib/vlattice beside its bin/ once installed.

@@ -1,6 +1,7 @@
 #include "parallel/row_share.hpp"
 
 #include "fit/member_lists.hpp"
+#include "numeric.hpp"
 
 #include <algorithm>
 #include <cstring>
