@@ -29,8 +29,7 @@ namespace {
 
 // What a run over ranks cannot do yet: each needs every row in one place, or a backend that
 // exchanges with the others.
-void refuse_what_ranks_cannot(const CompressArgs& args, const CodingSpec& coding, Metric metric,
-                              AnchorStorage storage) {
+void refuse_what_ranks_cannot(const CompressArgs& args, const CodingSpec& coding) {
     const auto refuse = [](const std::string& what) {
         throw UsageError("under mpirun or srun, compress does not take " + what +
                          " yet (it writes the anchors and ids); run it as one process");
@@ -44,12 +43,6 @@ void refuse_what_ranks_cannot(const CompressArgs& args, const CodingSpec& coding
     }
     if (!args.anchors_from.empty()) {
         refuse("--anchors-from");
-    }
-    if (metric != Metric::l2) {
-        refuse("--metric angular");
-    }
-    if (storage != AnchorStorage::f32) {
-        refuse("--anchor-storage f16");
     }
 }
 
@@ -110,7 +103,7 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     }
     const std::size_t n = by_rows->rows(), d = by_rows->cols();
     const CodingSpec coding = coding_spec(values, args.coding, d, config);
-    refuse_what_ranks_cannot(args, coding, metric, storage);
+    refuse_what_ranks_cannot(args, coding);
     // Ranks hold whole blocks of 1,024 rows (rank_rows), and rank 0 is the first left without one.
     if (rank_rows(n, ranks.size(), 0).count == 0) {
         throw Error(args.input + ": " + std::to_string(n) + " rows leave some of the " + std::to_string(ranks.size()) +
@@ -118,12 +111,20 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     }
     const RowRange mine = rank_rows(n, ranks.size(), ranks.rank());
     Matrix rows;
+    // Under angular each rank scales its own rows; the zero rows of all are counted once.
+    std::uint64_t zero_rows = 0;
     during("reading rows " + std::to_string(mine.first) + " to " + std::to_string(mine.first + mine.count) +
                " of INPUT " + args.input,
            [&] {
                by_rows->read_range(mine.first, mine.count, rows);
-               prepare_rows(rows, args.input, metric, mine.first);
+               zero_rows = prepare_rows(rows, args.input, metric, mine.first).zero_rows;
            });
+    ranks.sum(&zero_rows, 1);
+    if (zero_rows > 0 && !quiet) {
+        print_notice(help.name, "warning",
+                     std::to_string(zero_rows) + " vectors are all zero; with --metric angular they have no "
+                     "direction and stay zero");
+    }
     const PointView points(rows);
 
     ReportContext context;
@@ -145,7 +146,7 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     // This rank's ids from its own assignments (the fit's last assign is exact, to float32
     // anchors), with a backend of its own: the coding exchanges nothing.
     auto coder = make_cpu_backend(config.threads);
-    const bool nearest_known = config.assign_precision == AssignPrecision::exact;
+    const bool nearest_known = config.assign_precision == AssignPrecision::exact && storage == AnchorStorage::f32;
     const VlatFile part = during("coding the vectors", [&] {
         return encode_with_model(run.model, points, *coder, run.model.metadata_json, &context.code_coding,
                                  nearest_known ? &result.assignments : nullptr, {}, coding_tile_rows(args.anneal, d));
