@@ -70,8 +70,7 @@ const CommandHelp kCompressHelp{
     "reads its own rows and the processes fit them together, each on its local\n"
     "rank's GPU where every rank has one (else all on the CPU), with the result of\n"
     "one process, bit for bit; rank 0 writes the outputs. Such a run writes the\n"
-    "anchors and ids only (no residual code, --train-sample or --anchors-from\n"
-    "yet).\n" + std::string(kInputHelp),
+    "anchors and ids only (no residual code or --anchors-from yet).\n" + std::string(kInputHelp),
 };
 
 // Every default comes from a default-constructed AnnealConfig, ReadOptions or VlatFile, so the help

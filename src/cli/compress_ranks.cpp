@@ -38,9 +38,6 @@ void refuse_what_ranks_cannot(const CompressArgs& args, const CodingSpec& coding
         (coding.family != CodecFamily::automatic && coding.family != CodecFamily::scalar)) {
         refuse("a residual code (--bits, --codec, a budget)");
     }
-    if (args.train_sample > 0) {
-        refuse("--train-sample");
-    }
     if (!args.anchors_from.empty()) {
         refuse("--anchors-from");
     }
@@ -127,17 +124,49 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     }
     const PointView points(rows);
 
+    // --train-sample: the sample's rows, in row order, split between the ranks as a set of their
+    // own, each rank reading its part of them from the file; the fit over them is one process's.
+    const auto sample = static_cast<std::size_t>(args.train_sample);
+    const bool sampled = sample > 0 && sample < n;
+    Matrix training;
+    RowShare share{&ranks, mine.first, n};
+    if (sampled) {
+        check_train_sample(sample, config.anchors);
+        if (rank_rows(sample, ranks.size(), 0).count == 0) {
+            throw Error("--train-sample " + std::to_string(sample) + " leaves some of the " +
+                        std::to_string(ranks.size()) +
+                        " ranks without a block of 1,024 sample rows: run at most one rank per 1,024 of them");
+        }
+        const std::vector<std::uint32_t> drawn = training_rows(n, sample, config.seed);
+        const RowRange part = rank_rows(sample, ranks.size(), ranks.rank());
+        const std::vector<std::uint32_t> own(drawn.begin() + static_cast<std::ptrdiff_t>(part.first),
+                                             drawn.begin() + static_cast<std::ptrdiff_t>(part.first + part.count));
+        training = during("reading this rank's --train-sample rows of INPUT " + args.input, [&] {
+            Matrix read = by_rows->selection(own);
+            prepare_selected_rows(read, args.input, metric, own);  // its zero rows are counted with the rest
+            return read;
+        });
+        share = RowShare{&ranks, part.first, sample};
+        if (!quiet) {
+            print_notice(help.name, "note",
+                         "the anchors train on " + std::to_string(sample) + " of the " + std::to_string(n) +
+                             " rows (--train-sample); every row is then assigned and coded");
+        }
+    }
+    const PointView fitted_points = sampled ? PointView(training) : points;
+
     ReportContext context;
-    auto backend = rank_backend(args, values, device, RowShare{&ranks, mine.first, n});
+    auto backend = rank_backend(args, values, device, share);
     context.backend = backend->name();
     context.threads = config.threads;
     context.load_seconds = seconds_since(start);
     context.input = {args.input, n, d, metric};
+    context.input.train_rows = sampled ? sample : n;
     start = std::chrono::steady_clock::now();
     const TrainedRun run = during("training the residual code", [&] {
-        return fit_and_train(points, config, {config.anchors}, context.input, storage, coding, *backend,
+        return fit_and_train(fitted_points, config, {config.anchors}, context.input, storage, coding, *backend,
                              [&](const AnnealConfig& fitted) {
-                                 return fit_or_reuse(std::nullopt, "", points, fitted, *backend, quiet);
+                                 return fit_or_reuse(std::nullopt, "", fitted_points, fitted, *backend, quiet);
                              });
     });
     const FitResult& result = run.fit;
@@ -146,7 +175,8 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     // This rank's ids from its own assignments (the fit's last assign is exact, to float32
     // anchors), with a backend of its own: the coding exchanges nothing.
     auto coder = make_cpu_backend(config.threads);
-    const bool nearest_known = config.assign_precision == AssignPrecision::exact && storage == AnchorStorage::f32;
+    const bool nearest_known =
+        !sampled && config.assign_precision == AssignPrecision::exact && storage == AnchorStorage::f32;
     const VlatFile part = during("coding the vectors", [&] {
         return encode_with_model(run.model, points, *coder, run.model.metadata_json, &context.code_coding,
                                  nearest_known ? &result.assignments : nullptr, {}, coding_tile_rows(args.anneal, d));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compress under mpirun on 1, 2, 3 and 4 ranks writes the .vlat of one process, byte for byte, on
-# Fashion-MNIST and a Gaussian mixture (angular with float16 anchors too); a rank that meets a bad row, or is killed, ends every rank's
+# Fashion-MNIST and a Gaussian mixture (angular with float16 anchors, and a --train-sample, too); a rank that meets a bad row, or is killed, ends every rank's
 # run with an error and leaves no output, as do the options a run over ranks refuses, too many ranks
 # for the rows, and a plugin that does not load.
 #   tests/mpi/check_ranks.sh VLATTICE_CLI SOURCE_DIR
@@ -33,6 +33,7 @@ same_on_ranks() {  # INPUT OPTIONS...
 same_on_ranks "$work/fashion.npy" -m 64 --iters 8
 same_on_ranks "$work/mixture.fvecs" -m 80 --iters 20 --maintenance-every 3 --min-gain 0
 same_on_ranks "$work/mixture.fvecs" -m 40 --iters 10 --metric angular --anchor-storage f16
+same_on_ranks "$work/mixture.fvecs" -m 40 --iters 10 --train-sample 5000
 
 # A NaN in row 15,000 of 20,000, which rank 2 of 3 reads.
 /usr/bin/python3 - "$work" <<'PY'
