@@ -31,6 +31,22 @@ TEST_CASE("rank_rows splits the rows in whole blocks of the deterministic sums, 
     }
 }
 
+TEST_CASE("gather_texts hands every rank's text, any length, to every rank in rank order", "[cpu][ranks]") {
+    for (const int size : {1, 2, 3, 8}) {
+        std::vector<std::vector<std::string>> got(size);
+        ThreadRanks(size).run([&](Collective& rank) {
+            // Lengths 0, 9, 18, ...: empty texts and texts that end inside a word.
+            got[rank.rank()] = gather_texts(rank, std::string(9 * rank.rank(), static_cast<char>('a' + rank.rank())));
+        });
+        for (int r = 0; r < size; ++r) {
+            REQUIRE(got[r].size() == static_cast<std::size_t>(size));
+            for (int k = 0; k < size; ++k) {
+                CHECK(got[r][k] == std::string(9 * k, static_cast<char>('a' + k)));
+            }
+        }
+    }
+}
+
 TEST_CASE("a CPU fit on 2, 3, 4 and 8 ranks is the one-process fit, bit for bit", "[cpu][ranks][anneal]") {
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);

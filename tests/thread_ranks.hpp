@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace vlattice::test {
@@ -49,6 +50,9 @@ private:
             all_.combine(rank_, values, count, all_.unsigned_,
                          [](std::uint64_t a, std::uint64_t b) { return std::max(a, b); });
         }
+        void gather_to_first(const void* mine, std::uint64_t bytes, void* all) override {
+            all_.gather(rank_, mine, bytes, all);
+        }
 
     private:
         ThreadRanks& all_;
@@ -74,6 +78,25 @@ private:
         std::copy(result.begin(), result.end(), values);
     }
 
+    // Every rank leaves where its bytes are; rank 0 copies them all, in rank order, before any rank
+    // goes on.
+    void gather(int rank, const void* mine, std::uint64_t bytes, void* all) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            parts_.resize(static_cast<std::size_t>(size_));
+            parts_[static_cast<std::size_t>(rank)] = {static_cast<const char*>(mine), bytes};
+        }
+        wait();
+        if (rank == 0) {
+            char* to = static_cast<char*>(all);
+            for (const auto& [from, length] : parts_) {
+                std::copy(from, from + length, to);
+                to += length;
+            }
+        }
+        wait();
+    }
+
     void wait() {
         std::unique_lock<std::mutex> lock(mutex_);
         const long generation = generation_;
@@ -93,6 +116,7 @@ private:
     long generation_ = 0;
     std::vector<std::int64_t> signed_;
     std::vector<std::uint64_t> unsigned_;
+    std::vector<std::pair<const char*, std::uint64_t>> parts_;
 };
 
 }  // namespace vlattice::test

@@ -1,7 +1,8 @@
 // What the processes of one fit exchange, whatever carries it. Each of R ranks holds a contiguous
 // range of the rows; every call is made by every rank in the same order, with arrays of the same
 // length, and leaves every rank the same result. Only integer sums and maxima go through it: they
-// give the same bits in any order, which is what makes a fit on R ranks the fit of one process.
+// give the same bits in any order, which is what makes a fit on R ranks the fit of one process
+// (and a gather, for outputs that rank 0 writes).
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,9 @@ public:
     virtual void sum(std::int64_t* values, std::size_t count) = 0;
     virtual void sum(std::uint64_t* values, std::size_t count) = 0;
     virtual void max(std::uint64_t* values, std::size_t count) = 0;
+    // Every rank's `bytes` bytes from `mine`, in rank order, into `all` on rank 0 (room for all of
+    // them there; ignored on the others): what only rank 0 needs goes to it alone.
+    virtual void gather_to_first(const void* mine, std::uint64_t bytes, void* all) = 0;
     // After an error on this rank, ends the run of every rank with `code` (MPI_Abort), so that none
     // waits on an exchange this one will not make. One process just returns.
     virtual void abandon(int code) { (void)code; }

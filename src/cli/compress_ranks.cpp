@@ -181,9 +181,8 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
         return encode_with_model(run.model, points, *coder, run.model.metadata_json, &context.code_coding,
                                  nearest_known ? &result.assignments : nullptr, {}, coding_tile_rows(args.anneal, d));
     });
-    std::vector<std::uint32_t> ids(n, 0);
-    std::copy(part.assignments.begin(), part.assignments.end(), ids.begin() + static_cast<std::ptrdiff_t>(mine.first));
-    share_values(ranks, ids.data(), ids.size());
+    std::vector<std::uint32_t> ids(lead ? n : 0);
+    ranks.gather_to_first(part.assignments.data(), part.assignments.size() * sizeof(std::uint32_t), ids.data());
     context.code_seconds = trained_seconds - result.seconds.total + seconds_since(start);
     if (!lead) {
         return 0;
