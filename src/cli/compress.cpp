@@ -69,8 +69,9 @@ const CommandHelp kCompressHelp{
     "Under mpirun or srun (`mpirun -np R vlattice compress ...`), each process\n"
     "reads its own rows and the processes fit them together, each on its local\n"
     "rank's GPU where every rank has one (else all on the CPU), with the result of\n"
-    "one process, bit for bit; rank 0 writes the outputs. Such a run writes the\n"
-    "anchors and ids only (no residual code or --anchors-from yet).\n" + std::string(kInputHelp),
+    "one process, bit for bit; rank 0 writes the outputs. There a residual code\n"
+    "trains on --train-sample rows, which every rank then holds; a whole-file\n"
+    "budget and --anchors-from are not taken yet.\n" + std::string(kInputHelp),
 };
 
 // Every default comes from a default-constructed AnnealConfig, ReadOptions or VlatFile, so the help

@@ -4,11 +4,13 @@
 // writes the outputs, so the .vlat is the one a single process writes.
 #include "activity.hpp"
 #include "anchor_source.hpp"
+#include "coding_options.hpp"
 #include "compress_args.hpp"
 
 #include "vlattice/anneal.hpp"
 #include "vlattice/atomic_file.hpp"
 #include "vlattice/codec.hpp"
+#include "vlattice/coding_plan.hpp"
 #include "vlattice/cpu_backend.hpp"
 #ifdef VLATTICE_HAVE_CUDA
 #include "vlattice/cuda_backend.hpp"
@@ -19,35 +21,47 @@
 #include "vlattice/pipeline.hpp"
 #include "vlattice/report.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <optional>
 
 namespace vlattice::cli {
 
 namespace {
 
-// What a run over ranks cannot do yet: each needs every row in one place, or a backend that
-// exchanges with the others.
-void refuse_what_ranks_cannot(const CompressArgs& args, const CodingSpec& coding) {
+// What a run over ranks cannot do yet: each needs every row in one place. A residual code trains
+// on the --train-sample rows, which every rank then holds.
+void refuse_what_ranks_cannot(const CompressArgs& args, const CodingSpec& coding, bool sampled) {
     const auto refuse = [](const std::string& what) {
-        throw UsageError("under mpirun or srun, compress does not take " + what +
-                         " yet (it writes the anchors and ids); run it as one process");
+        throw UsageError("under mpirun or srun, compress does not take " + what + " yet; run it as one process");
     };
-    if (coding.budget_bytes || coding.file_budget || coding.scalar_bits > 0 ||
-        (coding.family != CodecFamily::automatic && coding.family != CodecFamily::scalar)) {
-        refuse("a residual code (--bits, --codec, a budget)");
+    if (coding.file_budget) {
+        refuse("a whole-file budget (--target-file-bytes, --target-file-ratio)");
     }
     if (!args.anchors_from.empty()) {
         refuse("--anchors-from");
+    }
+    if (coding_reads_points(coding) && !sampled) {
+        throw UsageError("under mpirun or srun, a residual code (--bits, --codec, a budget) trains on the "
+                         "--train-sample rows, which every rank then holds: give --train-sample N, below the "
+                         "row count");
     }
 }
 
 // One kind of backend on every rank, so that all measure the distances alike: the GPU where every
 // rank has one usable (`auto`; the local rank's, unless --gpu names one) or under --device cuda (a
-// rank without one stops them all), else the CPU.
-std::unique_ptr<Backend> rank_backend(const CompressArgs& args, const po::variables_map& values, DeviceKind device,
-                                      const RowShare& share) {
+// rank without one stops them all), else the CPU. `single` makes one of the same kind for one
+// process's work (a residual code's training).
+struct RankBackend {
+    std::unique_ptr<Backend> fit;
+    std::function<std::unique_ptr<Backend>()> single;
+};
+
+RankBackend rank_backend(const CompressArgs& args, const po::variables_map& values, DeviceKind device,
+                         const RowShare& share) {
     const AnnealConfig& config = args.anneal.config;
     int gpu = args.anneal.gpu;
     if (values["gpu"].defaulted()) {
@@ -62,11 +76,31 @@ std::unique_ptr<Backend> rank_backend(const CompressArgs& args, const po::variab
     share.ranks->max(&without, 1);
 #ifdef VLATTICE_HAVE_CUDA
     if (without == 0) {
-        return make_cuda_backend(gpu, FastKernel::automatic, kGatherFloats, args.anneal.kernels,
-                                 args.anneal.gpu_memory_bytes, share);
+        const auto on_gpu = [gpu, &args](const RowShare& part) {
+            return make_cuda_backend(gpu, FastKernel::automatic, kGatherFloats, args.anneal.kernels,
+                                     args.anneal.gpu_memory_bytes, part);
+        };
+        return {on_gpu(share), [on_gpu] { return on_gpu(RowShare{}); }};
     }
 #endif
-    return make_cpu_backend(config.threads, share);
+    const int threads = config.threads;
+    return {make_cpu_backend(threads, share), [threads] { return make_cpu_backend(threads); }};
+}
+
+// Every rank's part (`count` values from `first`) of `total` values, in order, into `all` on every rank.
+template <class T>
+void share_parts(Collective& ranks, const T* mine, std::size_t count, std::size_t first, T* all, std::size_t total) {
+    std::fill(all, all + total, T{});
+    std::copy(mine, mine + count, all + first);
+    share_values(ranks, all, total);
+}
+
+// Every rank's codes, `bytes` each, in row order, into `all` on rank 0.
+void gather_codes(Collective& ranks, const std::vector<std::uint8_t>& mine, std::size_t n, std::size_t bytes,
+                  std::vector<std::uint8_t>& all) {
+    std::vector<std::uint8_t> gathered(ranks.rank() == 0 ? n * bytes : 0);
+    ranks.gather_to_first(mine.data(), mine.size(), gathered.data());
+    all = std::move(gathered);
 }
 
 }  // namespace
@@ -99,8 +133,22 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
                     "read by rows (a chunked or compressed HDF5 dataset, or a type libhdf5 alone converts)");
     }
     const std::size_t n = by_rows->rows(), d = by_rows->cols();
+    const auto sample = static_cast<std::size_t>(args.train_sample);
+    const bool sampled = sample > 0 && sample < n;
     const CodingSpec coding = coding_spec(values, args.coding, d, config);
-    refuse_what_ranks_cannot(args, coding);
+    refuse_what_ranks_cannot(args, coding, sampled);
+    const bool codes = coding_reads_points(coding);
+    // A budget of code bytes lowers -m to the count whose ids it holds.
+    const std::size_t wanted = config.anchors;
+    config.anchors = anchor_counts(coding, n, d, wanted).front();
+    if (!quiet && coding.budget_bytes && config.anchors != wanted) {
+        print_notice(help.name, "note",
+                     "the budget of " + show(*coding.budget_bytes) + " bytes per vector holds the ids of " +
+                         std::to_string(config.anchors) + " anchors, not " + std::to_string(wanted));
+    }
+    if (const std::string note = budget_note(coding, n, config.anchors, d); !note.empty() && !quiet) {
+        print_notice(help.name, "note", note);
+    }
     // Ranks hold whole blocks of 1,024 rows (rank_rows), and rank 0 is the first left without one.
     if (rank_rows(n, ranks.size(), 0).count == 0) {
         throw Error(args.input + ": " + std::to_string(n) + " rows leave some of the " + std::to_string(ranks.size()) +
@@ -126,8 +174,6 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
 
     // --train-sample: the sample's rows, in row order, split between the ranks as a set of their
     // own, each rank reading its part of them from the file; the fit over them is one process's.
-    const auto sample = static_cast<std::size_t>(args.train_sample);
-    const bool sampled = sample > 0 && sample < n;
     Matrix training;
     RowShare share{&ranks, mine.first, n};
     if (sampled) {
@@ -154,9 +200,19 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
         }
     }
     const PointView fitted_points = sampled ? PointView(training) : points;
+    // A residual code trains on the whole sample, on every rank alike, as one process trains it.
+    Matrix whole_sample;
+    if (codes) {
+        whole_sample = Matrix(sample, d);
+        share_parts(ranks, training.data.data(), training.data.size(), share.first_row * d, whole_sample.data.data(),
+                    sample * d);
+    }
+    const PointView trained_points = codes ? PointView(whole_sample) : fitted_points;
 
     ReportContext context;
-    auto backend = rank_backend(args, values, device, share);
+    const RankBackend backends = rank_backend(args, values, device, share);
+    Backend* backend = backends.fit.get();
+    const std::unique_ptr<Backend> trainer = codes ? backends.single() : nullptr;
     context.backend = backend->name();
     context.threads = config.threads;
     context.load_seconds = seconds_since(start);
@@ -164,9 +220,18 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     context.input.train_rows = sampled ? sample : n;
     start = std::chrono::steady_clock::now();
     const TrainedRun run = during("training the residual code", [&] {
-        return fit_and_train(fitted_points, config, {config.anchors}, context.input, storage, coding, *backend,
-                             [&](const AnnealConfig& fitted) {
-                                 return fit_or_reuse(std::nullopt, "", fitted_points, fitted, *backend, quiet);
+        return fit_and_train(trained_points, config, {config.anchors}, context.input, storage, coding,
+                             codes ? *trainer : *backend, [&](const AnnealConfig& fitted) {
+                                 FitResult fitted_anchors =
+                                     fit_or_reuse(std::nullopt, "", fitted_points, fitted, *backend, quiet);
+                                 if (codes) {
+                                     std::vector<std::uint32_t> all(sample);
+                                     share_parts(ranks, fitted_anchors.assignments.data(),
+                                                 fitted_anchors.assignments.size(), share.first_row, all.data(),
+                                                 sample);
+                                     fitted_anchors.assignments = std::move(all);
+                                 }
+                                 return fitted_anchors;
                              });
     });
     const FitResult& result = run.fit;
@@ -183,11 +248,17 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     });
     std::vector<std::uint32_t> ids(lead ? n : 0);
     ranks.gather_to_first(part.assignments.data(), part.assignments.size() * sizeof(std::uint32_t), ids.data());
+    VlatFile file = part;
+    if (!part.residuals.empty()) {
+        gather_codes(ranks, part.residuals.codes, n, part.residuals.layout.code_bytes, file.residuals.codes);
+    }
+    if (!part.product.empty()) {
+        gather_codes(ranks, part.product.codes, n, part.product.book.code_bytes(), file.product.codes);
+    }
     context.code_seconds = trained_seconds - result.seconds.total + seconds_since(start);
     if (!lead) {
         return 0;
     }
-    VlatFile file = part;
     file.sections.clear();
     file.file_bytes = 0;
     file.n = n;
@@ -209,7 +280,7 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     if (!quiet) {
         std::printf("vectors     %zu x %zu (%s), over %d ranks (%s)\n", n, d, metric_name(metric), ranks.size(),
                     backend->name());
-        std::printf("anchors     %zu requested, %zu final\n", config.anchors, result.anchors.rows);
+        std::printf("anchors     %zu requested, %zu final\n", wanted, result.anchors.rows);
         std::printf("iterations  %d (%s)\n", result.iterations, result.stop_reason.c_str());
         std::printf("energy      %.9g\n", result.energy);
         std::printf("seconds     %.3f (load %.3f, fit %.3f, code %.3f, write %.3f; rank 0)\n",

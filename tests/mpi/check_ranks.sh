@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # compress under mpirun on 1, 2, 3 and 4 ranks writes the .vlat of one process, byte for byte, on
-# Fashion-MNIST and a Gaussian mixture (angular with float16 anchors, and a --train-sample, too); a rank that meets a bad row, or is killed, ends every rank's
+# Fashion-MNIST and a Gaussian mixture (angular with float16 anchors, and a --train-sample with and
+# without residual codes, too); a rank that meets a bad row, or is killed, ends every rank's
 # run with an error and leaves no output, as do the options a run over ranks refuses, too many ranks
 # for the rows, and a plugin that does not load.
 #   tests/mpi/check_ranks.sh VLATTICE_CLI SOURCE_DIR
@@ -34,6 +35,8 @@ same_on_ranks "$work/fashion.npy" -m 64 --iters 8
 same_on_ranks "$work/mixture.fvecs" -m 80 --iters 20 --maintenance-every 3 --min-gain 0
 same_on_ranks "$work/mixture.fvecs" -m 40 --iters 10 --metric angular --anchor-storage f16
 same_on_ranks "$work/mixture.fvecs" -m 40 --iters 10 --train-sample 5000
+same_on_ranks "$work/mixture.fvecs" -m 40 --iters 10 --train-sample 5000 --bits 4
+same_on_ranks "$work/mixture.fvecs" -m 40 --iters 10 --train-sample 5000 --target-bytes 8
 
 # A NaN in row 15,000 of 20,000, which rank 2 of 3 reads.
 /usr/bin/python3 - "$work" <<'PY'
@@ -60,8 +63,11 @@ refused() {  # WHAT PATTERN COMMAND...
   [[ -z "$(ls -A "$work/out")" ]] || fail "$what: the run left $(ls -A "$work/out")"
   echo "check_ranks: $what: refused (exit $rc)"
 }
-refused "a residual code over ranks" "rank 0 of 2: under mpirun or srun, compress does not take a residual code" \
+refused "a residual code over ranks without a sample" "rank 0 of 2: under mpirun or srun, a residual code .* give --train-sample N" \
   ranks 2 "$cli" compress "$work/mixture.fvecs" -o "$work/out/x.vlat" -m 16 --bits 4 --quiet
+refused "a whole-file budget over ranks" "compress does not take a whole-file budget" \
+  ranks 2 "$cli" compress "$work/mixture.fvecs" -o "$work/out/x.vlat" -m 16 --target-file-bytes 40 \
+  --train-sample 5000 --quiet
 refused "train over ranks" "train is not run over several processes" \
   ranks 2 "$cli" train "$work/mixture.fvecs" -o "$work/out/x.vlat" -m 16 --quiet
 head -c $((3000 * 25 * 4)) "$work/mixture.fvecs" >"$work/small.fvecs"
