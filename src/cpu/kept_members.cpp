@@ -76,18 +76,23 @@ void select_kept(LocalMembers& members, const std::vector<double>& distance, std
     }
     // Digit by digit: the members whose key begins with the digits found so far are counted per
     // value of the next digit on every rank, the counts summed, and each anchor goes on in the bin
-    // that holds its want-th smallest member.
+    // that holds its want-th smallest member. An anchor whose bin holds only members it keeps is
+    // settled: its threshold is the largest key of that bin, and it leaves the exchanges (every rank
+    // sees the same sums, so all agree on which anchors are still open).
     std::vector<MemberKey> prefix(trimmed.size());
     std::vector<std::uint64_t> want(trimmed.size());
+    std::vector<std::size_t> open(trimmed.size());
     for (std::size_t s = 0; s < trimmed.size(); ++s) {
         want[s] = keep[trimmed[s]];
+        open[s] = s;
     }
-    std::vector<std::uint64_t> bins(trimmed.size() * kBins);
-    for (int p = 0; p < kDigits; ++p) {
-        std::fill(bins.begin(), bins.end(), 0);
+    std::vector<std::uint64_t> bins;
+    for (int p = 0; p < kDigits && !open.empty(); ++p) {
+        bins.assign(open.size() * kBins, 0);
 #pragma omp parallel for schedule(dynamic, 4)
-        for (std::size_t s = 0; s < trimmed.size(); ++s) {
-            std::uint64_t* bin = bins.data() + s * kBins;
+        for (std::size_t o = 0; o < open.size(); ++o) {
+            const std::size_t s = open[o];
+            std::uint64_t* bin = bins.data() + o * kBins;
             const auto [first, last] = range(trimmed[s]);
             for (const std::uint32_t* i = first; i != last; ++i) {
                 const MemberKey key = key_of(*i);
@@ -97,15 +102,25 @@ void select_kept(LocalMembers& members, const std::vector<double>& distance, std
             }
         }
         ranks.sum(bins.data(), bins.size());
-        for (std::size_t s = 0; s < trimmed.size(); ++s) {
-            const std::uint64_t* bin = bins.data() + s * kBins;
+        std::size_t still = 0;
+        for (std::size_t o = 0; o < open.size(); ++o) {
+            const std::size_t s = open[o];
+            const std::uint64_t* bin = bins.data() + o * kBins;
             std::uint32_t b = 0;
             while (b + 1 < kBins && want[s] > bin[b]) {
                 want[s] -= bin[b];
                 ++b;
             }
             set_digit(prefix[s], p, b);
+            if (want[s] == bin[b]) {
+                for (int rest = p + 1; rest < kDigits; ++rest) {
+                    set_digit(prefix[s], rest, kBins - 1);
+                }
+            } else {
+                open[still++] = s;
+            }
         }
+        open.resize(still);
     }
     // The threshold found, each rank keeps its members at or below it.
 #pragma omp parallel for schedule(dynamic, 4)
