@@ -2,18 +2,17 @@
 // (backend/stages.hpp), which own the device memory and check what they are given.
 #include "vlattice/cuda_backend.hpp"
 
-#include "cpu/robust_reduce.hpp"
 #include "fit/init.hpp"
 #include "fit/member_lists.hpp"
-#include "parallel/row_share.hpp"
 
+#include "backend/shared_rows.hpp"
 #include "backend/stages.hpp"
 #include "codes/product_encode.cuh"
-#include "points/shared_energy.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/kernel_family.hpp"
 #include "runtime/stream.hpp"
 
+#include <optional>
 #include <string>
 
 namespace vlattice {
@@ -30,11 +29,7 @@ int select_device(int gpu) {
 }
 
 // With a RowShare (total_rows > 0), the backend holds one rank's rows and every call gives what one
-// process holding all of them computes: the device assigns this rank's rows; the changed counts
-// and the blocks' sums of the energy are exchanged; k-means++ gathers its sample rows
-// (kmeans_plus_plus of a share), and maintenance its members, on the host; and the robust reduce
-// runs on the host over the ranks (cpu::robust_reduce, exact, from the device's distances, so
-// that it gives the device's own reduce), its means going up for the device's update.
+// process holding all of them computes (backend/shared_rows.hpp).
 class CudaBackend final : public Backend {
 public:
     CudaBackend(int gpu, FastKernel kernel, std::size_t gather_floats, GpuKernels kernels, std::size_t memory_limit,
@@ -45,8 +40,7 @@ public:
           kernel_(kernel),
           gather_floats_(gather_floats),
           memory_limit_(memory_limit),
-          shared_(share.total_rows > 0),
-          share_(share),
+          shared_(share.total_rows > 0 ? std::optional<cuda::SharedRows>(share) : std::nullopt),
           stages_(gpu_, kernel, gather_floats, kernels_, gpu_shape_, memory_limit) {}
 
     // Frees the buffers on this backend's GPU, whatever device the thread uses by then, and only once
@@ -59,16 +53,13 @@ public:
 
     const char* name() const override { return "cuda"; }
 
-    RowShare row_share() const override { return shared_ ? share_ : RowShare{}; }
+    RowShare row_share() const override { return shared_ ? shared_->share() : RowShare{}; }
 
     void upload_points(const PointView& points, const RunSetup& setup) override {
         use_device();
         cuda::PointStage::check(points);
-        require(!shared_ || share_.first_row + points.rows <= share_.total_rows,
-                "rows " + std::to_string(share_.first_row) + " to " + std::to_string(share_.first_row + points.rows) +
-                    " are not rows of a set of " + std::to_string(share_.total_rows));
         if (shared_) {
-            shared_energy_.allocate(share_.total_rows);
+            shared_->hold(points.rows);
         }
         // Points of the shape held go into the same buffers, and the anchors' buffers stay for a
         // seeding of as many anchors: sub-space fits upload many sets of one shape, and every
@@ -112,7 +103,7 @@ public:
                     " points, not the uploaded " + std::to_string(n()) + " x " + std::to_string(d()));
         require(m > 0 && m < cuda::kMaxRows, "seed_anchors needs 1 to 2^31 anchors, got " + std::to_string(m));
         if (shared_) {
-            upload_anchors(kmeans_plus_plus(share_, points, m, sample_size, seed));
+            upload_anchors(shared_->seed(points, m, sample_size, seed));
             return;
         }
         const SeedingDraws draws = draw_seeding(n(), m, sample_size, seed);
@@ -150,31 +141,18 @@ public:
 
     AssignStats assign() override {
         begin("assign", Needs::anchors);
-        AssignStats stats =
+        const AssignStats stats =
             stages_.assign.run(stages_.points, stages_.anchors, precision_ == AssignPrecision::exact, generation_,
                                stream_.get());
         assigned_ = true;
-        if (shared_) {
-            std::uint64_t changed = stats.changed;
-            share_.ranks->sum(&changed, 1);
-            stats.changed = static_cast<std::size_t>(changed);
-            stats.energy = shared_energy_.sum(stages_.points, share_, stream_.get()) /
-                           static_cast<double>(share_.total_rows);
-        }
-        return stats;
+        return shared_ ? shared_->assigned(stats, stages_.points, stream_.get()) : stats;
     }
 
     void robust_reduce(double trim) override {
         begin("robust_reduce", Needs::assignment);
         require(trim >= 0.0 && trim < 1.0, "trim must be in [0, 1), got " + std::to_string(trim));
         if (shared_) {
-            std::vector<double> means;
-            AnchorStats stats;
-            cpu::robust_reduce(stages_.points.host_points(), share_.first_row,
-                               stages_.points.download_assignment(stream_.get()),
-                               stages_.points.download_distance(stream_.get()),
-                               stages_.anchors.download(stream_.get()), trim, *share_.ranks, means, stats);
-            stages_.reduce.take(means, stats, stream_.get());
+            shared_->reduce(stages_, trim, stream_.get());
         } else {
             stages_.reduce.run(stages_.points, stages_.anchors, trim, generation_, stream_.get());
         }
@@ -198,7 +176,7 @@ public:
         begin("energy", Needs::assignment);
         stages_.points.queue_block_sums(stages_.anchors.data(), stream_.get());
         if (shared_) {
-            return shared_energy_.sum(stages_.points, share_, stream_.get()) / static_cast<double>(share_.total_rows);
+            return shared_->energy(stages_.points, stream_.get());
         }
         stages_.points.queue_energy_sum(stream_.get());
         stream_.synchronize();
@@ -215,8 +193,7 @@ public:
     std::vector<Matrix> gather_members(const std::vector<std::uint32_t>& anchors, std::size_t limit) override {
         require_listed(anchors, "gather_members");
         if (shared_) {
-            return gather_shared_members(share_, stages_.points.host_points(),
-                                         stages_.points.download_assignment(stream_.get()), m_, anchors, limit);
+            return shared_->gather_members(stages_.points, m_, anchors, limit, stream_.get());
         }
         if (stages_.points.streamed()) {
             return gather_member_rows(stages_.points.host_points(), stages_.points.download_assignment(stream_.get()),
@@ -340,9 +317,7 @@ private:
     bool assigned_ = false;    // the points' anchors are ids valid for the current anchor count
     bool have_stats_ = false;  // a robust_reduce ran since the anchors were last replaced
     AssignPrecision precision_ = AssignPrecision::exact;
-    bool shared_;
-    RowShare share_;
-    cuda::SharedEnergy shared_energy_;  // shared_ only
+    std::optional<cuda::SharedRows> shared_;  // with a RowShare only
 
     cuda::Stages stages_;
 };
