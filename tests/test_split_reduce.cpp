@@ -118,15 +118,24 @@ TEST_CASE("exact sums: a value's grid holds a sum of every member at the bound",
     CHECK_THROWS(grid_for(-1.0, 4));
 }
 
-TEST_CASE("a kept member's distance smaller than its row's is an error on every rank", "[cpu][ranks]") {
+TEST_CASE("a kept member's distance smaller than its row's, or infinite, is an error on every rank",
+          "[cpu][ranks]") {
     std::mt19937_64 rng(seed());
     const Matrix x = duplicated_points(2000, 7, rng);
     // Anchors at the origin, and distances a millionth of the rows' own: the rows lie far past the
-    // bound those distances give.
+    // bound those distances give. Or one distance infinite, which no trim drops: no grid holds it,
+    // and the error must come out of the parallel loop as an Error, not end the process.
+    const bool infinite = GENERATE(false, true);
+    INFO((infinite ? "an infinite distance" : "distances too small"));
+    const double trim = infinite ? 0.0 : 0.1;
     const Matrix anchors(5, 7);
     ReferenceAssign assigned = reference_assign(x, anchors);
     for (double& distance : assigned.distance) {
         distance *= 1e-12;
+    }
+    if (infinite) {
+        assigned = reference_assign(x, anchors);
+        assigned.distance[1500] = std::numeric_limits<double>::infinity();
     }
     for (const int ranks : {1, 3}) {
         std::vector<int> threw(ranks, 0);
@@ -140,7 +149,7 @@ TEST_CASE("a kept member's distance smaller than its row's is an error on every 
                                    std::vector<std::uint32_t>(assigned.assignment.begin() + first,
                                                               assigned.assignment.begin() + last),
                                    std::vector<double>(assigned.distance.begin() + first, assigned.distance.begin() + last),
-                                   anchors, 0.1, rank, means, stats);
+                                   anchors, trim, rank, means, stats);
             } catch (const Error& e) {
                 threw[rank.rank()] = std::string(e.what()).find("farther from its anchor") != std::string::npos;
             }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -50,8 +51,8 @@ private:
             all_.combine(rank_, values, count, all_.unsigned_,
                          [](std::uint64_t a, std::uint64_t b) { return std::max(a, b); });
         }
-        void gather_to_first(const void* mine, std::uint64_t bytes, void* all) override {
-            all_.gather(rank_, mine, bytes, all);
+        void gather_to_first(const void* mine, std::uint64_t bytes, void* all, std::uint64_t capacity) override {
+            all_.gather(rank_, mine, bytes, all, capacity);
         }
 
     private:
@@ -80,7 +81,7 @@ private:
 
     // Every rank leaves where its bytes are; rank 0 copies them all, in rank order, before any rank
     // goes on.
-    void gather(int rank, const void* mine, std::uint64_t bytes, void* all) {
+    void gather(int rank, const void* mine, std::uint64_t bytes, void* all, std::uint64_t capacity) {
         {
             std::lock_guard<std::mutex> lock(mutex_);
             parts_.resize(static_cast<std::size_t>(size_));
@@ -88,6 +89,14 @@ private:
         }
         wait();
         if (rank == 0) {
+            std::uint64_t total = 0;
+            for (const auto& part : parts_) {
+                total += part.second;
+            }
+            // A test's ranks that disagree fail loudly rather than write past the room.
+            if (total != capacity) {
+                std::abort();
+            }
             char* to = static_cast<char*>(all);
             for (const auto& [from, length] : parts_) {
                 std::copy(from, from + length, to);

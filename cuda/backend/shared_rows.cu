@@ -14,7 +14,7 @@ void SharedRows::hold(std::size_t rows) {
                     std::to_string(share_.first_row + rows) + " are not rows of a set of " +
                     std::to_string(share_.total_rows));
     }
-    energy_.allocate(share_.total_rows);
+    energy_.allocate(share_);
 }
 
 AssignStats SharedRows::assigned(AssignStats mine, const PointStage& points, cudaStream_t stream) {

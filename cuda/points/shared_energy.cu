@@ -8,9 +8,9 @@
 
 namespace vlattice::cuda {
 
-void SharedEnergy::allocate(std::size_t total_rows) {
-    const std::size_t blocks = distance_block_count(total_rows);
-    if (block_sums_.size() == blocks) {
+void SharedEnergy::allocate(const RowShare& share) {
+    const std::size_t blocks = share.ranks->rank() == 0 ? distance_block_count(share.total_rows) : 0;
+    if (block_sums_.size() == blocks && host_.size() == blocks) {
         return;
     }
     block_sums_ = DeviceBuffer<double>(blocks);
@@ -24,18 +24,24 @@ double SharedEnergy::sum(const PointStage& points, const RowShare& share, cudaSt
                     std::to_string(share.first_row + points.n()) + " are not whole blocks of " +
                     std::to_string(kPointsPerDistanceBlock) + " rows of a set of " + std::to_string(share.total_rows));
     }
-    std::fill(host_.begin(), host_.end(), 0.0);
-    const std::size_t first = share.first_row / kPointsPerDistanceBlock;
-    CUDA_CHECK(cudaMemcpyAsync(host_.data() + first, points.block_sums(),
-                               distance_block_count(points.n()) * sizeof(double), cudaMemcpyDeviceToHost, stream));
+    // Rank 0 alone adds them, on its device, and hands every rank its total: ranks on GPUs of other
+    // models could round a device sum of their own differently, and then stop at other iterations.
+    const std::size_t mine = distance_block_count(points.n());
+    std::vector<double> own(mine);
+    CUDA_CHECK(cudaMemcpyAsync(own.data(), points.block_sums(), mine * sizeof(double), cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
-    share_values(*share.ranks, host_.data(), host_.size());
-    CUDA_CHECK(cudaMemcpyAsync(block_sums_.data(), host_.data(), host_.size() * sizeof(double), cudaMemcpyHostToDevice,
-                               stream));
-    launch_sum(block_sums_.data(), block_sums_.size(), total_.data(), temp_.data(), temp_.bytes(), stream);
+    Collective& ranks = *share.ranks;
+    const bool lead = ranks.rank() == 0;
+    ranks.gather_to_first(own.data(), mine * sizeof(double), host_.data(), lead ? host_.size() * sizeof(double) : 0);
     double total = 0.0;
-    CUDA_CHECK(cudaMemcpyAsync(&total, total_.data(), sizeof(double), cudaMemcpyDeviceToHost, stream));
-    CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (lead) {
+        CUDA_CHECK(cudaMemcpyAsync(block_sums_.data(), host_.data(), host_.size() * sizeof(double),
+                                   cudaMemcpyHostToDevice, stream));
+        launch_sum(block_sums_.data(), block_sums_.size(), total_.data(), temp_.data(), temp_.bytes(), stream);
+        CUDA_CHECK(cudaMemcpyAsync(&total, total_.data(), sizeof(double), cudaMemcpyDeviceToHost, stream));
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    share_values(ranks, &total, 1);
     return total;
 }
 

@@ -248,7 +248,10 @@ __global__ void __launch_bounds__(kGridThreads)
         const double far = __longlong_as_double(static_cast<long long>(farthest[j]));
         grids[j] = grid_of(coordinate_bound(largest, far), keep);
         distance_steps = grids[m + j] = grid_of(distance_bound(far), keep);
-        if (keep > 0 && !(grid_in_range(grids[j]) && grid_in_range(distance_steps))) {
+        // frexp of an infinite bound gives an ordinary exponent: a distance or coordinate that is
+        // not finite marks the reduce stray too, as on the CPU.
+        if (keep > 0 && !(isfinite(far) && isfinite(largest) && grid_in_range(grids[j]) &&
+                          grid_in_range(distance_steps))) {
             atomicOr(stray, 1u);
         }
     }

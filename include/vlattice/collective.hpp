@@ -22,9 +22,10 @@ public:
     virtual void sum(std::int64_t* values, std::size_t count) = 0;
     virtual void sum(std::uint64_t* values, std::size_t count) = 0;
     virtual void max(std::uint64_t* values, std::size_t count) = 0;
-    // Every rank's `bytes` bytes from `mine`, in rank order, into `all` on rank 0 (room for all of
-    // them there; ignored on the others): what only rank 0 needs goes to it alone.
-    virtual void gather_to_first(const void* mine, std::uint64_t bytes, void* all) = 0;
+    // Every rank's `bytes` bytes from `mine`, in rank order, into `all` on rank 0, which has room for
+    // `capacity` bytes (ignored on the others): what only rank 0 needs goes to it alone. Ranks whose
+    // bytes do not add up to the capacity end the run.
+    virtual void gather_to_first(const void* mine, std::uint64_t bytes, void* all, std::uint64_t capacity) = 0;
     // After an error on this rank, ends the run of every rank with `code` (MPI_Abort), so that none
     // waits on an exchange this one will not make. One process just returns.
     virtual void abandon(int code) { (void)code; }
@@ -64,8 +65,10 @@ std::vector<std::string> gather_texts(Collective& ranks, const std::string& mine
 // Whether the environment says mpirun or srun started this process (Open MPI's, PMI's or PMIx's
 // variables).
 bool started_by_mpi();
-// This process's rank among those of its host, as mpirun or srun tell it (0 where they do not).
+// This process's rank among those of its host, and how many ranks its host runs, as mpirun or srun
+// tell them (0 and 1 where they do not).
 int local_rank();
+int local_size();
 // The ranks of such a process, through the MPI plugin (libvlattice_mpi.so, built where MPI is
 // found; VLATTICE_MPI_PLUGIN, else beside the executable or in the installed lib/vlattice), which
 // starts MPI: a process started otherwise needs neither. Throws Error naming the plugin and the

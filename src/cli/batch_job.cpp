@@ -3,6 +3,7 @@
 #include "anneal_options.hpp"
 #include "batch_resume.hpp"
 #include "device_note.hpp"
+#include "process_ranks.hpp"
 #include "progress.hpp"
 
 #include "vlattice/anneal.hpp"
@@ -83,7 +84,9 @@ nlohmann::json run_job(const Job& job, const JobPlan& plan, const BatchArgs& arg
     if (!coding.file_budget) {
         config.anchors = counts.front();
     }
-    BackendChoice choice = make_backend(device, anneal.gpu, config.threads, anneal.kernels, anneal.gpu_memory_bytes);
+    config.threads = rank_threads(config.threads);
+    BackendChoice choice = make_backend(device, rank_gpu(anneal.gpu, values["gpu"].defaulted()), config.threads,
+                                        anneal.kernels, anneal.gpu_memory_bytes);
     print_device_note("batch", choice.note, args.quiet);
 
     OutputGroup outputs;

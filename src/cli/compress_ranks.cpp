@@ -6,6 +6,7 @@
 #include "anchor_source.hpp"
 #include "coding_options.hpp"
 #include "compress_args.hpp"
+#include "process_ranks.hpp"
 
 #include "vlattice/anneal.hpp"
 #include "vlattice/atomic_file.hpp"
@@ -20,6 +21,8 @@
 #include "vlattice/model.hpp"
 #include "vlattice/pipeline.hpp"
 #include "vlattice/report.hpp"
+
+#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -63,11 +66,7 @@ struct RankBackend {
 RankBackend rank_backend(const CompressArgs& args, const po::variables_map& values, DeviceKind device,
                          const RowShare& share) {
     const AnnealConfig& config = args.anneal.config;
-    int gpu = args.anneal.gpu;
-    if (values["gpu"].defaulted()) {
-        const int gpus = gpu_count();
-        gpu = gpus > 0 ? local_rank() % gpus : 0;
-    }
+    const int gpu = rank_gpu(args.anneal.gpu, values["gpu"].defaulted());
     const GpuStatus status = device == DeviceKind::cpu ? GpuStatus{} : gpu_status(gpu);
     if (device == DeviceKind::cuda && !status.usable) {
         throw Error("--device cuda: no usable GPU " + std::to_string(gpu) + ": " + status.description);
@@ -87,6 +86,37 @@ RankBackend rank_backend(const CompressArgs& args, const po::variables_map& valu
     return {make_cpu_backend(threads, share), [threads] { return make_cpu_backend(threads); }};
 }
 
+// A fingerprint of what a model codes with: its anchors, residual ranges and product codebook.
+std::uint64_t model_fingerprint(const VlatFile& model) {
+    std::uint64_t hash = 0;
+    const auto add = [&](const auto& values) {
+        hash = XXH3_64bits_withSeed(values.data(), values.size() * sizeof(values[0]), hash);
+    };
+    add(model.anchors.data);
+    add(model.residuals.offset.data);
+    add(model.residuals.step.data);
+    add(model.residuals.layout.bits);
+    add(model.product.book.rotation.data);
+    add(model.product.book.centroids.data);
+    add(model.product.book.bounds);
+    const std::uint64_t shape[] = {model.product.book.bits, model.product.book.stages};
+    hash = XXH3_64bits_withSeed(shape, sizeof shape, hash);
+    return hash;
+}
+
+// Every rank trains the residual code alone, on the same rows, and codes its rows with it, while
+// rank 0 writes its own: ranks whose models differ (GPUs of other models rounding a sum
+// otherwise) would leave codes that decode wrong, so the run stops instead.
+void check_same_model(Collective& ranks, const VlatFile& model) {
+    const std::uint64_t mine = model_fingerprint(model);
+    std::uint64_t most[2] = {mine, ~mine};  // the largest fingerprint and the complement of the smallest
+    ranks.max(most, 2);
+    if (most[0] != mine || most[1] != ~mine) {
+        throw Error("the ranks trained different residual codes from the same rows (GPUs or libraries that round "
+                    "otherwise); run the ranks on one kind of GPU, or with --device cpu");
+    }
+}
+
 // Every rank's part (`count` values from `first`) of `total` values, in order, into `all` on every rank.
 template <class T>
 void share_parts(Collective& ranks, const T* mine, std::size_t count, std::size_t first, T* all, std::size_t total) {
@@ -99,7 +129,7 @@ void share_parts(Collective& ranks, const T* mine, std::size_t count, std::size_
 void gather_codes(Collective& ranks, const std::vector<std::uint8_t>& mine, std::size_t n, std::size_t bytes,
                   std::vector<std::uint8_t>& all) {
     std::vector<std::uint8_t> gathered(ranks.rank() == 0 ? n * bytes : 0);
-    ranks.gather_to_first(mine.data(), mine.size(), gathered.data());
+    ranks.gather_to_first(mine.data(), mine.size(), gathered.data(), gathered.size());
     all = std::move(gathered);
 }
 
@@ -112,6 +142,7 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
     const std::vector<NamedPath> outputs{{"-o", args.output}, {"--report", args.report}};
     check_outputs(outputs, {{"INPUT", args.input}});
     AnnealConfig& config = args.anneal.config;
+    config.threads = rank_threads(config.threads);
     const AnchorStorage storage = parse_option_value([&] { return parse_anchor_storage(args.anchor_storage); });
     const DeviceKind device = parse_option_value([&] { return parse_device(args.device); });
     args.input = input_file(args.input, args.anneal);
@@ -235,6 +266,9 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
                              });
     });
     const FitResult& result = run.fit;
+    if (codes) {
+        check_same_model(ranks, run.model);
+    }
     const double trained_seconds = seconds_since(start);
     start = std::chrono::steady_clock::now();
     // This rank's ids from its own assignments (the fit's last assign is exact, to float32
@@ -247,7 +281,8 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
                                  nearest_known ? &result.assignments : nullptr, {}, coding_tile_rows(args.anneal, d));
     });
     std::vector<std::uint32_t> ids(lead ? n : 0);
-    ranks.gather_to_first(part.assignments.data(), part.assignments.size() * sizeof(std::uint32_t), ids.data());
+    ranks.gather_to_first(part.assignments.data(), part.assignments.size() * sizeof(std::uint32_t), ids.data(),
+                          ids.size() * sizeof(std::uint32_t));
     VlatFile file = part;
     if (!part.residuals.empty()) {
         gather_codes(ranks, part.residuals.codes, n, part.residuals.layout.code_bytes, file.residuals.codes);

@@ -93,8 +93,13 @@ void robust_reduce(const PointView& points, std::uint64_t first_row, const std::
             largest = std::max(largest, std::abs(static_cast<double>(anchor[k])));
         }
         const double far = double_of(farthest[j]);
-        const SumGrid& grid = coordinates[j] = coordinate_grid(largest, far, keep[j]);
-        const SumGrid& distance_steps = distances[j] = distance_grid(far, keep[j]);
+        // grid_of, not grid_for: a throw inside the parallel loop would end the process.
+        const SumGrid& grid = coordinates[j] = grid_of(coordinate_bound(largest, far), keep[j]);
+        const SumGrid& distance_steps = distances[j] = grid_of(distance_bound(far), keep[j]);
+        if (!(std::isfinite(far) && std::isfinite(largest) && grid_in_range(grid) && grid_in_range(distance_steps))) {
+            outside = true;
+            continue;
+        }
         std::int64_t* sum = sums.data() + j * d;
         // A batch of kBatch members adds exactly in doubles (exact_sums.hpp), then moves into the sums.
         thread_local std::vector<double> batch;
@@ -134,7 +139,8 @@ void robust_reduce(const PointView& points, std::uint64_t first_row, const std::
     std::uint64_t stray = outside ? 1 : 0;
     ranks.max(&stray, 1);
     if (stray != 0) {
-        throw Error("cpu backend: robust_reduce met a kept member farther from its anchor than its distance says");
+        throw Error("cpu backend: robust_reduce met a kept member farther from its anchor than its distance says, "
+                    "or an anchor whose sums leave double's range");
     }
     ranks.sum(sums.data(), sums.size());
 

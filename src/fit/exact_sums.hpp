@@ -94,12 +94,6 @@ VLATTICE_HOST_DEVICE inline double coordinate_bound(double largest, double farth
 // The bound on an anchor's kept distances, each at most `farthest`.
 VLATTICE_HOST_DEVICE inline double distance_bound(double farthest) { return 2.0 * farthest; }
 
-inline SumGrid coordinate_grid(double largest, double farthest, std::uint64_t keep) {
-    return grid_for(coordinate_bound(largest, farthest), keep);
-}
-
-inline SumGrid distance_grid(double farthest, std::uint64_t keep) { return grid_for(distance_bound(farthest), keep); }
-
 // v's integer on the grid, as a double. The product is exact (a power of two, and the result
 // neither overflows nor, where it is not rounded to 0 anyway, underflows); adding and taking away
 // 1.5 * 2^52 rounds it to the nearest integer, ties to even, as every |x| < 2^51 does.

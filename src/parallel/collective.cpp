@@ -1,6 +1,9 @@
 #include "vlattice/collective.hpp"
 
+#include "vlattice/types.hpp"
+
 #include <cstring>
+#include <string>
 
 namespace vlattice {
 
@@ -13,7 +16,10 @@ public:
     void sum(std::int64_t*, std::size_t) override {}
     void sum(std::uint64_t*, std::size_t) override {}
     void max(std::uint64_t*, std::size_t) override {}
-    void gather_to_first(const void* mine, std::uint64_t bytes, void* all) override {
+    void gather_to_first(const void* mine, std::uint64_t bytes, void* all, std::uint64_t capacity) override {
+        if (bytes != capacity) {
+            throw Error("gather_to_first: " + std::to_string(bytes) + " bytes for room of " + std::to_string(capacity));
+        }
         if (bytes > 0) {
             std::memcpy(all, mine, bytes);
         }

@@ -4,7 +4,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,20 @@ std::string beside_executable(const char* name) {
     return (slash == std::string::npos ? std::string() : executable.substr(0, slash + 1)) + name;
 }
 
+// The first of `variables` that holds a whole number in [0, 2^30), else `otherwise`.
+int number_from(std::initializer_list<const char*> variables, int otherwise) {
+    for (const char* variable : variables) {
+        if (const char* value = std::getenv(variable)) {
+            char* end = nullptr;
+            const long number = std::strtol(value, &end, 10);
+            if (end != value && *end == '\0' && number >= 0 && number < (1L << 30)) {
+                return static_cast<int>(number);
+            }
+        }
+    }
+    return otherwise;
+}
+
 }  // namespace
 
 bool started_by_mpi() {
@@ -34,18 +50,13 @@ bool started_by_mpi() {
     return false;
 }
 
+// Open MPI's, Slurm's, MPICH's (Hydra) and PMIx's names.
 int local_rank() {
-    // Open MPI's, Slurm's, MPICH's (Hydra) and PMIx's names for it.
-    for (const char* variable : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMIX_LOCAL_RANK"}) {
-        if (const char* value = std::getenv(variable)) {
-            char* end = nullptr;
-            const long rank = std::strtol(value, &end, 10);
-            if (end != value && *end == '\0' && rank >= 0 && rank < (1L << 30)) {
-                return static_cast<int>(rank);
-            }
-        }
-    }
-    return 0;
+    return number_from({"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMIX_LOCAL_RANK"}, 0);
+}
+
+int local_size() {
+    return std::max(1, number_from({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMIX_LOCAL_SIZE"}, 1));
 }
 
 std::unique_ptr<Collective> start_mpi_ranks() {

@@ -31,7 +31,7 @@ public:
 
     // Rank 0 learns every rank's length, then takes each rank's bytes in turn, in pieces that an
     // int counts.
-    void gather_to_first(const void* mine, std::uint64_t bytes, void* all) override {
+    void gather_to_first(const void* mine, std::uint64_t bytes, void* all, std::uint64_t capacity) override {
         std::vector<std::uint64_t> lengths(rank_ == 0 ? static_cast<std::size_t>(size_) : 1);
         check(MPI_Gather(&bytes, 1, MPI_UINT64_T, lengths.data(), 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "MPI_Gather");
         if (rank_ != 0) {
@@ -42,6 +42,15 @@ public:
                 at += static_cast<std::uint64_t>(piece);
             }
             return;
+        }
+        std::uint64_t total = 0;
+        for (const std::uint64_t length : lengths) {
+            total += length;
+        }
+        if (total != capacity) {
+            std::fprintf(stderr, "vlattice: rank 0: the ranks gather %llu bytes into room for %llu\n",
+                         static_cast<unsigned long long>(total), static_cast<unsigned long long>(capacity));
+            MPI_Abort(MPI_COMM_WORLD, 1);
         }
         char* to = static_cast<char*>(all);
         if (bytes > 0) {
