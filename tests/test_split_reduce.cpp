@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <limits>
 
 using namespace vlattice;
 using namespace vlattice::test;
