@@ -45,6 +45,26 @@ TEST_CASE("gather_texts hands every rank's text, any length, to every rank in ra
     }
 }
 
+TEST_CASE("gather_to_first puts every rank's bytes on rank 0 in rank order, and refuses the wrong room",
+          "[cpu][ranks]") {
+    for (const int size : {1, 3}) {
+        std::vector<std::uint32_t> all(static_cast<std::size_t>(size) * (size + 1) / 2, 0);
+        ThreadRanks(size).run([&](Collective& rank) {
+            // Rank r holds r + 1 values, each r.
+            const std::vector<std::uint32_t> mine(rank.rank() + 1, static_cast<std::uint32_t>(rank.rank()));
+            rank.gather_to_first(mine.data(), mine.size() * sizeof(std::uint32_t), rank.rank() == 0 ? all.data() : nullptr,
+                                 rank.rank() == 0 ? all.size() * sizeof(std::uint32_t) : 0);
+        });
+        std::vector<std::uint32_t> want;
+        for (int r = 0; r < size; ++r) {
+            want.insert(want.end(), static_cast<std::size_t>(r) + 1, static_cast<std::uint32_t>(r));
+        }
+        CHECK(all == want);
+    }
+    std::uint32_t one = 7, room[2] = {0, 0};
+    CHECK_THROWS_AS(single_process().gather_to_first(&one, sizeof one, room, sizeof room), Error);
+}
+
 TEST_CASE("a CPU fit on 2, 3, 4 and 8 ranks is the one-process fit, bit for bit", "[cpu][ranks][anneal]") {
     const std::uint64_t run_seed = seed();
     INFO("seed " << run_seed);

@@ -171,6 +171,14 @@ Metric metric_of(const AnnealArgs& args, const std::string& input) {
     return input_metric(input, args.input_format).value_or(Metric::l2);
 }
 
+void warn_zero_rows(const std::string& command, std::size_t zero_rows, bool quiet) {
+    if (zero_rows > 0 && !quiet) {
+        print_notice(command, "warning",
+                     std::to_string(zero_rows) + " vectors are all zero; with --metric angular they have no "
+                     "direction and stay zero");
+    }
+}
+
 LoadedSet load_input(const std::string& command, const std::string& path, const AnnealArgs& args, Metric metric,
                      bool quiet) {
     ReadOptions options;
@@ -188,11 +196,7 @@ LoadedSet load_input(const std::string& command, const std::string& path, const 
                          byte_size_text(options.memory) + ": they stay in " + path +
                          ", read from it on every pass with at most that much of them resident");
     }
-    if (loaded.zero_rows > 0 && !quiet) {
-        print_notice(command, "warning",
-                     std::to_string(loaded.zero_rows) + " vectors are all zero; with --metric angular they have no "
-                     "direction and stay zero");
-    }
+    warn_zero_rows(command, loaded.zero_rows, quiet);
     return loaded;
 }
 

@@ -66,6 +66,9 @@ void check_train_sample(std::size_t sample, std::size_t anchors);
 // --metric, where `auto` asks the input (an HDF5 file's `distance` attribute) and falls back to l2.
 Metric metric_of(const AnnealArgs& args, const std::string& input);
 
+// The warning of a run that found `zero_rows` all-zero vectors under --metric angular (none: no warning).
+void warn_zero_rows(const std::string& command, std::size_t zero_rows, bool quiet);
+
 // Loads `path` as the options say (--dataset, --memory) with `metric`, its values in their stored
 // type (load_stored_points). Unless `quiet`, warns on stderr, as `command`, about all-zero vectors that
 // angular cannot give a direction.

@@ -137,11 +137,7 @@ VlatFile encode_streamed(const VlatFile& model, const VectorRows& rows, const st
         prepare_rows(tile, path, metric, largest_at);
         check_accepted_range(tile, path, largest_at);  // throws, naming where the largest is
     }
-    if (zero_rows > 0 && !quiet) {
-        print_notice(command, "warning",
-                     std::to_string(zero_rows) + " vectors are all zero; with --metric angular they have no "
-                     "direction and stay zero");
-    }
+    warn_zero_rows(command, zero_rows, quiet);
     return file;
 }
 

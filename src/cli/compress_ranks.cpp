@@ -196,11 +196,7 @@ int compress_on_ranks(const CommandHelp& help, CompressArgs& args, const po::var
                zero_rows = prepare_rows(rows, args.input, metric, mine.first).zero_rows;
            });
     ranks.sum(&zero_rows, 1);
-    if (zero_rows > 0 && !quiet) {
-        print_notice(help.name, "warning",
-                     std::to_string(zero_rows) + " vectors are all zero; with --metric angular they have no "
-                     "direction and stay zero");
-    }
+    warn_zero_rows(help.name, zero_rows, quiet);
     const PointView points(rows);
 
     // --train-sample: the sample's rows, in row order, split between the ranks as a set of their
